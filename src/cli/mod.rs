@@ -1,0 +1,291 @@
+//! The headless command line: `run`, `presets`, `bench`.
+
+mod bench;
+
+use crate::engine::BackendChoice;
+use crate::math::{NoiseMass, ranges::Range};
+use crate::math::{NoiseSpec, SamplerKind, TargetSpec, XiUpdate, ranges, targets::TARGET_NAMES};
+use crate::preset::{Preset, SHIPPED};
+use crate::runner;
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Watch stochastic-gradient MCMC samplers (ATMC as corrected and as printed, SGLD, SGHMC,
+/// SGNHT, SGD) run on thousands of chains.
+#[derive(Debug, Parser)]
+#[command(name = "atmc-lab", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a preset headless and print its statistics as one JSON line (last line of stdout).
+    Run(Box<RunArgs>),
+    /// List the shipped presets.
+    Presets,
+    /// Measure chain-steps per second of 2-D ATMC on the correlated Gaussian per backend.
+    Bench(bench::BenchArgs),
+}
+
+/// ATMC's thermostat update on the command line.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum XiUpdateArg {
+    Accumulate,
+    Overwrite,
+}
+
+/// ATMC's noise mass factor on the command line.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum NoiseMassArg {
+    With,
+    Without,
+}
+
+#[derive(Debug, clap::Args)]
+// Negative numbers are values, so `--h -1` reaches the range check with a clear message.
+#[command(allow_negative_numbers = true)]
+struct RunArgs {
+    /// Preset file (RON), or the name of a shipped preset (see `atmc-lab presets`).
+    preset: String,
+    /// Sampler: atmc, sgld, sghmc, sgnht, sgd.
+    #[arg(long)]
+    sampler: Option<String>,
+    /// Target: gaussian, correlated, aniso, banana, donut, gmm25, funnel, double-well, logistic.
+    #[arg(long)]
+    target: Option<String>,
+    /// Number of chains.
+    #[arg(long)]
+    chains: Option<u32>,
+    /// Number of steps.
+    #[arg(long)]
+    steps: Option<u32>,
+    /// Seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Step size h.
+    #[arg(long)]
+    h: Option<f64>,
+    /// ATMC friction floor D.
+    #[arg(long = "D")]
+    friction_floor: Option<f64>,
+    /// Mass m.
+    #[arg(long)]
+    m: Option<f64>,
+    /// Temperature T.
+    #[arg(long)]
+    temperature: Option<f64>,
+    /// Isotropic gradient noise σ (0 switches the synthetic noise off).
+    #[arg(long)]
+    noise: Option<f64>,
+    /// ATMC friction sign φ in [−1, 1]: +1 correct, −1 as printed.
+    #[arg(long)]
+    friction_sign: Option<String>,
+    /// ATMC thermostat update.
+    #[arg(long, value_enum)]
+    xi_update: Option<XiUpdateArg>,
+    /// ATMC noise mass factor.
+    #[arg(long, value_enum)]
+    noise_mass: Option<NoiseMassArg>,
+    /// Backend.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendChoice,
+    /// Write the time series (one row per recorded block) to this CSV file.
+    #[arg(long)]
+    csv: Option<std::path::PathBuf>,
+}
+
+/// A failure with its exit code: 2 for bad input, 1 for failures of the run itself.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+fn usage(message: impl Into<String>) -> Failure {
+    Failure {
+        code: 2,
+        message: message.into(),
+    }
+}
+
+fn checked(range: Range, v: f64) -> Result<f64, Failure> {
+    range.check(v).map_err(usage)
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Run(args)) => run(*args),
+        Some(Command::Presets) => {
+            list_presets();
+            Ok(())
+        }
+        Some(Command::Bench(args)) => bench::bench(&args).map_err(|e| Failure {
+            code: 1,
+            message: format!("{e:#}"),
+        }),
+        None => run_default(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn list_presets() {
+    for (name, text) in SHIPPED {
+        match Preset::parse(text, name) {
+            Ok(p) => println!("{name:<22} {}", p.name),
+            Err(e) => println!("{name:<22} (broken: {e})"),
+        }
+    }
+}
+
+/// Until the app lands, running without a command runs the default preset headless.
+fn run_default() -> Result<(), Failure> {
+    eprintln!("atmc-lab: running the built-in default preset headless (see --help)");
+    execute(Preset::default_preset(), BackendChoice::Auto, None)
+}
+
+fn run(args: RunArgs) -> Result<(), Failure> {
+    let mut preset = Preset::load(&args.preset).map_err(|e| usage(e.to_string()))?;
+    apply_overrides(&mut preset, &args)?;
+    execute(preset, args.backend, args.csv.as_deref())
+}
+
+fn apply_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Failure> {
+    if let Some(name) = &args.sampler {
+        let kind = SamplerKind::from_name(name).ok_or_else(|| {
+            let names: Vec<_> = SamplerKind::ALL.iter().map(|(_, n)| *n).collect();
+            usage(format!(
+                "unknown sampler '{name}': choose one of {}",
+                names.join(", ")
+            ))
+        })?;
+        preset.sampler.kind = kind;
+    }
+    if let Some(name) = &args.target {
+        preset.target = TargetSpec::from_name(name).ok_or_else(|| {
+            let names: Vec<_> = TARGET_NAMES.iter().map(|(n, _)| *n).collect();
+            usage(format!(
+                "unknown target '{name}': choose one of {}",
+                names.join(", ")
+            ))
+        })?;
+    }
+    let s = &mut preset.sampler;
+    if let Some(v) = args.chains {
+        preset.chains = checked(ranges::CHAINS, f64::from(v))? as u32;
+    }
+    if let Some(v) = args.steps {
+        preset.steps = checked(ranges::STEPS, f64::from(v))? as u32;
+    }
+    if let Some(v) = args.seed {
+        preset.seed = v;
+    }
+    if let Some(v) = args.h {
+        s.h = checked(ranges::STEP_SIZE, v)?;
+    }
+    if let Some(v) = args.friction_floor {
+        s.friction_floor = checked(ranges::FRICTION_FLOOR, v)?;
+    }
+    if let Some(v) = args.m {
+        s.mass = checked(ranges::MASS, v)?;
+    }
+    if let Some(v) = args.temperature {
+        s.temperature = checked(ranges::TEMPERATURE, v)?;
+    }
+    if let Some(text) = &args.friction_sign {
+        let v: f64 = text.trim().parse().map_err(|_| {
+            usage(format!(
+                "--friction-sign '{text}' is not a number: use +1 (correct), -1 (as printed) or a value in [-1, 1]"
+            ))
+        })?;
+        s.friction_sign = checked(ranges::FRICTION_SIGN, v)?;
+    }
+    if let Some(v) = args.xi_update {
+        s.xi_update = match v {
+            XiUpdateArg::Accumulate => XiUpdate::Accumulate,
+            XiUpdateArg::Overwrite => XiUpdate::Overwrite,
+        };
+    }
+    if let Some(v) = args.noise_mass {
+        s.noise_mass = match v {
+            NoiseMassArg::With => NoiseMass::With,
+            NoiseMassArg::Without => NoiseMass::Without,
+        };
+    }
+    if let Some(v) = args.noise {
+        let sigma = checked(ranges::NOISE_SIGMA, v)?;
+        preset.noise = if sigma == 0.0 {
+            NoiseSpec::None
+        } else {
+            NoiseSpec::Isotropic { sigma }
+        };
+    }
+    preset.validate().map_err(|(_, message)| usage(message))?;
+    Ok(())
+}
+
+fn execute(
+    preset: Preset,
+    backend: BackendChoice,
+    csv: Option<&std::path::Path>,
+) -> Result<(), Failure> {
+    let bar = indicatif::ProgressBar::new(u64::from(preset.steps));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:30}] {pos}/{len} steps, {per_sec}, eta {eta}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_message(format!(
+        "{} on {}, {} chains",
+        preset.sampler.kind.name(),
+        preset.target.name(),
+        preset.chains
+    ));
+    let outcome = runner::run(&preset, backend, &mut |done| {
+        bar.set_position(u64::from(done))
+    })
+    .map_err(|e| Failure {
+        code: 1,
+        message: format!("{e:#}"),
+    })?;
+    bar.finish_and_clear();
+    if let Some(notice) = &outcome.notice {
+        eprintln!("notice: {notice}");
+    }
+    if let Some(path) = csv {
+        std::fs::write(path, runner::series_csv(&outcome.series)).map_err(|e| Failure {
+            code: 1,
+            message: format!("cannot write {}: {e}", path.display()),
+        })?;
+    }
+    let s = &outcome.summary;
+    eprintln!(
+        "{} on {}: {} chains × {} steps on {} ({}), {:.3e} chain-steps/s; diverged {:.2}%",
+        s.sampler,
+        s.target,
+        s.chains,
+        s.steps,
+        s.backend,
+        s.device,
+        s.chain_steps_per_s,
+        100.0 * s.diverged_fraction
+    );
+    let json = serde_json::to_string(s).map_err(|e| Failure {
+        code: 1,
+        message: e.to_string(),
+    })?;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{json}");
+    Ok(())
+}

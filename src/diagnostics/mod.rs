@@ -1,0 +1,404 @@
+//! Diagnostics (MATH.md §6): judge an ensemble of chains against the target's exact truth.
+//!
+//! [`RunRecorder`] consumes the engine's [`Report`]s block by block and produces the time
+//! series and the [`Summary`] of a run; [`mcmc`] holds R̂, ESS and the energy distance.
+
+pub mod mcmc;
+
+use crate::engine::{ChainStates, Report};
+use crate::math::{Chain2, Grid2, Target};
+use serde::Serialize;
+
+/// What the diagnostics compare against: exact samples, cell masses and moments.
+#[derive(Clone, Debug)]
+pub struct Truth {
+    /// Grid of the total-variation histogram.
+    pub grid: Grid2,
+    /// Exact cell masses on `grid`.
+    pub cell_masses: Vec<f64>,
+    /// Exact mass outside `grid`.
+    pub outside_mass: f64,
+    /// Exact mean of θ.
+    pub mean: [f64; 2],
+    /// Exact covariance (c11, c12, c22).
+    pub cov: [f64; 3],
+    /// Exact samples (flattened pairs) for energy distances.
+    pub samples: Vec<f64>,
+}
+
+/// Exact samples kept for distances.
+pub const TRUTH_SAMPLES: usize = 2000;
+/// Chains read back per recorded block for the distance time series.
+pub const SERIES_DISTANCE_CHAINS: u32 = 500;
+/// Chains whose traces feed R̂ and ESS.
+pub const TRACE_CHAINS: u32 = 64;
+
+impl Truth {
+    /// The truth of `target` on its default display grid.
+    pub fn new(target: &Target) -> Self {
+        let grid = target.default_grid();
+        let (cell_masses, outside_mass) = target.cell_masses(&grid);
+        let (mean, cov) = target.moments();
+        Self {
+            grid,
+            cell_masses,
+            outside_mass,
+            mean,
+            cov,
+            samples: target.exact_samples(TRUTH_SAMPLES, 0x7407),
+        }
+    }
+
+    /// Energy distance between the alive chains' θ (at most `limit` of them) and the exact
+    /// samples. NaN when no chain is alive.
+    pub fn energy_distance(&self, states: &ChainStates, limit: usize) -> f64 {
+        let points: Vec<f64> = alive(states)
+            .take(limit)
+            .flat_map(|c| c.theta.map(f64::from))
+            .collect();
+        if points.is_empty() {
+            return f64::NAN;
+        }
+        let m = (points.len() / 2).min(self.samples.len() / 2);
+        mcmc::energy_distance(&points, &self.samples[..2 * m], 2)
+    }
+
+    /// Total variation between a histogram (with its outside count) and the exact masses.
+    pub fn total_variation(&self, counts: &[u64], outside: u64) -> f64 {
+        let n = counts.iter().sum::<u64>() + outside;
+        if n == 0 {
+            return f64::NAN;
+        }
+        let n = n as f64;
+        let inside: f64 = counts
+            .iter()
+            .zip(&self.cell_masses)
+            .map(|(&c, &p)| (c as f64 / n - p).abs())
+            .sum();
+        0.5 * (inside + (outside as f64 / n - self.outside_mass).abs())
+    }
+}
+
+fn alive(states: &ChainStates) -> impl Iterator<Item = &Chain2> {
+    states
+        .chains
+        .iter()
+        .zip(&states.diverged_at)
+        .filter(|(_, d)| **d == 0)
+        .map(|(c, _)| c)
+}
+
+/// One row of the time series, recorded after each block of steps.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SeriesRow {
+    /// Steps done.
+    pub step: u32,
+    /// Step size of the last step (shows the cyclical schedule).
+    pub step_size: f64,
+    /// Kinetic temperature ⟨p K'(p)⟩ of the alive chains.
+    pub kinetic_temperature: f64,
+    /// Mean ξ of the alive chains.
+    pub mean_xi: f64,
+    /// Diverged chains so far.
+    pub diverged: u64,
+    /// Energy distance of (up to 500) alive chains to the exact samples.
+    pub energy_distance: f64,
+}
+
+/// The summary of a run: the JSON line of `atmc-lab run`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// Sampler name.
+    pub sampler: String,
+    /// Target name.
+    pub target: String,
+    /// Number of chains.
+    pub chains: u32,
+    /// Steps run.
+    pub steps: u32,
+    /// Seed.
+    pub seed: u64,
+    /// `cpu` or `gpu`.
+    pub backend: String,
+    /// Threads or adapter.
+    pub device: String,
+    /// Which of ATMC's printed defects were on.
+    pub printed_defects: Vec<String>,
+    /// First step of the statistics window.
+    pub statistics_from_step: u32,
+    /// Fraction of chains diverged at the end.
+    pub diverged_fraction: f64,
+    /// Step at which the first chain diverged (null if none did).
+    pub first_divergence_step: Option<u32>,
+    /// ⟨p K'(p)⟩ averaged over the statistics window (target: T); null without momentum.
+    pub kinetic_temperature: Option<f64>,
+    /// Mean ξ over the window; null without thermostat.
+    pub mean_xi: Option<f64>,
+    /// Mean of θ pooled over the window.
+    pub mean: [f64; 2],
+    /// Covariance of θ pooled over the window.
+    pub cov: [[f64; 2]; 2],
+    /// Exact mean of the target.
+    pub true_mean: [f64; 2],
+    /// Exact covariance of the target.
+    pub true_cov: [[f64; 2]; 2],
+    /// Energy distance of the final alive chains (≤ 2000) to 2000 exact samples.
+    pub energy_distance: f64,
+    /// The same distance between two independent exact samples of the same sizes: the
+    /// value a perfect sampler would show.
+    pub energy_distance_baseline: f64,
+    /// Total variation between the pooled histogram over the window and the exact cell masses.
+    pub tv_histogram: f64,
+    /// Largest split rank-normalised R̂ over coordinates (64 traced chains).
+    pub rhat_max: f64,
+    /// Smallest bulk ESS over coordinates (64 traced chains, one draw per recorded block).
+    pub ess_bulk_min: f64,
+    /// Wall-clock seconds spent advancing chains.
+    pub elapsed_s: f64,
+    /// Chain-steps per second of the engine.
+    pub chain_steps_per_s: f64,
+}
+
+/// Collects block reports of a run and computes its statistics over the second half.
+#[derive(Clone, Debug)]
+pub struct RunRecorder {
+    truth: Truth,
+    stats_from: u32,
+    /// The time series, one row per recorded block.
+    pub series: Vec<SeriesRow>,
+    snapshots: u64,
+    pooled_n: f64,
+    pooled_sum: [f64; 2],
+    pooled_sq: [f64; 3],
+    heat_sum: f64,
+    xi_sum: f64,
+    histogram: Vec<u64>,
+    outside: u64,
+    traces: Vec<Vec<[f64; 2]>>,
+    trace_diverged: Vec<bool>,
+    first_divergence: Option<u32>,
+}
+
+impl RunRecorder {
+    /// A recorder whose statistics start at step `stats_from`.
+    pub fn new(truth: Truth, stats_from: u32) -> Self {
+        let cells = truth.grid.cells();
+        Self {
+            truth,
+            stats_from,
+            series: Vec::new(),
+            snapshots: 0,
+            pooled_n: 0.0,
+            pooled_sum: [0.0; 2],
+            pooled_sq: [0.0; 3],
+            heat_sum: 0.0,
+            xi_sum: 0.0,
+            histogram: vec![0; cells],
+            outside: 0,
+            traces: Vec::new(),
+            trace_diverged: Vec::new(),
+            first_divergence: None,
+        }
+    }
+
+    /// The truth the run is compared with.
+    pub fn truth(&self) -> &Truth {
+        &self.truth
+    }
+
+    /// Whether a report at `step` falls into the statistics window (and so should carry a
+    /// histogram).
+    pub fn in_window(&self, step: u32) -> bool {
+        step > self.stats_from
+    }
+
+    /// Records one block: the report, the states of the first chains (traces and distance)
+    /// and the step size of the block's last step.
+    pub fn record(&mut self, report: &Report, head: &ChainStates, step_size: f64) {
+        let m = &report.moments;
+        if m.diverged > 0 && self.first_divergence.is_none() {
+            self.first_divergence = head
+                .diverged_at
+                .iter()
+                .filter(|&&d| d != 0)
+                .min()
+                .copied()
+                .or(Some(report.step));
+        }
+        let distance_states = ChainStates {
+            chains: head
+                .chains
+                .iter()
+                .take(SERIES_DISTANCE_CHAINS as usize)
+                .copied()
+                .collect(),
+            diverged_at: head
+                .diverged_at
+                .iter()
+                .take(SERIES_DISTANCE_CHAINS as usize)
+                .copied()
+                .collect(),
+        };
+        let energy_distance = self
+            .truth
+            .energy_distance(&distance_states, SERIES_DISTANCE_CHAINS as usize);
+        self.series.push(SeriesRow {
+            step: report.step,
+            step_size,
+            kinetic_temperature: m.kinetic_temperature(),
+            mean_xi: m.mean_xi(),
+            diverged: m.diverged,
+            energy_distance,
+        });
+        if !self.in_window(report.step) {
+            return;
+        }
+        self.snapshots += 1;
+        if m.alive > 0 {
+            self.pooled_n += m.alive as f64;
+            for c in 0..2 {
+                self.pooled_sum[c] += m.sum_theta[c];
+            }
+            for c in 0..3 {
+                self.pooled_sq[c] += m.sum_theta_sq[c];
+            }
+            self.heat_sum += m.kinetic_temperature();
+            self.xi_sum += m.mean_xi();
+        }
+        if let Some((counts, outside)) = &report.histogram {
+            for (acc, &c) in self.histogram.iter_mut().zip(counts) {
+                *acc += u64::from(c);
+            }
+            self.outside += outside;
+        }
+        let n_trace = (TRACE_CHAINS as usize).min(head.chains.len());
+        if self.traces.is_empty() {
+            self.traces = vec![Vec::new(); n_trace];
+            self.trace_diverged = vec![false; n_trace];
+        }
+        for i in 0..n_trace {
+            self.trace_diverged[i] |= head.diverged_at[i] != 0;
+            self.traces[i].push(head.chains[i].theta.map(f64::from));
+        }
+    }
+
+    /// The summary after the last block. `final_states` are the states of (up to 2000)
+    /// chains at the end.
+    pub fn summary(&self, run: RunInfo, final_states: &ChainStates) -> Summary {
+        let n = self.pooled_n;
+        let mean = [self.pooled_sum[0] / n, self.pooled_sum[1] / n];
+        let c11 = self.pooled_sq[0] / n - mean[0] * mean[0];
+        let c12 = self.pooled_sq[1] / n - mean[0] * mean[1];
+        let c22 = self.pooled_sq[2] / n - mean[1] * mean[1];
+        let windows = self.snapshots_with_alive();
+        let (mut rhat_max, mut ess_min) = (f64::NAN, f64::NAN);
+        let alive_traces: Vec<&Vec<[f64; 2]>> = self
+            .traces
+            .iter()
+            .zip(&self.trace_diverged)
+            .filter(|(_, d)| !**d)
+            .map(|(t, _)| t)
+            .collect();
+        for c in 0..2 {
+            let draws: Vec<Vec<f64>> = alive_traces
+                .iter()
+                .map(|t| t.iter().map(|v| v[c]).collect())
+                .collect();
+            let r = mcmc::split_rhat(&draws);
+            let e = mcmc::ess_bulk(&draws);
+            rhat_max = nan_max(rhat_max, r);
+            ess_min = nan_min(ess_min, e);
+        }
+        let energy_distance = self.truth.energy_distance(final_states, TRUTH_SAMPLES);
+        let alive_final = alive(final_states).count().min(TRUTH_SAMPLES);
+        let energy_distance_baseline = if alive_final == 0 {
+            f64::NAN
+        } else {
+            let reference = run.exact_reference(alive_final);
+            mcmc::energy_distance(&reference, &self.truth.samples, 2)
+        };
+        let t = &self.truth;
+        Summary {
+            sampler: run.sampler,
+            target: run.target,
+            chains: run.chains,
+            steps: run.steps,
+            seed: run.seed,
+            backend: run.backend,
+            device: run.device,
+            printed_defects: run.printed_defects,
+            statistics_from_step: self.stats_from,
+            diverged_fraction: run.diverged_fraction,
+            first_divergence_step: self.first_divergence,
+            kinetic_temperature: run.has_momentum.then(|| self.heat_sum / windows),
+            mean_xi: run.has_thermostat.then(|| self.xi_sum / windows),
+            mean,
+            cov: [[c11, c12], [c12, c22]],
+            true_mean: t.mean,
+            true_cov: [[t.cov[0], t.cov[1]], [t.cov[1], t.cov[2]]],
+            energy_distance,
+            energy_distance_baseline,
+            tv_histogram: t.total_variation(&self.histogram, self.outside),
+            rhat_max,
+            ess_bulk_min: ess_min,
+            elapsed_s: run.elapsed_s,
+            chain_steps_per_s: run.chain_steps_per_s,
+        }
+    }
+
+    fn snapshots_with_alive(&self) -> f64 {
+        // heat_sum and xi_sum only accumulate snapshots with alive chains.
+        if self.pooled_n > 0.0 {
+            self.snapshots as f64
+        } else {
+            f64::NAN
+        }
+    }
+}
+
+fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() { b } else { a.max(b) }
+}
+
+fn nan_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() { b } else { a.min(b) }
+}
+
+/// Facts about a run that the recorder does not see itself.
+#[derive(Clone, Debug)]
+pub struct RunInfo {
+    /// Sampler name.
+    pub sampler: String,
+    /// Target name.
+    pub target: String,
+    /// Chains.
+    pub chains: u32,
+    /// Steps.
+    pub steps: u32,
+    /// Seed.
+    pub seed: u64,
+    /// Backend kind.
+    pub backend: String,
+    /// Device description.
+    pub device: String,
+    /// Printed defects switched on.
+    pub printed_defects: Vec<String>,
+    /// Diverged fraction at the end.
+    pub diverged_fraction: f64,
+    /// Whether the sampler has a momentum.
+    pub has_momentum: bool,
+    /// Whether the sampler has a thermostat.
+    pub has_thermostat: bool,
+    /// Seconds spent in the engine.
+    pub elapsed_s: f64,
+    /// Chain-steps per second.
+    pub chain_steps_per_s: f64,
+    /// The target, for the baseline's independent exact samples.
+    pub target_model: Target,
+}
+
+impl RunInfo {
+    fn exact_reference(&self, n: usize) -> Vec<f64> {
+        self.target_model.exact_samples(n, 0xba5e)
+    }
+}

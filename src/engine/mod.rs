@@ -1,0 +1,156 @@
+//! Chain engines: N chains advanced K steps at a time behind one interface, on the CPU
+//! ([`cpu::CpuEngine`], the reference) or on a GPU.
+
+pub mod cpu;
+pub mod moments;
+
+pub use moments::Moments;
+
+use crate::math::{Chain2, Grid2, Model, RngCounter, Stream};
+use serde::{Deserialize, Serialize};
+
+/// How chains start.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InitSpec {
+    /// Centre of the initial θ.
+    #[serde(default)]
+    pub center: [f64; 2],
+    /// Standard deviation of the initial θ around the centre.
+    #[serde(
+        default = "one",
+        deserialize_with = "crate::math::ranges::de_init_scale"
+    )]
+    pub scale: f64,
+    /// Initial thermostat ξ of every coordinate.
+    #[serde(default)]
+    pub xi: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Default for InitSpec {
+    fn default() -> Self {
+        Self {
+            center: [0.0; 2],
+            scale: 1.0,
+            xi: 0.0,
+        }
+    }
+}
+
+impl InitSpec {
+    /// The initial state of `chain`: θ ~ N(centre, scale²), p ~ N(0, m T) for samplers with
+    /// a momentum (0 otherwise), ξ as given for samplers with a thermostat (0 otherwise).
+    /// A pure function of (seed, chain), like everything random here.
+    pub fn chain(&self, model: &Model, seed: u64, chain: u32) -> Chain2 {
+        let z = RngCounter::new(seed, chain, 0).normal4(Stream::Init, 0);
+        let sp = &model.sampler;
+        let p_scale = if sp.kind.has_momentum() {
+            (sp.mass * sp.temperature).sqrt()
+        } else {
+            0.0
+        };
+        let xi = if sp.kind.has_thermostat() {
+            self.xi as f32
+        } else {
+            0.0
+        };
+        Chain2 {
+            theta: [
+                self.center[0] as f32 + self.scale as f32 * z[0],
+                self.center[1] as f32 + self.scale as f32 * z[1],
+            ],
+            p: [p_scale * z[2], p_scale * z[3]],
+            xi: [xi, xi],
+        }
+    }
+}
+
+/// Which backend runs the chains, and on what.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BackendInfo {
+    /// `"cpu"` or `"gpu"`.
+    pub kind: &'static str,
+    /// Human description: thread count or adapter name.
+    pub device: String,
+}
+
+/// What a caller gets after advancing the chains.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// Steps done since the start (or the last reset).
+    pub step: u32,
+    /// Moments of the alive chains after the last step.
+    pub moments: Moments,
+    /// Histogram of θ over the requested grid (row-major counts) and the count outside it.
+    pub histogram: Option<(Vec<u32>, u64)>,
+}
+
+/// Full state of a range of chains, read back on request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChainStates {
+    /// Chain states.
+    pub chains: Vec<Chain2>,
+    /// For each chain, the step count at which it diverged (0 while alive).
+    pub diverged_at: Vec<u32>,
+}
+
+/// The interface every backend implements.
+pub trait Engine: Send {
+    /// The backend and its device.
+    fn backend(&self) -> BackendInfo;
+    /// Number of chains.
+    fn chains(&self) -> u32;
+    /// Steps done since the start or the last reset.
+    fn steps_done(&self) -> u32;
+    /// The model the chains follow.
+    fn model(&self) -> &Model;
+    /// Replaces the model without touching the chains (live slider changes). The target's
+    /// dimension must not change.
+    fn set_model(&mut self, model: Model);
+    /// Advances every alive chain by `steps` steps; diverged chains stay frozen.
+    fn advance(&mut self, steps: u32, histogram: Option<&Grid2>) -> anyhow::Result<Report>;
+    /// Reads back the states of chains `first .. first + count` (clamped to the ensemble).
+    fn read_chains(&mut self, first: u32, count: u32) -> anyhow::Result<ChainStates>;
+    /// Re-initialises every chain from `init` with `seed` and sets the step count to 0.
+    fn reset(&mut self, init: &InitSpec, seed: u64);
+}
+
+/// Which backend a run asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// The multi-threaded CPU engine.
+    Cpu,
+    /// A GPU adapter (fails if there is none).
+    Gpu,
+    /// A GPU if one is found, else the CPU with a notice.
+    Auto,
+}
+
+/// Creates the engine for a choice of backend. Returns the engine and, when `auto` fell back
+/// to the CPU, the reason.
+pub fn create_engine(
+    choice: BackendChoice,
+    model: Model,
+    chains: u32,
+    init: &InitSpec,
+    seed: u64,
+) -> anyhow::Result<(Box<dyn Engine>, Option<String>)> {
+    match choice {
+        BackendChoice::Cpu => Ok((
+            Box::new(cpu::CpuEngine::new(model, chains, init, seed)),
+            None,
+        )),
+        BackendChoice::Gpu => anyhow::bail!(
+            "the GPU backend is not available in this build; use --backend cpu or auto"
+        ),
+        BackendChoice::Auto => Ok((
+            Box::new(cpu::CpuEngine::new(model, chains, init, seed)),
+            Some("no GPU backend in this build: running on the CPU".into()),
+        )),
+    }
+}

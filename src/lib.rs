@@ -1,0 +1,13 @@
+//! atmc-lab: the dynamics of stochastic-gradient MCMC samplers made visible.
+//!
+//! Layers, with dependencies pointing one way:
+//! [`math`] (samplers, targets, RNG, schedules; pure Rust) → [`engine`] (CPU and GPU
+//! backends behind one interface) → [`diagnostics`] (statistics against exact truth) →
+//! [`runner`] and [`cli`] (headless runs). [`preset`] describes a run in RON.
+
+pub mod cli;
+pub mod diagnostics;
+pub mod engine;
+pub mod math;
+pub mod preset;
+pub mod runner;

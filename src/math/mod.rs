@@ -1,0 +1,21 @@
+//! The mathematics of MATH.md in pure Rust: samplers, targets, gradient noise, schedules and
+//! the counter-based RNG. No GPU, no UI: the CPU engine runs this code and the WGSL shaders
+//! mirror it function by function.
+
+pub mod grid;
+pub mod noise;
+pub mod ranges;
+pub mod rng;
+pub mod samplers;
+pub mod schedule;
+pub mod special;
+pub mod targets;
+
+pub use grid::Grid2;
+pub use noise::{NoiseModel, NoiseSpec};
+pub use rng::{RngCounter, Stream};
+pub use samplers::{
+    Chain2, Kinetic, Model, NoiseMass, SamplerKind, SamplerParams, SamplerSpec, XiUpdate,
+};
+pub use schedule::{Schedule, ScheduleSpec};
+pub use targets::{Target, TargetSpec};

@@ -1,0 +1,217 @@
+//! Allowed ranges of every numeric parameter, shared by the preset parser (which reports a
+//! violation with its line and column) and the command line.
+
+use serde::{Deserialize, Deserializer, de::Error as _};
+
+/// A closed or half-open interval of allowed values with a human name.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Range {
+    /// What the value is, as shown in messages.
+    pub name: &'static str,
+    /// Lower bound.
+    pub min: f64,
+    /// Upper bound.
+    pub max: f64,
+    /// Whether `min` itself is excluded.
+    pub min_open: bool,
+}
+
+impl Range {
+    const fn closed(name: &'static str, min: f64, max: f64) -> Self {
+        Self {
+            name,
+            min,
+            max,
+            min_open: false,
+        }
+    }
+
+    const fn positive(name: &'static str, max: f64) -> Self {
+        Self {
+            name,
+            min: 0.0,
+            max,
+            min_open: true,
+        }
+    }
+
+    /// `Ok(v)` inside the range, otherwise a message naming the allowed range.
+    pub fn check(&self, v: f64) -> Result<f64, String> {
+        let above_min = if self.min_open {
+            v > self.min
+        } else {
+            v >= self.min
+        };
+        if v.is_finite() && above_min && v <= self.max {
+            Ok(v)
+        } else {
+            Err(format!(
+                "{} = {v} is out of range: allowed {}",
+                self.name,
+                self.describe()
+            ))
+        }
+    }
+
+    /// The interval in mathematical notation.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}{}, {}]",
+            if self.min_open { "(" } else { "[" },
+            fmt_bound(self.min),
+            fmt_bound(self.max)
+        )
+    }
+}
+
+fn fmt_bound(v: f64) -> String {
+    if v != 0.0 && (v.abs() >= 1e5 || v.abs() < 1e-3) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Step size h.
+pub const STEP_SIZE: Range = Range::positive("step size h", 10.0);
+/// Mass m.
+pub const MASS: Range = Range::positive("mass m", 1e4);
+/// Friction floor D.
+pub const FRICTION_FLOOR: Range = Range::closed("friction floor D", 0.0, 1e3);
+/// Temperature T.
+pub const TEMPERATURE: Range = Range::closed("temperature T", 0.0, 1e3);
+/// Speed of light c of the hyperbolic kinetic energy.
+pub const SPEED: Range = Range::positive("speed limit c", 1e4);
+/// Friction sign φ.
+pub const FRICTION_SIGN: Range = Range::closed("friction sign", -1.0, 1.0);
+/// SGHMC friction C, SGHMC noise estimate B̂ and SGNHT diffusion A.
+pub const FRICTION: Range = Range::closed("friction", 0.0, 1e4);
+/// Gradient-noise standard deviations.
+pub const NOISE_SIGMA: Range = Range::closed("gradient noise σ", 0.0, 1e4);
+/// State dependence κ of the gradient noise.
+pub const NOISE_KAPPA: Range = Range::closed("noise state dependence κ", 0.0, 100.0);
+/// Divergence bound on |p|.
+pub const DIVERGENCE_BOUND: Range = Range::positive("divergence bound", 1e30);
+/// Scales of targets.
+pub const SIGMA: Range = Range::positive("scale", 1e3);
+/// Correlation ρ.
+pub const RHO: Range = Range::closed("correlation ρ", -0.999, 0.999);
+/// Banana curvature.
+pub const CURVATURE: Range = Range::closed("curvature b", -10.0, 10.0);
+/// Radii and spacings.
+pub const RADIUS: Range = Range::positive("radius", 100.0);
+/// Component variances.
+pub const VARIANCE: Range = Range::positive("variance", 100.0);
+/// σ_v of the funnel.
+pub const FUNNEL_SIGMA: Range = Range::positive("funnel σ_v", 6.0);
+/// Double-well barrier.
+pub const BARRIER: Range = Range::closed("barrier height", 0.0, 100.0);
+/// Data points of data-based targets.
+pub const DATA_POINTS: Range = Range::closed("data points", 2.0, 1e5);
+/// Minibatch size.
+pub const BATCH: Range = Range::closed("batch size", 0.0, 1e5);
+/// Number of chains.
+pub const CHAINS: Range = Range::closed("chains", 1.0, 16_777_216.0);
+/// Number of steps.
+pub const STEPS: Range = Range::closed("steps", 0.0, 4e9);
+/// Cycles of the cyclical schedule.
+pub const CYCLES: Range = Range::closed("cycles", 1.0, 1e6);
+/// Fraction of a cycle spent exploring.
+pub const FRACTION: Range = Range::closed("exploration fraction", 0.0, 1.0);
+/// Initial spread of θ and ξ.
+pub const INIT_SCALE: Range = Range::closed("initial scale", 0.0, 1e3);
+/// Steps between recorded statistics.
+pub const RECORD_EVERY: Range = Range::closed("record every", 1.0, 1e6);
+
+/// Coordinate shown in the phase portraits.
+pub const COORDINATE: Range = Range::closed("coordinate", 0.0, 1.0);
+/// Highlighted chains with trails.
+pub const HIGHLIGHTED: Range = Range::closed("highlighted chains", 0.0, 5000.0);
+/// Steps per frame of the app.
+pub const STEPS_PER_FRAME: Range = Range::closed("steps per frame", 1.0, 1e5);
+
+macro_rules! ranged {
+    ($(#[$doc:meta] $fn_name:ident: $ty:ty => $range:expr;)*) => {$(
+        #[$doc]
+        pub fn $fn_name<'de, D: Deserializer<'de>>(d: D) -> Result<$ty, D::Error> {
+            let v = <$ty>::deserialize(d)?;
+            $range.check(v as f64).map_err(D::Error::custom)?;
+            Ok(v)
+        }
+    )*};
+}
+
+ranged! {
+    /// Deserialises a step size.
+    de_step_size: f64 => STEP_SIZE;
+    /// Deserialises a mass.
+    de_mass: f64 => MASS;
+    /// Deserialises a friction floor.
+    de_friction_floor: f64 => FRICTION_FLOOR;
+    /// Deserialises a temperature.
+    de_temperature: f64 => TEMPERATURE;
+    /// Deserialises a speed limit.
+    de_speed: f64 => SPEED;
+    /// Deserialises a friction sign.
+    de_friction_sign: f64 => FRICTION_SIGN;
+    /// Deserialises a friction or diffusion constant.
+    de_friction: f64 => FRICTION;
+    /// Deserialises a noise σ.
+    de_noise_sigma: f64 => NOISE_SIGMA;
+    /// Deserialises κ.
+    de_noise_kappa: f64 => NOISE_KAPPA;
+    /// Deserialises the divergence bound.
+    de_divergence_bound: f64 => DIVERGENCE_BOUND;
+    /// Deserialises a target scale.
+    de_sigma: f64 => SIGMA;
+    /// Deserialises a correlation.
+    de_rho: f64 => RHO;
+    /// Deserialises a curvature.
+    de_curvature: f64 => CURVATURE;
+    /// Deserialises a radius or spacing.
+    de_radius: f64 => RADIUS;
+    /// Deserialises a variance.
+    de_variance: f64 => VARIANCE;
+    /// Deserialises the funnel's σ_v.
+    de_funnel_sigma: f64 => FUNNEL_SIGMA;
+    /// Deserialises a barrier height.
+    de_barrier: f64 => BARRIER;
+    /// Deserialises a data-set size.
+    de_data_points: u32 => DATA_POINTS;
+    /// Deserialises a batch size.
+    de_batch: u32 => BATCH;
+    /// Deserialises a number of chains.
+    de_chains: u32 => CHAINS;
+    /// Deserialises a number of steps.
+    de_steps: u32 => STEPS;
+    /// Deserialises a number of cycles.
+    de_cycles: u32 => CYCLES;
+    /// Deserialises a fraction.
+    de_fraction: f64 => FRACTION;
+    /// Deserialises an initial scale.
+    de_init_scale: f64 => INIT_SCALE;
+    /// Deserialises a recording interval.
+    de_record_every: u32 => RECORD_EVERY;
+    /// Deserialises a coordinate index.
+    de_coordinate: u32 => COORDINATE;
+    /// Deserialises a number of highlighted chains.
+    de_highlighted: u32 => HIGHLIGHTED;
+    /// Deserialises steps per frame.
+    de_steps_per_frame: u32 => STEPS_PER_FRAME;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_accept_inside_and_name_the_interval_outside() {
+        assert_eq!(STEP_SIZE.check(0.05), Ok(0.05));
+        let e = STEP_SIZE.check(0.0).unwrap_err();
+        assert_eq!(e, "step size h = 0 is out of range: allowed (0, 10]");
+        assert!(FRICTION_SIGN.check(-1.0).is_ok());
+        assert!(FRICTION_SIGN.check(1.5).is_err());
+        assert!(MASS.check(f64::NAN).is_err());
+        assert!(CHAINS.describe().contains("1.6777216e7"));
+    }
+}

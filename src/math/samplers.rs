@@ -1,0 +1,508 @@
+//! The samplers of MATH.md §1–3 on one shared chain state (θ, p, ξ per coordinate).
+//!
+//! [`Model::step`] advances one 2-D chain by one step. It is the CPU reference that
+//! `shaders/samplers.wgsl` mirrors line by line, and the oracle the GPU engine is tested against.
+
+// Index loops over the two coordinates mirror the WGSL line by line.
+#![allow(clippy::needless_range_loop)]
+
+use super::noise::NoiseModel;
+use super::rng::{RngCounter, Stream};
+use super::schedule::Schedule;
+use super::targets::Target;
+use serde::{Deserialize, Serialize};
+
+/// Which sampler moves the chains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SamplerKind {
+    /// Adaptive Thermostat Monte Carlo (Heek & Kalchbrenner 2019), MATH.md §1–2.
+    Atmc,
+    /// Stochastic gradient Langevin dynamics (Welling & Teh 2011).
+    Sgld,
+    /// Stochastic gradient Hamiltonian Monte Carlo (Chen et al. 2014).
+    Sghmc,
+    /// Stochastic gradient Nosé–Hoover thermostat (Ding et al. 2014).
+    Sgnht,
+    /// Plain SGD with a fixed learning rate.
+    Sgd,
+}
+
+impl SamplerKind {
+    /// Every sampler with its command-line name.
+    pub const ALL: [(SamplerKind, &'static str); 5] = [
+        (SamplerKind::Atmc, "atmc"),
+        (SamplerKind::Sgld, "sgld"),
+        (SamplerKind::Sghmc, "sghmc"),
+        (SamplerKind::Sgnht, "sgnht"),
+        (SamplerKind::Sgd, "sgd"),
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(k, _)| *k == self).unwrap().1
+    }
+
+    /// Parses a command-line name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)
+    }
+
+    /// Whether the sampler has a momentum (and so a kinetic temperature).
+    pub fn has_momentum(self) -> bool {
+        matches!(
+            self,
+            SamplerKind::Atmc | SamplerKind::Sghmc | SamplerKind::Sgnht
+        )
+    }
+
+    /// Whether the sampler has a thermostat ξ.
+    pub fn has_thermostat(self) -> bool {
+        matches!(self, SamplerKind::Atmc | SamplerKind::Sgnht)
+    }
+}
+
+/// Kinetic energy K(p).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Kinetic {
+    /// K(p) = p²/(2m).
+    Gaussian,
+    /// K(p) = m c² sqrt(1 + p²/(m²c²)): every update |Δθ| ≤ c h.
+    Hyperbolic {
+        /// Speed limit c.
+        #[serde(deserialize_with = "crate::math::ranges::de_speed")]
+        c: f64,
+    },
+}
+
+/// ATMC's thermostat update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum XiUpdate {
+    /// ξ ← ξ + (h/2) m (K'(p)² − T K''(p)) (correct).
+    Accumulate,
+    /// ξ ← h m (K'(p)² − T K''(p)) (as printed in Algorithm 1).
+    Overwrite,
+}
+
+/// Whether ATMC's injected noise carries the mass factor m.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NoiseMass {
+    /// Variance (α/β) m T (1 − e^{−2βh}) (correct).
+    With,
+    /// Variance without m (as printed).
+    Without,
+}
+
+/// Sampler settings as written in a preset. Fields a sampler does not use are ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplerSpec {
+    /// Which sampler.
+    pub kind: SamplerKind,
+    /// Step size h (learning rate for SGD); the peak of a cyclical schedule.
+    #[serde(
+        default = "d_h",
+        deserialize_with = "crate::math::ranges::de_step_size"
+    )]
+    pub h: f64,
+    /// Mass m.
+    #[serde(default = "d_one", deserialize_with = "crate::math::ranges::de_mass")]
+    pub mass: f64,
+    /// ATMC's friction floor D.
+    #[serde(
+        default = "d_one",
+        deserialize_with = "crate::math::ranges::de_friction_floor"
+    )]
+    pub friction_floor: f64,
+    /// Temperature T (1 samples the posterior).
+    #[serde(
+        default = "d_one",
+        deserialize_with = "crate::math::ranges::de_temperature"
+    )]
+    pub temperature: f64,
+    /// Kinetic energy of ATMC.
+    #[serde(default = "d_kinetic")]
+    pub kinetic: Kinetic,
+    /// ATMC's friction sign φ: +1 correct, −1 as printed, 0 friction-free.
+    #[serde(
+        default = "d_one",
+        deserialize_with = "crate::math::ranges::de_friction_sign"
+    )]
+    pub friction_sign: f64,
+    /// ATMC's thermostat update.
+    #[serde(default = "d_xi_update")]
+    pub xi_update: XiUpdate,
+    /// ATMC's noise mass factor.
+    #[serde(default = "d_noise_mass")]
+    pub noise_mass: NoiseMass,
+    /// SGHMC friction C.
+    #[serde(
+        default = "d_one",
+        deserialize_with = "crate::math::ranges::de_friction"
+    )]
+    pub sghmc_friction: f64,
+    /// SGHMC gradient-noise estimate B̂ (0 ≤ B̂ ≤ C).
+    #[serde(default, deserialize_with = "crate::math::ranges::de_friction")]
+    pub sghmc_noise_estimate: f64,
+    /// SGNHT diffusion A.
+    #[serde(
+        default = "d_one",
+        deserialize_with = "crate::math::ranges::de_friction"
+    )]
+    pub sgnht_diffusion: f64,
+    /// SGNHT with one ξ shared by all coordinates (the paper) instead of one per coordinate.
+    #[serde(default)]
+    pub sgnht_shared_xi: bool,
+    /// A chain diverges when |p| exceeds this (or anything is non-finite).
+    #[serde(
+        default = "d_bound",
+        deserialize_with = "crate::math::ranges::de_divergence_bound"
+    )]
+    pub divergence_bound: f64,
+}
+
+fn d_h() -> f64 {
+    0.05
+}
+fn d_one() -> f64 {
+    1.0
+}
+fn d_kinetic() -> Kinetic {
+    Kinetic::Gaussian
+}
+fn d_xi_update() -> XiUpdate {
+    XiUpdate::Accumulate
+}
+fn d_noise_mass() -> NoiseMass {
+    NoiseMass::With
+}
+fn d_bound() -> f64 {
+    1e6
+}
+
+impl Default for SamplerSpec {
+    fn default() -> Self {
+        Self::new(SamplerKind::Atmc)
+    }
+}
+
+impl SamplerSpec {
+    /// The defaults of a sampler: corrected ATMC settings, h = 0.05, m = D = T = 1.
+    pub fn new(kind: SamplerKind) -> Self {
+        Self {
+            kind,
+            h: d_h(),
+            mass: 1.0,
+            friction_floor: 1.0,
+            temperature: 1.0,
+            kinetic: Kinetic::Gaussian,
+            friction_sign: 1.0,
+            xi_update: XiUpdate::Accumulate,
+            noise_mass: NoiseMass::With,
+            sghmc_friction: 1.0,
+            sghmc_noise_estimate: 0.0,
+            sgnht_diffusion: 1.0,
+            sgnht_shared_xi: false,
+            divergence_bound: d_bound(),
+        }
+    }
+
+    /// Checks constraints between fields that single ranges cannot express.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.kind == SamplerKind::Sghmc && self.sghmc_noise_estimate > self.sghmc_friction {
+            return Err(format!(
+                "sghmc_noise_estimate B̂ = {} exceeds sghmc_friction C = {}: SGHMC needs 0 ≤ B̂ ≤ C",
+                self.sghmc_noise_estimate, self.sghmc_friction
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether any of ATMC's printed defects is switched on.
+    pub fn has_printed_defect(&self) -> bool {
+        self.kind == SamplerKind::Atmc
+            && (self.friction_sign != 1.0
+                || self.xi_update == XiUpdate::Overwrite
+                || self.noise_mass == NoiseMass::Without)
+    }
+
+    /// The runtime parameters.
+    pub fn params(&self) -> SamplerParams {
+        SamplerParams {
+            kind: self.kind,
+            h: self.h as f32,
+            mass: self.mass as f32,
+            friction_floor: self.friction_floor as f32,
+            temperature: self.temperature as f32,
+            // Only ATMC offers the hyperbolic kinetic energy.
+            speed: match (self.kind, self.kinetic) {
+                (SamplerKind::Atmc, Kinetic::Hyperbolic { c }) => c as f32,
+                _ => 0.0,
+            },
+            friction_sign: self.friction_sign as f32,
+            xi_overwrite: self.xi_update == XiUpdate::Overwrite,
+            noise_mass: if self.noise_mass == NoiseMass::With {
+                self.mass as f32
+            } else {
+                1.0
+            },
+            sghmc_friction: self.sghmc_friction as f32,
+            sghmc_noise_estimate: self.sghmc_noise_estimate as f32,
+            sgnht_diffusion: self.sgnht_diffusion as f32,
+            sgnht_shared_xi: self.sgnht_shared_xi,
+            divergence_bound: self.divergence_bound as f32,
+        }
+    }
+}
+
+/// Sampler parameters in the f32 form both engines use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SamplerParams {
+    /// Which sampler.
+    pub kind: SamplerKind,
+    /// Peak step size h₀.
+    pub h: f32,
+    /// Mass m.
+    pub mass: f32,
+    /// Friction floor D.
+    pub friction_floor: f32,
+    /// Temperature T.
+    pub temperature: f32,
+    /// Speed limit c of the hyperbolic kinetic energy; 0 selects the Gaussian one.
+    pub speed: f32,
+    /// Friction sign φ.
+    pub friction_sign: f32,
+    /// Thermostat overwrite (printed) instead of accumulate.
+    pub xi_overwrite: bool,
+    /// The mass factor of ATMC's injected noise: m (correct) or 1 (printed).
+    pub noise_mass: f32,
+    /// SGHMC C.
+    pub sghmc_friction: f32,
+    /// SGHMC B̂.
+    pub sghmc_noise_estimate: f32,
+    /// SGNHT A.
+    pub sgnht_diffusion: f32,
+    /// SGNHT with a shared ξ.
+    pub sgnht_shared_xi: bool,
+    /// Divergence bound on |p|.
+    pub divergence_bound: f32,
+}
+
+/// State of one 2-D chain.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Chain2 {
+    /// Position θ.
+    pub theta: [f32; 2],
+    /// Momentum p.
+    pub p: [f32; 2],
+    /// Thermostat ξ.
+    pub xi: [f32; 2],
+}
+
+/// (1 − e^{−x})/x given e^{−x}, accurate for small |x| (a Taylor series where 1 − e^{−x}
+/// would cancel), and 1 at x = 0: the friction-free limit. Written without `expm1` because
+/// WGSL has none; the shader uses the same branch and coefficients.
+#[inline(always)]
+pub fn one_minus_exp_neg_over_x(x: f32, exp_neg_x: f32) -> f32 {
+    if x.abs() < 0.25 {
+        // 1 − x/2 + x²/6 − x³/24 + x⁴/120 − x⁵/720 + x⁶/5040: error < x⁷/40320 < 2e-9.
+        1.0 + x
+            * (-1.0 / 2.0
+                + x * (1.0 / 6.0
+                    + x * (-1.0 / 24.0
+                        + x * (1.0 / 120.0 + x * (-1.0 / 720.0 + x * (1.0 / 5040.0))))))
+    } else {
+        (1.0 - exp_neg_x) / x
+    }
+}
+
+/// K'(p) and K''(p) for the kinetic energy with speed limit `speed` (0: Gaussian), and the
+/// relativistic factor s = sqrt(1 + p²/(m²c²)) (1 for Gaussian).
+#[inline(always)]
+pub fn kinetic_derivatives(p: f32, mass: f32, speed: f32) -> (f32, f32, f32) {
+    if speed == 0.0 {
+        (p / mass, 1.0 / mass, 1.0)
+    } else {
+        let q = p / (mass * speed);
+        let s = (1.0 + q * q).sqrt();
+        (p / (mass * s), 1.0 / (mass * s * s * s), s)
+    }
+}
+
+/// The runtime model: sampler, target, gradient noise and schedule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Model {
+    /// Sampler parameters.
+    pub sampler: SamplerParams,
+    /// Target posterior.
+    pub target: Target,
+    /// Synthetic gradient noise.
+    pub noise: NoiseModel,
+    /// Step-size schedule.
+    pub schedule: Schedule,
+}
+
+impl Model {
+    /// g̃ = ∇L(θ) (minibatched for data targets) + synthetic noise (MATH.md §4).
+    #[inline(always)]
+    pub fn stochastic_gradient(&self, theta: [f32; 2], rng: &RngCounter) -> [f32; 2] {
+        let mut g = self.target.gradient(theta, rng);
+        if self.noise.is_active() {
+            let z = rng.normal2(Stream::GradientNoise, 0);
+            let s = self.noise.sigma_at(theta);
+            g[0] += s[0] * z[0];
+            g[1] += s[1] * z[1];
+        }
+        g
+    }
+
+    /// Advances one chain by one step (global step index `step`). Returns `true` when the
+    /// chain diverged during this step (MATH.md §2): the caller freezes it.
+    #[inline(always)]
+    pub fn step(&self, chain: &mut Chain2, rng: &RngCounter) -> bool {
+        let sp = &self.sampler;
+        let (h, exploring) = self.schedule.at(sp.h, rng.step);
+        let t = if exploring { 0.0 } else { sp.temperature };
+        match sp.kind {
+            SamplerKind::Atmc => self.atmc_step(chain, rng, h, t),
+            SamplerKind::Sgld => {
+                let g = self.stochastic_gradient(chain.theta, rng);
+                let z = rng.normal2(Stream::Injected, 0);
+                let scale = (2.0 * h * t).sqrt();
+                for c in 0..2 {
+                    chain.theta[c] += -h * g[c] + scale * z[c];
+                }
+            }
+            SamplerKind::Sghmc => {
+                let g = self.stochastic_gradient(chain.theta, rng);
+                let z = rng.normal2(Stream::Injected, 0);
+                let scale = (2.0 * (sp.sghmc_friction - sp.sghmc_noise_estimate) * h * t)
+                    .max(0.0)
+                    .sqrt();
+                for c in 0..2 {
+                    let p = chain.p[c];
+                    chain.p[c] = p - h * g[c] - h * sp.sghmc_friction * p / sp.mass + scale * z[c];
+                    chain.theta[c] += h * chain.p[c] / sp.mass;
+                }
+            }
+            SamplerKind::Sgnht => {
+                let g = self.stochastic_gradient(chain.theta, rng);
+                let z = rng.normal2(Stream::Injected, 0);
+                let scale = (2.0 * sp.sgnht_diffusion * h * t).sqrt();
+                for c in 0..2 {
+                    let p = chain.p[c];
+                    chain.p[c] = p - h * g[c] - h * chain.xi[c] * p + scale * z[c];
+                    chain.theta[c] += h * chain.p[c] / sp.mass;
+                }
+                let heat = [
+                    chain.p[0] * chain.p[0] / sp.mass - t,
+                    chain.p[1] * chain.p[1] / sp.mass - t,
+                ];
+                if sp.sgnht_shared_xi {
+                    let mean = 0.5 * (heat[0] + heat[1]);
+                    chain.xi = [chain.xi[0] + h * mean, chain.xi[1] + h * mean];
+                } else {
+                    chain.xi = [chain.xi[0] + h * heat[0], chain.xi[1] + h * heat[1]];
+                }
+            }
+            SamplerKind::Sgd => {
+                let g = self.stochastic_gradient(chain.theta, rng);
+                for c in 0..2 {
+                    chain.theta[c] -= h * g[c];
+                }
+            }
+        }
+        self.is_diverged(chain)
+    }
+
+    /// ATMC's Strang splitting (MATH.md §1) with the three printed defects as switches (§2).
+    #[inline(always)]
+    fn atmc_step(&self, chain: &mut Chain2, rng: &RngCounter, h: f32, t: f32) {
+        let sp = &self.sampler;
+        let m = sp.mass;
+        for c in 0..2 {
+            let (k1, k2, _) = kinetic_derivatives(chain.p[c], m, sp.speed);
+            chain.theta[c] += 0.5 * h * k1;
+            chain.xi[c] = self.thermostat_half_step(chain.xi[c], k1, k2, h, t);
+        }
+        let g = self.stochastic_gradient(chain.theta, rng);
+        let z = rng.normal2(Stream::Injected, 0);
+        for c in 0..2 {
+            let xi = chain.xi[c];
+            let beta = sp.friction_floor.max(xi);
+            let alpha = (sp.friction_floor - xi).max(0.0);
+            let (_, _, s) = kinetic_derivatives(chain.p[c], m, sp.speed);
+            // Exact OU step with friction φβ/s (s frozen over the step for hyperbolic K).
+            let x = sp.friction_sign * beta * h / s;
+            let decay = (-x).exp();
+            let drift = h * one_minus_exp_neg_over_x(x, decay);
+            let variance = 2.0
+                * alpha
+                * sp.noise_mass
+                * t
+                * h
+                * one_minus_exp_neg_over_x(2.0 * x, decay * decay);
+            chain.p[c] = decay * chain.p[c] - drift * g[c] + variance.sqrt() * z[c];
+            let (k1, k2, _) = kinetic_derivatives(chain.p[c], m, sp.speed);
+            chain.xi[c] = self.thermostat_half_step(chain.xi[c], k1, k2, h, t);
+            chain.theta[c] += 0.5 * h * k1;
+        }
+    }
+
+    /// Half a thermostat step, ξ += (h/2) m (K'² − T K''), or the printed overwrite
+    /// ξ = h m (K'² − T K'').
+    #[inline(always)]
+    fn thermostat_half_step(&self, xi: f32, k1: f32, k2: f32, h: f32, t: f32) -> f32 {
+        let heat = self.sampler.mass * (k1 * k1 - t * k2);
+        if self.sampler.xi_overwrite {
+            h * heat
+        } else {
+            xi + 0.5 * h * heat
+        }
+    }
+
+    /// A chain is diverged when anything is non-finite or |p| exceeds the bound.
+    #[inline(always)]
+    pub fn is_diverged(&self, chain: &Chain2) -> bool {
+        let bound = self.sampler.divergence_bound;
+        let mut ok = true;
+        for c in 0..2 {
+            // `<=` is false for NaN.
+            ok &=
+                chain.p[c].abs() <= bound && chain.theta[c].is_finite() && chain.xi[c].is_finite();
+        }
+        !ok
+    }
+
+    /// p K'(p) per coordinate: its mean over chains is the kinetic temperature.
+    #[inline(always)]
+    pub fn kinetic_heat(&self, p: f32) -> f32 {
+        p * kinetic_derivatives(p, self.sampler.mass, self.sampler.speed).0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_and_closed_form_agree_at_the_switch() {
+        for x in [0.2499f32, 0.2501, -0.2499, -0.2501] {
+            let v = one_minus_exp_neg_over_x(x, (-x).exp());
+            let exact = (-f64::from(x)).exp_m1() / -f64::from(x);
+            assert!((f64::from(v) - exact).abs() < 2e-7, "{x}: {v} vs {exact}");
+        }
+        assert_eq!(one_minus_exp_neg_over_x(0.0, 1.0), 1.0);
+        let x = 1e-6f32;
+        assert!((one_minus_exp_neg_over_x(x, (-x).exp()) - (1.0 - 5e-7)).abs() < 1e-7);
+    }
+
+    #[test]
+    fn hyperbolic_velocity_is_bounded() {
+        for p in [0.0f32, 1.0, 1e3, 1e8] {
+            let (k1, k2, s) = kinetic_derivatives(p, 2.0, 0.5);
+            assert!(k1 <= 0.5 + 1e-6 && k2 > 0.0 && s >= 1.0);
+        }
+        assert_eq!(kinetic_derivatives(3.0, 2.0, 0.0), (1.5, 0.5, 1.0));
+    }
+}

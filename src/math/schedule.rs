@@ -1,0 +1,97 @@
+//! Step-size schedules: constant, and the cyclical schedule of Zhang et al. (2019), MATH.md §3.
+
+use serde::{Deserialize, Serialize};
+
+/// A step-size schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum ScheduleSpec {
+    /// h_k = h₀.
+    Constant,
+    /// Cosine cycles with an exploration stage (no injected noise) at the start of each.
+    Cyclical {
+        /// Total steps K the cycles are spread over.
+        #[serde(deserialize_with = "crate::math::ranges::de_steps")]
+        total_steps: u32,
+        /// Number of cycles M.
+        #[serde(deserialize_with = "crate::math::ranges::de_cycles")]
+        cycles: u32,
+        /// Fraction of each cycle spent exploring (β in the paper; 0.8 by default).
+        #[serde(
+            default = "default_explore",
+            deserialize_with = "crate::math::ranges::de_fraction"
+        )]
+        explore_fraction: f64,
+    },
+}
+
+fn default_explore() -> f64 {
+    0.8
+}
+
+/// Runtime form, identical on CPU and GPU: all arithmetic in f32 on the same integers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Schedule {
+    /// Cycle length ⌈K/M⌉ in steps; 0 for a constant schedule.
+    pub cycle_len: u32,
+    /// Exploration fraction.
+    pub explore_fraction: f32,
+}
+
+impl ScheduleSpec {
+    /// The runtime schedule.
+    pub fn schedule(&self) -> Schedule {
+        match *self {
+            ScheduleSpec::Constant => Schedule {
+                cycle_len: 0,
+                explore_fraction: 0.0,
+            },
+            ScheduleSpec::Cyclical {
+                total_steps,
+                cycles,
+                explore_fraction,
+            } => Schedule {
+                cycle_len: total_steps.div_ceil(cycles.max(1)).max(1),
+                explore_fraction: explore_fraction as f32,
+            },
+        }
+    }
+}
+
+impl Schedule {
+    /// Step size and whether the step explores (injected noise off, T = 0) at global step
+    /// index `step` (0-based; the paper's k = step + 1).
+    #[inline(always)]
+    pub fn at(&self, h0: f32, step: u32) -> (f32, bool) {
+        if self.cycle_len == 0 {
+            return (h0, false);
+        }
+        let r = (step % self.cycle_len) as f32 / self.cycle_len as f32;
+        let h = 0.5 * h0 * ((std::f32::consts::PI * r).cos() + 1.0);
+        (h, r < self.explore_fraction)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cyclical_schedule_follows_the_formula() {
+        let s = ScheduleSpec::Cyclical {
+            total_steps: 1000,
+            cycles: 4,
+            explore_fraction: 0.8,
+        }
+        .schedule();
+        assert_eq!(s.cycle_len, 250);
+        assert_eq!(s.at(0.1, 0), (0.1, true));
+        let (h, explore) = s.at(0.1, 125);
+        assert!((h - 0.05).abs() < 1e-7 && explore);
+        let (h, explore) = s.at(0.1, 249);
+        assert!(h < 1e-5 && !explore);
+        assert_eq!(s.at(0.1, 250), (0.1, true));
+        assert!(!s.at(0.1, 200).1 && s.at(0.1, 199).1);
+        assert_eq!(ScheduleSpec::Constant.schedule().at(0.3, 77), (0.3, false));
+    }
+}

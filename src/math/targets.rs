@@ -1,0 +1,1049 @@
+//! Target posteriors (MATH.md §7): −log density, gradient, normalised density on a grid and
+//! exact samples, so that every sampler is judged against truth.
+//!
+//! Gradients run in f32, as on the GPU (`shaders/targets.wgsl` mirrors [`Target::gradient`]);
+//! densities, cell masses and exact samples are host-side f64.
+
+use super::grid::Grid2;
+use super::rng::{RngCounter, SequentialRng, Stream, index_below};
+use super::special::normal_cdf;
+use serde::{Deserialize, Serialize};
+
+/// A target as written in a preset or on the command line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum TargetSpec {
+    /// Bivariate Gaussian with standard deviations σ₁, σ₂ and correlation ρ.
+    Gaussian {
+        /// Mean.
+        #[serde(default)]
+        mean: [f64; 2],
+        /// Standard deviation of θ₁.
+        #[serde(default = "one", deserialize_with = "crate::math::ranges::de_sigma")]
+        sigma1: f64,
+        /// Standard deviation of θ₂.
+        #[serde(default = "one", deserialize_with = "crate::math::ranges::de_sigma")]
+        sigma2: f64,
+        /// Correlation.
+        #[serde(default, deserialize_with = "crate::math::ranges::de_rho")]
+        rho: f64,
+    },
+    /// Rosenbrock-like banana: θ₁ ~ N(0, a²), θ₂ | θ₁ ~ N(b (θ₁² − a²), s²).
+    Banana {
+        /// Scale of θ₁.
+        #[serde(default = "one", deserialize_with = "crate::math::ranges::de_sigma")]
+        a: f64,
+        /// Curvature.
+        #[serde(
+            default = "half",
+            deserialize_with = "crate::math::ranges::de_curvature"
+        )]
+        b: f64,
+        /// Conditional spread of θ₂.
+        #[serde(default = "half", deserialize_with = "crate::math::ranges::de_sigma")]
+        s: f64,
+    },
+    /// Ring: L = (|θ| − radius)² / (2 width²).
+    Donut {
+        /// Ring radius.
+        #[serde(default = "two", deserialize_with = "crate::math::ranges::de_radius")]
+        radius: f64,
+        /// Radial standard deviation.
+        #[serde(
+            default = "quarter",
+            deserialize_with = "crate::math::ranges::de_sigma"
+        )]
+        width: f64,
+    },
+    /// Equal mixture of 25 Gaussians centred on {−2s, −s, 0, s, 2s}² with covariance v·I.
+    Gmm25 {
+        /// Spacing s of the centres.
+        #[serde(default = "two", deserialize_with = "crate::math::ranges::de_radius")]
+        spacing: f64,
+        /// Variance v of each component.
+        #[serde(
+            default = "gmm_variance",
+            deserialize_with = "crate::math::ranges::de_variance"
+        )]
+        variance: f64,
+    },
+    /// Neal's funnel in 2-D: v = θ₂ ~ N(0, σ_v²), θ₁ | v ~ N(0, e^v).
+    Funnel {
+        /// Standard deviation of the log-scale v.
+        #[serde(
+            default = "three",
+            deserialize_with = "crate::math::ranges::de_funnel_sigma"
+        )]
+        sigma_v: f64,
+    },
+    /// Double well: L = barrier ((θ₁/μ)² − 1)² + θ₂²/2.
+    DoubleWell {
+        /// Position μ of the wells.
+        #[serde(
+            default = "one_and_half",
+            deserialize_with = "crate::math::ranges::de_radius"
+        )]
+        separation: f64,
+        /// Barrier height in units of the temperature.
+        #[serde(
+            default = "three",
+            deserialize_with = "crate::math::ranges::de_barrier"
+        )]
+        barrier: f64,
+    },
+    /// Bayesian logistic regression on 2 weights (no intercept) from a synthetic data set.
+    Logistic {
+        /// Number of data points N.
+        #[serde(
+            default = "n_data",
+            deserialize_with = "crate::math::ranges::de_data_points"
+        )]
+        data_points: u32,
+        /// Minibatch size n (0 or ≥ N: full batch).
+        #[serde(default = "batch", deserialize_with = "crate::math::ranges::de_batch")]
+        batch_size: u32,
+        /// Weights that generated the labels.
+        #[serde(default = "true_weights")]
+        true_weights: [f64; 2],
+        /// Standard deviation of the Gaussian prior on each weight.
+        #[serde(default = "two", deserialize_with = "crate::math::ranges::de_sigma")]
+        prior_scale: f64,
+        /// Seed of the synthetic data set.
+        #[serde(default = "one_u64")]
+        data_seed: u64,
+    },
+}
+
+fn one() -> f64 {
+    1.0
+}
+fn half() -> f64 {
+    0.5
+}
+fn quarter() -> f64 {
+    0.25
+}
+fn two() -> f64 {
+    2.0
+}
+fn three() -> f64 {
+    3.0
+}
+fn one_and_half() -> f64 {
+    1.5
+}
+fn gmm_variance() -> f64 {
+    0.03
+}
+fn n_data() -> u32 {
+    100
+}
+fn batch() -> u32 {
+    10
+}
+fn true_weights() -> [f64; 2] {
+    [1.5, -1.0]
+}
+fn one_u64() -> u64 {
+    1
+}
+
+/// Names accepted on the command line, with a one-line description each.
+pub const TARGET_NAMES: &[(&str, &str)] = &[
+    ("gaussian", "standard normal (set σ₁, σ₂, ρ in a preset)"),
+    ("correlated", "Gaussian, unit variances, ρ = 0.8"),
+    ("aniso", "Gaussian, variances 4 and 0.25"),
+    ("banana", "Rosenbrock-like banana"),
+    ("donut", "ring of radius 2"),
+    ("gmm25", "25 Gaussians on {−4,−2,0,2,4}², variance 0.03"),
+    ("funnel", "Neal's funnel, σ_v = 3"),
+    ("double-well", "two wells at ±1.5, barrier 3"),
+    (
+        "logistic",
+        "Bayesian logistic regression, 2 weights, minibatches",
+    ),
+];
+
+impl TargetSpec {
+    /// The target with its default parameters for a command-line name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        let gaussian = |sigma1, sigma2, rho| TargetSpec::Gaussian {
+            mean: [0.0; 2],
+            sigma1,
+            sigma2,
+            rho,
+        };
+        Some(match name {
+            "gaussian" => gaussian(1.0, 1.0, 0.0),
+            "correlated" => gaussian(1.0, 1.0, 0.8),
+            "aniso" => gaussian(2.0, 0.5, 0.0),
+            "banana" => TargetSpec::Banana {
+                a: 1.0,
+                b: 0.5,
+                s: 0.5,
+            },
+            "donut" => TargetSpec::Donut {
+                radius: 2.0,
+                width: 0.25,
+            },
+            "gmm25" => TargetSpec::Gmm25 {
+                spacing: 2.0,
+                variance: 0.03,
+            },
+            "funnel" => TargetSpec::Funnel { sigma_v: 3.0 },
+            "double-well" => TargetSpec::DoubleWell {
+                separation: 1.5,
+                barrier: 3.0,
+            },
+            "logistic" => TargetSpec::Logistic {
+                data_points: 100,
+                batch_size: 10,
+                true_weights: [1.5, -1.0],
+                prior_scale: 2.0,
+                data_seed: 1,
+            },
+            _ => return None,
+        })
+    }
+
+    /// The command-line name of this target's family.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TargetSpec::Gaussian {
+                sigma1,
+                sigma2,
+                rho,
+                ..
+            } => {
+                if *rho != 0.0 {
+                    "correlated"
+                } else if sigma1 != sigma2 {
+                    "aniso"
+                } else {
+                    "gaussian"
+                }
+            }
+            TargetSpec::Banana { .. } => "banana",
+            TargetSpec::Donut { .. } => "donut",
+            TargetSpec::Gmm25 { .. } => "gmm25",
+            TargetSpec::Funnel { .. } => "funnel",
+            TargetSpec::DoubleWell { .. } => "double-well",
+            TargetSpec::Logistic { .. } => "logistic",
+        }
+    }
+
+    /// Builds the runtime target (generates the data set of data-based targets).
+    pub fn build(&self) -> Target {
+        match *self {
+            TargetSpec::Gaussian {
+                mean,
+                sigma1,
+                sigma2,
+                rho,
+            } => Target::Gaussian(Gaussian::new(mean, sigma1, sigma2, rho)),
+            TargetSpec::Banana { a, b, s } => Target::Banana { a, b, s },
+            TargetSpec::Donut { radius, width } => Target::Donut { radius, width },
+            TargetSpec::Gmm25 { spacing, variance } => Target::Gmm25 { spacing, variance },
+            TargetSpec::Funnel { sigma_v } => Target::Funnel { sigma_v },
+            TargetSpec::DoubleWell {
+                separation,
+                barrier,
+            } => Target::DoubleWell {
+                separation,
+                barrier,
+            },
+            TargetSpec::Logistic {
+                data_points,
+                batch_size,
+                true_weights,
+                prior_scale,
+                data_seed,
+            } => Target::Logistic(Logistic::generate(
+                data_points,
+                batch_size,
+                true_weights,
+                prior_scale,
+                data_seed,
+            )),
+        }
+    }
+}
+
+/// Bivariate Gaussian with precomputed precision matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gaussian {
+    /// Mean.
+    pub mean: [f64; 2],
+    /// Standard deviations.
+    pub sigma: [f64; 2],
+    /// Correlation.
+    pub rho: f64,
+    /// Precision matrix entries (p11, p12, p22).
+    pub precision: [f64; 3],
+}
+
+impl Gaussian {
+    /// A Gaussian from its mean, standard deviations and correlation (|ρ| < 1).
+    pub fn new(mean: [f64; 2], sigma1: f64, sigma2: f64, rho: f64) -> Self {
+        let det = 1.0 - rho * rho;
+        Self {
+            mean,
+            sigma: [sigma1, sigma2],
+            rho,
+            precision: [
+                1.0 / (sigma1 * sigma1 * det),
+                -rho / (sigma1 * sigma2 * det),
+                1.0 / (sigma2 * sigma2 * det),
+            ],
+        }
+    }
+}
+
+/// Logistic regression data set and prior.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Logistic {
+    /// Inputs, row-major N × 2.
+    pub inputs: Vec<[f32; 2]>,
+    /// Labels in {0, 1}.
+    pub labels: Vec<f32>,
+    /// Minibatch size (equal to N for full batch).
+    pub batch_size: u32,
+    /// Prior standard deviation.
+    pub prior_scale: f64,
+    /// Posterior mode (Newton's method), used to place the grid.
+    pub mode: [f64; 2],
+    /// Laplace standard deviations at the mode.
+    pub laplace_sd: [f64; 2],
+}
+
+impl Logistic {
+    /// Generates N inputs x ~ N(0, I) and labels y ~ Bernoulli(σ(w·x)), seeded.
+    pub fn generate(n: u32, batch: u32, w: [f64; 2], prior_scale: f64, seed: u64) -> Self {
+        let mut rng = SequentialRng::new(seed, 0x10_91_57);
+        let mut inputs = Vec::with_capacity(n as usize);
+        let mut labels = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let x = [rng.normal(), rng.normal()];
+            let prob = sigmoid(w[0] * x[0] + w[1] * x[1]);
+            labels.push(if rng.uniform() < prob { 1.0 } else { 0.0 });
+            inputs.push([x[0] as f32, x[1] as f32]);
+        }
+        let batch_size = if batch == 0 || batch > n { n } else { batch };
+        let mut target = Self {
+            inputs,
+            labels,
+            batch_size,
+            prior_scale,
+            mode: [0.0; 2],
+            laplace_sd: [1.0; 2],
+        };
+        target.fit_laplace();
+        target
+    }
+
+    /// Full-data −log posterior (up to a constant), in f64.
+    pub fn neg_log_posterior(&self, w: [f64; 2]) -> f64 {
+        let prior = (w[0] * w[0] + w[1] * w[1]) / (2.0 * self.prior_scale * self.prior_scale);
+        let lik: f64 = self
+            .inputs
+            .iter()
+            .zip(&self.labels)
+            .map(|(x, &y)| {
+                let z = w[0] * f64::from(x[0]) + w[1] * f64::from(x[1]);
+                softplus(z) - f64::from(y) * z
+            })
+            .sum();
+        prior + lik
+    }
+
+    /// Newton's method for the mode and the Laplace standard deviations.
+    fn fit_laplace(&mut self) {
+        let inv_var = 1.0 / (self.prior_scale * self.prior_scale);
+        let mut w = [0.0f64; 2];
+        let mut hess = [inv_var, 0.0, inv_var];
+        for _ in 0..50 {
+            let mut g = [w[0] * inv_var, w[1] * inv_var];
+            hess = [inv_var, 0.0, inv_var];
+            for (x, &y) in self.inputs.iter().zip(&self.labels) {
+                let (x0, x1) = (f64::from(x[0]), f64::from(x[1]));
+                let s = sigmoid(w[0] * x0 + w[1] * x1);
+                let r = s - f64::from(y);
+                g[0] += r * x0;
+                g[1] += r * x1;
+                let c = s * (1.0 - s);
+                hess[0] += c * x0 * x0;
+                hess[1] += c * x0 * x1;
+                hess[2] += c * x1 * x1;
+            }
+            let det = hess[0] * hess[2] - hess[1] * hess[1];
+            let step = [
+                (hess[2] * g[0] - hess[1] * g[1]) / det,
+                (hess[0] * g[1] - hess[1] * g[0]) / det,
+            ];
+            w = [w[0] - step[0], w[1] - step[1]];
+            if step[0].abs() + step[1].abs() < 1e-12 {
+                break;
+            }
+        }
+        let det = hess[0] * hess[2] - hess[1] * hess[1];
+        self.mode = w;
+        self.laplace_sd = [(hess[2] / det).sqrt(), (hess[0] / det).sqrt()];
+    }
+}
+
+fn sigmoid(z: f64) -> f64 {
+    1.0 / (1.0 + (-z).exp())
+}
+
+fn softplus(z: f64) -> f64 {
+    if z > 0.0 {
+        z + (-z).exp().ln_1p()
+    } else {
+        z.exp().ln_1p()
+    }
+}
+
+/// A target ready to evaluate.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Target {
+    /// See [`TargetSpec::Gaussian`].
+    Gaussian(Gaussian),
+    /// See [`TargetSpec::Banana`].
+    Banana {
+        /// Scale of θ₁.
+        a: f64,
+        /// Curvature.
+        b: f64,
+        /// Conditional spread of θ₂.
+        s: f64,
+    },
+    /// See [`TargetSpec::Donut`].
+    Donut {
+        /// Ring radius.
+        radius: f64,
+        /// Radial standard deviation.
+        width: f64,
+    },
+    /// See [`TargetSpec::Gmm25`].
+    Gmm25 {
+        /// Spacing of the centres.
+        spacing: f64,
+        /// Component variance.
+        variance: f64,
+    },
+    /// See [`TargetSpec::Funnel`].
+    Funnel {
+        /// Standard deviation of v.
+        sigma_v: f64,
+    },
+    /// See [`TargetSpec::DoubleWell`].
+    DoubleWell {
+        /// Well position.
+        separation: f64,
+        /// Barrier height.
+        barrier: f64,
+    },
+    /// See [`TargetSpec::Logistic`].
+    Logistic(Logistic),
+}
+
+impl Target {
+    /// Dimension of θ.
+    pub fn dim(&self) -> usize {
+        2
+    }
+
+    /// −log density up to an additive constant (the constant of [`Self::log_normaliser`]).
+    pub fn neg_log_density(&self, t: [f64; 2]) -> f64 {
+        match self {
+            Target::Gaussian(g) => {
+                let (d0, d1) = (t[0] - g.mean[0], t[1] - g.mean[1]);
+                let p = g.precision;
+                0.5 * (p[0] * d0 * d0 + 2.0 * p[1] * d0 * d1 + p[2] * d1 * d1)
+            }
+            Target::Banana { a, b, s } => {
+                let r = t[1] - b * (t[0] * t[0] - a * a);
+                t[0] * t[0] / (2.0 * a * a) + r * r / (2.0 * s * s)
+            }
+            Target::Donut { radius, width } => {
+                let r = (t[0] * t[0] + t[1] * t[1]).sqrt() - radius;
+                r * r / (2.0 * width * width)
+            }
+            Target::Gmm25 { spacing, variance } => {
+                let mut terms = [0.0f64; 25];
+                for (k, term) in terms.iter_mut().enumerate() {
+                    let c = gmm_centre(k, *spacing);
+                    let d = (t[0] - c[0]).powi(2) + (t[1] - c[1]).powi(2);
+                    *term = -d / (2.0 * variance);
+                }
+                let m = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                -(m + terms.iter().map(|v| (v - m).exp()).sum::<f64>().ln())
+            }
+            Target::Funnel { sigma_v } => {
+                let v = t[1];
+                v * v / (2.0 * sigma_v * sigma_v) + 0.5 * t[0] * t[0] * (-v).exp() + 0.5 * v
+            }
+            Target::DoubleWell {
+                separation,
+                barrier,
+            } => {
+                let q = (t[0] / separation).powi(2) - 1.0;
+                barrier * q * q + 0.5 * t[1] * t[1]
+            }
+            Target::Logistic(l) => l.neg_log_posterior(t),
+        }
+    }
+
+    /// log of the normalising constant of exp(−[`Self::neg_log_density`]) where it is known
+    /// in closed form.
+    pub fn log_normaliser(&self) -> Option<f64> {
+        use std::f64::consts::{PI, TAU};
+        match self {
+            Target::Gaussian(g) => {
+                Some((TAU * g.sigma[0] * g.sigma[1] * (1.0 - g.rho * g.rho).sqrt()).ln())
+            }
+            Target::Banana { a, s, .. } => Some((TAU * a * s).ln()),
+            Target::Donut { radius, width } => {
+                let (r, w) = (*radius, *width);
+                let radial = w * w * (-r * r / (2.0 * w * w)).exp()
+                    + r * w * (2.0 * PI).sqrt() * normal_cdf(r / w);
+                Some((TAU * radial).ln())
+            }
+            Target::Gmm25 { variance, .. } => Some((25.0 * TAU * variance).ln()),
+            Target::Funnel { sigma_v } => Some((TAU * sigma_v).ln()),
+            Target::DoubleWell {
+                separation,
+                barrier,
+            } => {
+                // 1-D Simpson quadrature of the θ₁ factor; the integrand is negligible
+                // beyond ±2.5 μ for barriers ≥ 0.5.
+                let lim = 2.5 * separation;
+                let n = 20_000;
+                let dx = 2.0 * lim / n as f64;
+                let f = |x: f64| {
+                    let q = (x / separation).powi(2) - 1.0;
+                    (-barrier * q * q).exp()
+                };
+                let mut sum = f(-lim) + f(lim);
+                for i in 1..n {
+                    sum += f(-lim + i as f64 * dx) * if i % 2 == 1 { 4.0 } else { 2.0 };
+                }
+                Some((sum * dx / 3.0 * (2.0 * PI).sqrt()).ln())
+            }
+            Target::Logistic(_) => None,
+        }
+    }
+
+    /// The display grid: it holds all but a negligible part of the mass (except the funnel,
+    /// whose tails cannot fit any window).
+    pub fn default_grid(&self) -> Grid2 {
+        let (x, y) = match self {
+            Target::Gaussian(g) => (
+                [g.mean[0] - 5.0 * g.sigma[0], g.mean[0] + 5.0 * g.sigma[0]],
+                [g.mean[1] - 5.0 * g.sigma[1], g.mean[1] + 5.0 * g.sigma[1]],
+            ),
+            Target::Banana { a, b, s } => {
+                let x = 4.5 * a;
+                let lo = -b * a * a - 4.5 * s;
+                let hi = b * (x * x * 0.8 - a * a) + 4.5 * s;
+                ([-x, x], [lo.min(hi), hi.max(lo)])
+            }
+            Target::Donut { radius, width } => {
+                let r = radius + 5.0 * width;
+                ([-r, r], [-r, r])
+            }
+            Target::Gmm25 { spacing, variance } => {
+                let r = 2.0 * spacing + 5.0 * variance.sqrt();
+                ([-r, r], [-r, r])
+            }
+            Target::Funnel { sigma_v } => ([-10.0, 10.0], [-2.5 * sigma_v, 2.5 * sigma_v]),
+            Target::DoubleWell { separation, .. } => {
+                ([-2.2 * separation, 2.2 * separation], [-4.5, 4.5])
+            }
+            Target::Logistic(l) => (
+                [
+                    l.mode[0] - 6.0 * l.laplace_sd[0],
+                    l.mode[0] + 6.0 * l.laplace_sd[0],
+                ],
+                [
+                    l.mode[1] - 6.0 * l.laplace_sd[1],
+                    l.mode[1] + 6.0 * l.laplace_sd[1],
+                ],
+            ),
+        };
+        Grid2::new(x, y, 64, 64)
+    }
+
+    /// Probability mass of every cell of `grid` (row-major) and the mass outside it.
+    ///
+    /// Uses the analytic normaliser where one exists (so the outside mass is real); the
+    /// logistic posterior is normalised by quadrature on a grid around its mode. The funnel's
+    /// neck is narrower than any display cell, so its masses come from the exact conditional
+    /// CDF instead of a midpoint rule.
+    pub fn cell_masses(&self, grid: &Grid2) -> (Vec<f64>, f64) {
+        let masses = match self {
+            Target::Funnel { sigma_v } => funnel_cell_masses(grid, *sigma_v),
+            Target::Logistic(_) => {
+                let fine = self.default_grid().with_resolution(512, 512);
+                let l_mode = self.neg_log_density(self.mode_hint());
+                let z: f64 = fine
+                    .integrate_cells(1, |x, y| (l_mode - self.neg_log_density([x, y])).exp())
+                    .iter()
+                    .sum();
+                grid.integrate_cells(4, |x, y| (l_mode - self.neg_log_density([x, y])).exp() / z)
+            }
+            _ => {
+                let log_z = self.log_normaliser().expect("closed-form normaliser");
+                grid.integrate_cells(6, |x, y| (-self.neg_log_density([x, y]) - log_z).exp())
+            }
+        };
+        let inside: f64 = masses.iter().sum();
+        (masses, (1.0 - inside).max(0.0))
+    }
+
+    fn mode_hint(&self) -> [f64; 2] {
+        match self {
+            Target::Logistic(l) => l.mode,
+            _ => [0.0; 2],
+        }
+    }
+
+    /// Mean and covariance (c11, c12, c22) of the target, exact where known in closed form and
+    /// otherwise from a fine quadrature grid.
+    pub fn moments(&self) -> ([f64; 2], [f64; 3]) {
+        match self {
+            Target::Gaussian(g) => (
+                g.mean,
+                [
+                    g.sigma[0] * g.sigma[0],
+                    g.rho * g.sigma[0] * g.sigma[1],
+                    g.sigma[1] * g.sigma[1],
+                ],
+            ),
+            Target::Banana { a, b, s } => ([0.0; 2], [a * a, 0.0, 2.0 * b * b * a.powi(4) + s * s]),
+            Target::Gmm25 { spacing, variance } => {
+                let v = variance + 2.0 * spacing * spacing;
+                ([0.0; 2], [v, 0.0, v])
+            }
+            Target::Funnel { sigma_v } => (
+                [0.0; 2],
+                [(sigma_v * sigma_v / 2.0).exp(), 0.0, sigma_v * sigma_v],
+            ),
+            _ => {
+                let grid = self.default_grid().with_resolution(400, 400);
+                let (m, _) = self.cell_masses(&grid);
+                let total: f64 = m.iter().sum();
+                let mut mean = [0.0; 2];
+                let mut second = [0.0; 3];
+                for iy in 0..grid.ny {
+                    for ix in 0..grid.nx {
+                        let w = m[(iy * grid.nx + ix) as usize] / total;
+                        let c = grid.cell_center(ix, iy);
+                        mean[0] += w * c[0];
+                        mean[1] += w * c[1];
+                        second[0] += w * c[0] * c[0];
+                        second[1] += w * c[0] * c[1];
+                        second[2] += w * c[1] * c[1];
+                    }
+                }
+                (
+                    mean,
+                    [
+                        second[0] - mean[0] * mean[0],
+                        second[1] - mean[0] * mean[1],
+                        second[2] - mean[1] * mean[1],
+                    ],
+                )
+            }
+        }
+    }
+
+    /// `n` exact samples (flattened pairs), seeded.
+    pub fn exact_samples(&self, n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = SequentialRng::new(seed, Stream::Exact as u32);
+        let mut out = Vec::with_capacity(2 * n);
+        match self {
+            Target::Gaussian(g) => {
+                let c = (1.0 - g.rho * g.rho).sqrt();
+                for _ in 0..n {
+                    let (z0, z1) = (rng.normal(), rng.normal());
+                    out.push(g.mean[0] + g.sigma[0] * z0);
+                    out.push(g.mean[1] + g.sigma[1] * (g.rho * z0 + c * z1));
+                }
+            }
+            Target::Banana { a, b, s } => {
+                for _ in 0..n {
+                    let x = a * rng.normal();
+                    out.push(x);
+                    out.push(b * (x * x - a * a) + s * rng.normal());
+                }
+            }
+            Target::Donut { radius, width } => {
+                // Radius density ∝ ρ exp(−(ρ − r)²/(2w²)): propose ρ ~ N(r, w²) on ρ > 0,
+                // accept with probability ρ / ρ_max.
+                let rho_max = radius + 10.0 * width;
+                while out.len() < 2 * n {
+                    let rho = radius + width * rng.normal();
+                    if rho <= 0.0 || rho > rho_max || rng.uniform() * rho_max >= rho {
+                        continue;
+                    }
+                    let phi = std::f64::consts::TAU * rng.uniform();
+                    out.push(rho * phi.cos());
+                    out.push(rho * phi.sin());
+                }
+            }
+            Target::Gmm25 { spacing, variance } => {
+                let sd = variance.sqrt();
+                for _ in 0..n {
+                    let c = gmm_centre(rng.below(25) as usize, *spacing);
+                    out.push(c[0] + sd * rng.normal());
+                    out.push(c[1] + sd * rng.normal());
+                }
+            }
+            Target::Funnel { sigma_v } => {
+                for _ in 0..n {
+                    let v = sigma_v * rng.normal();
+                    out.push((0.5 * v).exp() * rng.normal());
+                    out.push(v);
+                }
+            }
+            Target::DoubleWell { .. } | Target::Logistic(_) => {
+                // Inverse CDF over the cells of a fine grid, uniform inside the chosen cell.
+                let grid = self.sampling_grid();
+                let (m, _) = self.cell_masses(&grid);
+                let mut cdf = Vec::with_capacity(m.len());
+                let mut acc = 0.0;
+                for v in &m {
+                    acc += v;
+                    cdf.push(acc);
+                }
+                let [dx, dy] = grid.cell_size();
+                for _ in 0..n {
+                    let u = rng.uniform() * acc;
+                    let i = cdf.partition_point(|&c| c <= u).min(m.len() - 1);
+                    let (ix, iy) = (i as u32 % grid.nx, i as u32 / grid.nx);
+                    out.push(grid.x[0] + (f64::from(ix) + rng.uniform()) * dx);
+                    out.push(grid.y[0] + (f64::from(iy) + rng.uniform()) * dy);
+                }
+            }
+        }
+        out
+    }
+
+    fn sampling_grid(&self) -> Grid2 {
+        match self {
+            Target::DoubleWell { separation, .. } => Grid2::new(
+                [-2.5 * separation, 2.5 * separation],
+                [-6.0, 6.0],
+                1000,
+                600,
+            ),
+            _ => self.default_grid().with_resolution(600, 600),
+        }
+    }
+
+    /// Stochastic gradient of −log density at θ in f32 (minibatched for data targets; the
+    /// synthetic gradient noise of MATH.md §4 is added by the caller).
+    #[inline(always)]
+    pub fn gradient(&self, t: [f32; 2], rng: &RngCounter) -> [f32; 2] {
+        match self {
+            Target::Gaussian(g) => {
+                let d0 = t[0] - g.mean[0] as f32;
+                let d1 = t[1] - g.mean[1] as f32;
+                let p = g.precision.map(|v| v as f32);
+                [p[0] * d0 + p[1] * d1, p[1] * d0 + p[2] * d1]
+            }
+            Target::Banana { a, b, s } => {
+                let (a, b, s) = (*a as f32, *b as f32, *s as f32);
+                let r = (t[1] - b * (t[0] * t[0] - a * a)) / (s * s);
+                [t[0] / (a * a) - 2.0 * b * t[0] * r, r]
+            }
+            Target::Donut { radius, width } => {
+                let norm = (t[0] * t[0] + t[1] * t[1]).sqrt();
+                // The ring's gradient is undefined at the origin; 0 there is the symmetric choice.
+                let f = if norm > 1e-20 {
+                    (norm - *radius as f32) / ((*width * *width) as f32 * norm)
+                } else {
+                    0.0
+                };
+                [f * t[0], f * t[1]]
+            }
+            Target::Gmm25 { spacing, variance } => {
+                gmm_gradient(t, *spacing as f32, *variance as f32)
+            }
+            Target::Funnel { sigma_v } => {
+                let s2 = (*sigma_v * *sigma_v) as f32;
+                let e = (-t[1]).exp();
+                [t[0] * e, t[1] / s2 - 0.5 * t[0] * t[0] * e + 0.5]
+            }
+            Target::DoubleWell {
+                separation,
+                barrier,
+            } => {
+                let mu2 = (*separation * *separation) as f32;
+                let q = t[0] * t[0] / mu2 - 1.0;
+                [4.0 * *barrier as f32 * q * t[0] / mu2, t[1]]
+            }
+            Target::Logistic(l) => logistic_gradient(l, t, rng),
+        }
+    }
+}
+
+/// Centre of component k of the 25-Gaussian mixture.
+fn gmm_centre(k: usize, spacing: f64) -> [f64; 2] {
+    [
+        (k % 5) as f64 * spacing - 2.0 * spacing,
+        (k / 5) as f64 * spacing - 2.0 * spacing,
+    ]
+}
+
+/// Gradient of −log Σₖ exp(−|θ − μₖ|²/(2v)): responsibilities by a stable log-sum-exp.
+#[inline(always)]
+fn gmm_gradient(t: [f32; 2], spacing: f32, variance: f32) -> [f32; 2] {
+    let mut d_min = f32::INFINITY;
+    for k in 0..25 {
+        let cx = (k % 5) as f32 * spacing - 2.0 * spacing;
+        let cy = (k / 5) as f32 * spacing - 2.0 * spacing;
+        let d = ((t[0] - cx) * (t[0] - cx) + (t[1] - cy) * (t[1] - cy)) / (2.0 * variance);
+        d_min = d_min.min(d);
+    }
+    let (mut w_sum, mut gx, mut gy) = (0.0f32, 0.0f32, 0.0f32);
+    for k in 0..25 {
+        let cx = (k % 5) as f32 * spacing - 2.0 * spacing;
+        let cy = (k / 5) as f32 * spacing - 2.0 * spacing;
+        let d = ((t[0] - cx) * (t[0] - cx) + (t[1] - cy) * (t[1] - cy)) / (2.0 * variance);
+        let w = (d_min - d).exp();
+        w_sum += w;
+        gx += w * (t[0] - cx);
+        gy += w * (t[1] - cy);
+    }
+    [gx / (variance * w_sum), gy / (variance * w_sum)]
+}
+
+/// ∇(−log prior) + (N/n) Σ_batch ∇(−log likelihood), each chain drawing its own batch with
+/// replacement from the minibatch stream (four indices per Philox call).
+#[inline(always)]
+fn logistic_gradient(l: &Logistic, t: [f32; 2], rng: &RngCounter) -> [f32; 2] {
+    let n = l.inputs.len() as u32;
+    let inv_var = 1.0 / (l.prior_scale * l.prior_scale) as f32;
+    let (mut g0, mut g1) = (0.0f32, 0.0f32);
+    let full = l.batch_size >= n;
+    for j in 0..l.batch_size {
+        let i = if full {
+            j
+        } else {
+            let bits = rng.bits4(Stream::Minibatch, j / 4);
+            index_below(bits[(j % 4) as usize], n)
+        } as usize;
+        let x = l.inputs[i];
+        let z = t[0] * x[0] + t[1] * x[1];
+        let r = 1.0 / (1.0 + (-z).exp()) - l.labels[i];
+        g0 += r * x[0];
+        g1 += r * x[1];
+    }
+    let scale = n as f32 / l.batch_size as f32;
+    [t[0] * inv_var + scale * g0, t[1] * inv_var + scale * g1]
+}
+
+/// Exact cell masses of the funnel: ∫ N(v; 0, σ²) [Φ(x₁ e^{−v/2}) − Φ(x₀ e^{−v/2})] dv over
+/// each cell's v-range, by composite Simpson's rule.
+fn funnel_cell_masses(grid: &Grid2, sigma_v: f64) -> Vec<f64> {
+    use rayon::prelude::*;
+    let [dx, dv] = grid.cell_size();
+    let sub = 16;
+    (0..grid.cells())
+        .into_par_iter()
+        .map(|i| {
+            let ix = (i % grid.nx as usize) as f64;
+            let iv = (i / grid.nx as usize) as f64;
+            let x0 = grid.x[0] + ix * dx;
+            let x1 = x0 + dx;
+            let v0 = grid.y[0] + iv * dv;
+            let h = dv / f64::from(sub);
+            let f = |v: f64| {
+                let pv = (-v * v / (2.0 * sigma_v * sigma_v)).exp()
+                    / (sigma_v * (2.0 * std::f64::consts::PI).sqrt());
+                let e = (-0.5 * v).exp();
+                pv * (normal_cdf(x1 * e) - normal_cdf(x0 * e))
+            };
+            let mut s = f(v0) + f(v0 + dv);
+            for k in 1..sub {
+                s += f(v0 + f64::from(k) * h) * if k % 2 == 1 { 4.0 } else { 2.0 };
+            }
+            s * h / 3.0
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_targets() -> Vec<Target> {
+        TARGET_NAMES
+            .iter()
+            .map(|(n, _)| TargetSpec::from_name(n).unwrap().build())
+            .collect()
+    }
+
+    #[test]
+    fn analytic_gradients_match_finite_differences() {
+        let rng = RngCounter::new(0, 0, 0);
+        for target in all_targets() {
+            if let Target::Logistic(_) = target {
+                continue; // checked with the full batch below
+            }
+            for point in [[0.3f64, -0.7], [1.1, 0.4], [-1.7, 1.3]] {
+                let g = target.gradient([point[0] as f32, point[1] as f32], &rng);
+                for c in 0..2 {
+                    let eps = 1e-5;
+                    let mut a = point;
+                    let mut b = point;
+                    a[c] += eps;
+                    b[c] -= eps;
+                    let fd = (target.neg_log_density(a) - target.neg_log_density(b)) / (2.0 * eps);
+                    let tol = 1e-3 * (1.0 + fd.abs());
+                    assert!(
+                        (f64::from(g[c]) - fd).abs() < tol,
+                        "{target:?} at {point:?}: {} vs {fd}",
+                        g[c]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn logistic_full_batch_gradient_and_unbiased_minibatch() {
+        let Target::Logistic(mut l) = TargetSpec::from_name("logistic").unwrap().build() else {
+            unreachable!()
+        };
+        let w = [0.8f64, -0.4];
+        let target = Target::Logistic(l.clone());
+        let mut fd = [0.0; 2];
+        for (c, slot) in fd.iter_mut().enumerate() {
+            let mut a = w;
+            let mut b = w;
+            a[c] += 1e-5;
+            b[c] -= 1e-5;
+            *slot = (target.neg_log_density(a) - target.neg_log_density(b)) / 2e-5;
+        }
+        // Minibatch gradients average to the full gradient.
+        let mut mean = [0.0f64; 2];
+        let draws = 20_000;
+        for chain in 0..draws {
+            let g = target.gradient([w[0] as f32, w[1] as f32], &RngCounter::new(3, chain, 0));
+            mean[0] += f64::from(g[0]) / f64::from(draws);
+            mean[1] += f64::from(g[1]) / f64::from(draws);
+        }
+        for c in 0..2 {
+            assert!(
+                (mean[c] - fd[c]).abs() < 0.05 * (1.0 + fd[c].abs()),
+                "{mean:?} {fd:?}"
+            );
+        }
+        l.batch_size = l.inputs.len() as u32;
+        let g = Target::Logistic(l).gradient([w[0] as f32, w[1] as f32], &RngCounter::new(0, 0, 0));
+        for c in 0..2 {
+            assert!((f64::from(g[c]) - fd[c]).abs() < 1e-3 * (1.0 + fd[c].abs()));
+        }
+    }
+
+    /// Every grid density integrates to 1 within 1e-3 against the closed-form normaliser
+    /// (the display grids hold all but < 1e-3 of the mass), except the funnel, whose exact
+    /// cell masses are checked against its outside mass computed independently.
+    #[test]
+    fn grid_densities_integrate_to_one() {
+        for target in all_targets() {
+            let grid = target.default_grid();
+            let (m, outside) = target.cell_masses(&grid);
+            let inside: f64 = m.iter().sum();
+            match target {
+                Target::Funnel { sigma_v } => {
+                    // P(|x| < 10, |v| < 2.5σ) by 1-D quadrature over v.
+                    let n = 4000;
+                    let (lo, hi) = (grid.y[0], grid.y[1]);
+                    let h = (hi - lo) / n as f64;
+                    let mut p = 0.0;
+                    for k in 0..n {
+                        let v = lo + (k as f64 + 0.5) * h;
+                        let pv = (-v * v / (2.0 * sigma_v * sigma_v)).exp()
+                            / (sigma_v * (2.0 * std::f64::consts::PI).sqrt());
+                        let e = (-0.5 * v).exp();
+                        p += pv * (normal_cdf(10.0 * e) - normal_cdf(-10.0 * e)) * h;
+                    }
+                    assert!((inside - p).abs() < 1e-4, "funnel {inside} vs {p}");
+                    assert!((inside + outside - 1.0).abs() < 1e-12);
+                }
+                _ => assert!((inside - 1.0).abs() < 1e-3, "{target:?}: {inside}"),
+            }
+        }
+    }
+
+    /// Exact samples histogrammed on a coarse grid agree with the cell masses up to the
+    /// sampling noise floor of total variation.
+    #[test]
+    fn exact_samples_match_grid_density() {
+        for target in all_targets() {
+            let grid = target.default_grid().with_resolution(24, 24);
+            let (m, outside) = target.cell_masses(&grid);
+            let n = 200_000;
+            let s = target.exact_samples(n, 17);
+            let xs: Vec<f32> = s.iter().step_by(2).map(|&v| v as f32).collect();
+            let ys: Vec<f32> = s.iter().skip(1).step_by(2).map(|&v| v as f32).collect();
+            let (counts, out) = grid.histogram(&xs, &ys);
+            let nf = n as f64;
+            let mut tv = (out as f64 / nf - outside).abs();
+            let mut floor = (2.0 * outside * (1.0 - outside) / (std::f64::consts::PI * nf)).sqrt();
+            for (c, p) in counts.iter().zip(&m) {
+                tv += (f64::from(*c) / nf - p).abs();
+                floor += (2.0 * p * (1.0 - p) / (std::f64::consts::PI * nf)).sqrt();
+            }
+            let (tv, floor) = (tv / 2.0, floor / 2.0);
+            assert!(
+                tv < 1.3 * floor + 2e-3,
+                "{target:?}: TV {tv} vs noise floor {floor}"
+            );
+        }
+    }
+
+    #[test]
+    fn moments_agree_with_exact_samples() {
+        for target in all_targets() {
+            let (mean, cov) = target.moments();
+            let s = target.exact_samples(400_000, 5);
+            let n = (s.len() / 2) as f64;
+            let m0 = s.iter().step_by(2).sum::<f64>() / n;
+            let m1 = s.iter().skip(1).step_by(2).sum::<f64>() / n;
+            let v0 = s.iter().step_by(2).map(|x| (x - m0).powi(2)).sum::<f64>() / n;
+            let v1 = s
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .map(|x| (x - m1).powi(2))
+                .sum::<f64>()
+                / n;
+            if let Target::Funnel { .. } = target {
+                continue; // e^{σ²/2} has an infinite-variance estimator at σ = 3
+            }
+            let tol0 = 0.02 * cov[0].sqrt();
+            let tol1 = 0.02 * cov[2].sqrt();
+            assert!(
+                (m0 - mean[0]).abs() < tol0 + 0.01,
+                "{target:?} mean0 {m0} {mean:?}"
+            );
+            assert!(
+                (m1 - mean[1]).abs() < tol1 + 0.01,
+                "{target:?} mean1 {m1} {mean:?}"
+            );
+            assert!(
+                (v0 / cov[0] - 1.0).abs() < 0.03,
+                "{target:?} var0 {v0} {cov:?}"
+            );
+            assert!(
+                (v1 / cov[2] - 1.0).abs() < 0.03,
+                "{target:?} var1 {v1} {cov:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! Presets: everything needed to reproduce a run (or an animation) in one RON file.
+//!
+//! Parsing reports the first problem as `file:line:column: message`, with the allowed range
+//! for numbers out of range; it never panics.
+
+use crate::engine::InitSpec;
+use crate::math::{Model, NoiseSpec, SamplerSpec, ScheduleSpec, TargetSpec, ranges};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::Path;
+
+/// Hints for the app's views (ignored by headless runs).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViewHints {
+    /// Coordinate i of the θᵢ–pᵢ and pᵢ–ξᵢ portraits.
+    #[serde(default, deserialize_with = "ranges::de_coordinate")]
+    pub coordinate: u32,
+    /// Logarithmic density scale.
+    #[serde(default = "yes")]
+    pub log_scale: bool,
+    /// Chains drawn with trails.
+    #[serde(default = "d_highlighted", deserialize_with = "ranges::de_highlighted")]
+    pub highlighted_chains: u32,
+    /// Sampler steps per rendered frame.
+    #[serde(
+        default = "d_steps_per_frame",
+        deserialize_with = "ranges::de_steps_per_frame"
+    )]
+    pub steps_per_frame: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+fn d_highlighted() -> u32 {
+    200
+}
+fn d_steps_per_frame() -> u32 {
+    5
+}
+
+impl Default for ViewHints {
+    fn default() -> Self {
+        Self {
+            coordinate: 0,
+            log_scale: true,
+            highlighted_chains: d_highlighted(),
+            steps_per_frame: d_steps_per_frame(),
+        }
+    }
+}
+
+/// A complete, reproducible run description.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preset {
+    /// Short title.
+    #[serde(default)]
+    pub name: String,
+    /// What the preset shows.
+    #[serde(default)]
+    pub description: String,
+    /// Sampler and its parameters.
+    pub sampler: SamplerSpec,
+    /// Target posterior.
+    pub target: TargetSpec,
+    /// Synthetic gradient noise.
+    #[serde(default = "d_noise")]
+    pub noise: NoiseSpec,
+    /// Step-size schedule.
+    #[serde(default = "d_schedule")]
+    pub schedule: ScheduleSpec,
+    /// Number of chains.
+    #[serde(default = "d_chains", deserialize_with = "ranges::de_chains")]
+    pub chains: u32,
+    /// Steps of a headless run.
+    #[serde(default = "d_steps", deserialize_with = "ranges::de_steps")]
+    pub steps: u32,
+    /// Seed of every random number.
+    #[serde(default)]
+    pub seed: u64,
+    /// Steps between recorded statistics.
+    #[serde(
+        default = "d_record_every",
+        deserialize_with = "ranges::de_record_every"
+    )]
+    pub record_every: u32,
+    /// Initial state.
+    #[serde(default)]
+    pub init: InitSpec,
+    /// View hints for the app.
+    #[serde(default)]
+    pub view: ViewHints,
+}
+
+fn d_noise() -> NoiseSpec {
+    NoiseSpec::None
+}
+fn d_schedule() -> ScheduleSpec {
+    ScheduleSpec::Constant
+}
+fn d_chains() -> u32 {
+    10_000
+}
+fn d_steps() -> u32 {
+    2_000
+}
+fn d_record_every() -> u32 {
+    10
+}
+
+/// A preset problem located in its source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PresetError {
+    /// File name (or `<built-in NAME>`).
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for PresetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for PresetError {}
+
+/// Presets shipped in `presets/`, compiled in so they work from any directory.
+pub const SHIPPED: &[(&str, &str)] = &[
+    ("default", include_str!("../presets/default.ron")),
+    ("printed", include_str!("../presets/printed.ron")),
+    (
+        "thermostat-vs-noise",
+        include_str!("../presets/thermostat-vs-noise.ron"),
+    ),
+    (
+        "cyclical-gmm25",
+        include_str!("../presets/cyclical-gmm25.ron"),
+    ),
+    ("logistic", include_str!("../presets/logistic.ron")),
+    ("missing-mass", include_str!("../presets/missing-mass.ron")),
+    ("funnel", include_str!("../presets/funnel.ron")),
+];
+
+impl Preset {
+    /// Parses RON text; `origin` names the source in error messages.
+    pub fn parse(text: &str, origin: &str) -> Result<Preset, PresetError> {
+        let preset: Preset = ron::from_str(text).map_err(|e| PresetError {
+            file: origin.to_string(),
+            line: e.span.start.line.max(1),
+            column: e.span.start.col.max(1),
+            message: e.code.to_string(),
+        })?;
+        preset.validate().map_err(|(field, message)| {
+            let (line, column) = locate(text, field);
+            PresetError {
+                file: origin.to_string(),
+                line,
+                column,
+                message,
+            }
+        })?;
+        Ok(preset)
+    }
+
+    /// Loads a preset file, or a shipped preset by name (`default`, `printed`, …) when no
+    /// such file exists.
+    pub fn load(path: &str) -> Result<Preset, PresetError> {
+        let p = Path::new(path);
+        if !p.exists()
+            && let Some((name, text)) = SHIPPED.iter().find(|(n, _)| *n == path)
+        {
+            return Preset::parse(text, &format!("presets/{name}.ron"));
+        }
+        let text = std::fs::read_to_string(p).map_err(|e| PresetError {
+            file: path.to_string(),
+            line: 1,
+            column: 1,
+            message: format!(
+                "cannot read the preset: {e} (shipped presets: {})",
+                SHIPPED
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })?;
+        Preset::parse(&text, path)
+    }
+
+    /// The built-in default preset.
+    pub fn default_preset() -> Preset {
+        Preset::parse(SHIPPED[0].1, "presets/default.ron").expect("shipped default preset parses")
+    }
+
+    /// RON text that parses back to the same preset.
+    pub fn to_ron(&self) -> String {
+        let config = ron::ser::PrettyConfig::new()
+            .depth_limit(3)
+            .struct_names(true)
+            .separate_tuple_members(false);
+        ron::ser::to_string_pretty(self, config).expect("presets serialise")
+    }
+
+    /// Checks constraints spanning several fields. Returns the field to point at and the
+    /// message.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        self.sampler
+            .validate()
+            .map_err(|m| ("sghmc_noise_estimate", m))?;
+        if let ScheduleSpec::Cyclical { total_steps: 0, .. } = self.schedule {
+            return Err((
+                "total_steps",
+                "total_steps = 0: a cyclical schedule needs at least one step".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The runtime model of this preset.
+    pub fn model(&self) -> Model {
+        Model {
+            sampler: self.sampler.params(),
+            target: self.target.build(),
+            noise: self.noise.model(),
+            schedule: self.schedule.schedule(),
+        }
+    }
+}
+
+/// Line and column (1-based) of the first `field:` in `text`, or 1:1.
+fn locate(text: &str, field: &str) -> (usize, usize) {
+    for (i, line) in text.lines().enumerate() {
+        if let Some(col) = line.find(&format!("{field}:")) {
+            return (i + 1, col + 1);
+        }
+    }
+    (1, 1)
+}

@@ -1,0 +1,120 @@
+//! Headless runs: a preset driven through an engine block by block, recorded by the
+//! diagnostics. The command line's `run` and the tests share this.
+
+use crate::diagnostics::{RunInfo, RunRecorder, SeriesRow, Summary, TRACE_CHAINS, TRUTH_SAMPLES};
+use crate::diagnostics::{SERIES_DISTANCE_CHAINS, Truth};
+use crate::engine::{BackendChoice, create_engine};
+use crate::math::{NoiseMass, XiUpdate};
+use crate::preset::Preset;
+use std::time::Instant;
+
+/// Everything a finished run produced.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    /// The statistics.
+    pub summary: Summary,
+    /// The time series, one row per recorded block.
+    pub series: Vec<SeriesRow>,
+    /// Why `auto` fell back to the CPU, if it did.
+    pub notice: Option<String>,
+}
+
+/// Names of ATMC's printed defects switched on in `preset`.
+pub fn printed_defects(preset: &Preset) -> Vec<String> {
+    let s = &preset.sampler;
+    let mut out = Vec::new();
+    if !s.has_printed_defect() {
+        return out;
+    }
+    if s.friction_sign != 1.0 {
+        out.push(format!("friction sign {}", s.friction_sign));
+    }
+    if s.xi_update == XiUpdate::Overwrite {
+        out.push("thermostat overwrite".into());
+    }
+    if s.noise_mass == NoiseMass::Without {
+        out.push("noise without mass factor".into());
+    }
+    out
+}
+
+/// Runs `preset` for its number of steps on `backend`; statistics use the second half.
+/// `progress` is called with the steps done after every block.
+pub fn run(
+    preset: &Preset,
+    backend: BackendChoice,
+    progress: &mut dyn FnMut(u32),
+) -> anyhow::Result<RunOutcome> {
+    let model = preset.model();
+    let truth = Truth::new(&model.target);
+    let (mut engine, notice) = create_engine(
+        backend,
+        model.clone(),
+        preset.chains,
+        &preset.init,
+        preset.seed,
+    )?;
+    let mut recorder = RunRecorder::new(truth, preset.steps / 2);
+    let head = SERIES_DISTANCE_CHAINS.max(TRACE_CHAINS);
+    let mut elapsed = 0.0;
+    let mut done = 0u32;
+    while done < preset.steps {
+        let block = preset.record_every.min(preset.steps - done);
+        let histogram = recorder
+            .in_window(done + block)
+            .then_some(recorder.truth().grid);
+        let start = Instant::now();
+        let report = engine.advance(block, histogram.as_ref())?;
+        elapsed += start.elapsed().as_secs_f64();
+        done += block;
+        let states = engine.read_chains(0, head)?;
+        let (h, _) = model.schedule.at(model.sampler.h, done - 1);
+        recorder.record(&report, &states, f64::from(h));
+        progress(done);
+    }
+    let final_states = engine.read_chains(0, TRUTH_SAMPLES as u32)?;
+    let last = recorder.series.last().map(|r| r.diverged).unwrap_or(0);
+    let info = engine.backend();
+    let chain_steps = f64::from(preset.chains) * f64::from(preset.steps);
+    let summary = recorder.summary(
+        RunInfo {
+            sampler: preset.sampler.kind.name().into(),
+            target: preset.target.name().into(),
+            chains: preset.chains,
+            steps: preset.steps,
+            seed: preset.seed,
+            backend: info.kind.into(),
+            device: info.device,
+            printed_defects: printed_defects(preset),
+            diverged_fraction: last as f64 / f64::from(preset.chains),
+            has_momentum: preset.sampler.kind.has_momentum(),
+            has_thermostat: preset.sampler.kind.has_thermostat(),
+            elapsed_s: elapsed,
+            chain_steps_per_s: if elapsed > 0.0 {
+                chain_steps / elapsed
+            } else {
+                f64::NAN
+            },
+            target_model: model.target.clone(),
+        },
+        &final_states,
+    );
+    Ok(RunOutcome {
+        summary,
+        series: recorder.series,
+        notice,
+    })
+}
+
+/// The time series as CSV text.
+pub fn series_csv(series: &[SeriesRow]) -> String {
+    let mut out =
+        String::from("step,step_size,kinetic_temperature,mean_xi,diverged,energy_distance\n");
+    for r in series {
+        out.push_str(&format!(
+            "{},{},{},{},{},{}\n",
+            r.step, r.step_size, r.kinetic_temperature, r.mean_xi, r.diverged, r.energy_distance
+        ));
+    }
+    out
+}

@@ -1,0 +1,163 @@
+//! The command line as a user runs it.
+
+use std::process::Command;
+
+fn atmc_lab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("binary runs")
+}
+
+fn last_json(out: &std::process::Output) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().expect("stdout has a line");
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+#[test]
+fn run_default_preset_prints_the_json_line() {
+    let out = atmc_lab(&[
+        "run",
+        "presets/default.ron",
+        "--steps",
+        "2000",
+        "--backend",
+        "cpu",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = last_json(&out);
+    for key in [
+        "sampler",
+        "target",
+        "chains",
+        "steps",
+        "seed",
+        "backend",
+        "diverged_fraction",
+        "kinetic_temperature",
+        "mean_xi",
+        "mean",
+        "cov",
+        "energy_distance",
+        "tv_histogram",
+        "rhat_max",
+        "ess_bulk_min",
+        "elapsed_s",
+        "chain_steps_per_s",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key} in {v}");
+    }
+    assert_eq!(v["sampler"], "atmc");
+    assert_eq!(v["target"], "banana");
+    assert_eq!(v["steps"], 2000);
+    assert_eq!(v["backend"], "cpu");
+    assert_eq!(v["diverged_fraction"], 0.0);
+    let kt = v["kinetic_temperature"].as_f64().unwrap();
+    assert!((kt - 1.0).abs() < 0.03, "kinetic temperature {kt}");
+}
+
+#[test]
+fn overrides_and_csv() {
+    let dir = std::env::temp_dir().join(format!("atmc-lab-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("series.csv");
+    let out = atmc_lab(&[
+        "run",
+        "default",
+        "--target",
+        "correlated",
+        "--sampler",
+        "atmc",
+        "--chains",
+        "2000",
+        "--steps",
+        "300",
+        "--friction-sign",
+        "-1",
+        "--xi-update",
+        "overwrite",
+        "--noise-mass",
+        "without",
+        "--backend",
+        "cpu",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = last_json(&out);
+    assert_eq!(v["target"], "correlated");
+    assert_eq!(v["chains"], 2000);
+    assert!(v["diverged_fraction"].as_f64().unwrap() > 0.99);
+    assert_eq!(v["printed_defects"].as_array().unwrap().len(), 3);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "step,step_size,kinetic_temperature,mean_xi,diverged,energy_distance"
+    );
+    assert_eq!(lines.count(), 30);
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn bad_input_exits_2_with_one_message() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "nope.ron"], "nope.ron:1:1: cannot read"),
+        (
+            &["run", "default", "--h", "-1"],
+            "step size h = -1 is out of range",
+        ),
+        (
+            &["run", "default", "--friction-sign", "2"],
+            "allowed [-1, 1]",
+        ),
+        (
+            &["run", "default", "--friction-sign", "minus"],
+            "is not a number",
+        ),
+        (
+            &["run", "default", "--sampler", "hmc"],
+            "unknown sampler 'hmc'",
+        ),
+        (
+            &["run", "default", "--target", "moon"],
+            "unknown target 'moon'",
+        ),
+        (&["run", "default", "--chains", "0"], "chains = 0"),
+    ];
+    for (args, needle) in cases {
+        let out = atmc_lab(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn presets_lists_every_shipped_preset() {
+    let out = atmc_lab(&["presets"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "default",
+        "printed",
+        "thermostat-vs-noise",
+        "cyclical-gmm25",
+        "logistic",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(name)),
+            "{name} missing:\n{text}"
+        );
+    }
+}

@@ -1,0 +1,241 @@
+//! Presets: the shipped ones parse and round-trip; malformed ones give one clear message with
+//! file, line:column and (for numbers) the allowed range.
+
+use atmc_lab::preset::{Preset, SHIPPED};
+
+#[test]
+fn shipped_presets_parse_and_round_trip() {
+    assert!(SHIPPED.len() >= 5);
+    for (name, text) in SHIPPED {
+        let p = Preset::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!p.name.is_empty() && !p.description.is_empty(), "{name}");
+        let again = Preset::parse(&p.to_ron(), "round-trip").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p, again, "{name} does not round-trip");
+        // The files on disk are the compiled-in ones.
+        let on_disk =
+            std::fs::read_to_string(format!("{}/presets/{name}.ron", env!("CARGO_MANIFEST_DIR")))
+                .unwrap();
+        assert_eq!(&on_disk, text);
+    }
+}
+
+#[test]
+fn minimal_preset_gets_defaults() {
+    let p = Preset::parse("(sampler: (kind: Sgld), target: Donut())", "min.ron").unwrap();
+    assert_eq!(p.chains, 10_000);
+    assert_eq!(p.sampler.h, 0.05);
+    assert_eq!(p.seed, 0);
+}
+
+/// (what is wrong, preset text, expected line, text the message must contain)
+const MALFORMED: &[(&str, &str, usize, &str)] = &[
+    ("empty file", "", 1, "Expected opening `(`"),
+    ("not RON", "hello", 1, ""),
+    ("missing target", "(sampler: (kind: Atmc))", 1, "target"),
+    ("missing sampler", "(target: Donut())", 1, "sampler"),
+    (
+        "unknown sampler",
+        "(sampler: (kind: Hmc), target: Donut())",
+        1,
+        "Hmc",
+    ),
+    (
+        "unknown target",
+        "(sampler: (kind: Atmc),\n target: Moon())",
+        2,
+        "Moon",
+    ),
+    (
+        "unknown field",
+        "(sampler: (kind: Atmc, hh: 0.1), target: Donut())",
+        1,
+        "hh",
+    ),
+    (
+        "unknown top-level field",
+        "(sampler: (kind: Atmc), target: Donut(),\n colour: 3)",
+        2,
+        "colour",
+    ),
+    (
+        "negative step size",
+        "(sampler: (kind: Atmc,\n  h: -0.1), target: Donut())",
+        2,
+        "allowed (0, 10]",
+    ),
+    (
+        "zero step size",
+        "(sampler: (kind: Atmc, h: 0.0), target: Donut())",
+        1,
+        "step size h = 0",
+    ),
+    (
+        "huge step size",
+        "(sampler: (kind: Atmc, h: 100.0), target: Donut())",
+        1,
+        "allowed (0, 10]",
+    ),
+    (
+        "friction sign above 1",
+        "(sampler: (kind: Atmc, friction_sign: 2.0), target: Donut())",
+        1,
+        "allowed [-1, 1]",
+    ),
+    (
+        "friction sign below -1",
+        "(sampler: (kind: Atmc, friction_sign: -1.5), target: Donut())",
+        1,
+        "friction sign",
+    ),
+    (
+        "zero mass",
+        "(sampler: (kind: Atmc, mass: 0.0), target: Donut())",
+        1,
+        "mass m",
+    ),
+    (
+        "negative temperature",
+        "(sampler: (kind: Atmc, temperature: -1.0), target: Donut())",
+        1,
+        "temperature T",
+    ),
+    (
+        "negative D",
+        "(sampler: (kind: Atmc, friction_floor: -1.0), target: Donut())",
+        1,
+        "friction floor D",
+    ),
+    (
+        "correlation 1",
+        "(sampler: (kind: Atmc),\n\n target: Gaussian(rho: 1.0))",
+        3,
+        "allowed [-0.999, 0.999]",
+    ),
+    (
+        "zero chains",
+        "(sampler: (kind: Atmc), target: Donut(), chains: 0)",
+        1,
+        "chains = 0",
+    ),
+    (
+        "too many chains",
+        "(sampler: (kind: Atmc), target: Donut(), chains: 100000000)",
+        1,
+        "chains",
+    ),
+    (
+        "negative noise",
+        "(sampler: (kind: Atmc), target: Donut(), noise: Isotropic(sigma: -2.0))",
+        1,
+        "gradient noise σ",
+    ),
+    (
+        "noise without sigma",
+        "(sampler: (kind: Atmc), target: Donut(), noise: Isotropic())",
+        1,
+        "sigma",
+    ),
+    (
+        "string for number",
+        "(sampler: (kind: Atmc, h: \"big\"), target: Donut())",
+        1,
+        "",
+    ),
+    (
+        "B̂ above C",
+        "(sampler: (kind: Sghmc, sghmc_friction: 1.0,\n   sghmc_noise_estimate: 2.0), target: Donut())",
+        2,
+        "B̂ = 2 exceeds",
+    ),
+    (
+        "zero cycles",
+        "(sampler: (kind: Sgld), target: Donut(), schedule: Cyclical(total_steps: 100, cycles: 0))",
+        1,
+        "cycles",
+    ),
+    (
+        "exploration fraction above 1",
+        "(sampler: (kind: Sgld), target: Donut(), schedule: Cyclical(total_steps: 100, cycles: 2, explore_fraction: 1.5))",
+        1,
+        "exploration fraction",
+    ),
+    (
+        "cyclical with zero steps",
+        "(sampler: (kind: Sgld), target: Donut(),\n schedule: Cyclical(total_steps: 0, cycles: 1))",
+        2,
+        "total_steps = 0",
+    ),
+    (
+        "hyperbolic c = 0",
+        "(sampler: (kind: Atmc, kinetic: Hyperbolic(c: 0.0)), target: Donut())",
+        1,
+        "speed limit c",
+    ),
+    (
+        "coordinate 5",
+        "(sampler: (kind: Atmc), target: Donut(), view: (coordinate: 5))",
+        1,
+        "coordinate",
+    ),
+    (
+        "unclosed paren",
+        "(sampler: (kind: Atmc), target: Donut()",
+        1,
+        "",
+    ),
+    (
+        "batch too large",
+        "(sampler: (kind: Atmc), target: Logistic(batch_size: 1000000))",
+        1,
+        "batch size",
+    ),
+    (
+        "bad xi update",
+        "(sampler: (kind: Atmc, xi_update: Sometimes), target: Donut())",
+        1,
+        "Sometimes",
+    ),
+    (
+        "negative seed",
+        "(sampler: (kind: Atmc), target: Donut(), seed: -1)",
+        1,
+        "",
+    ),
+];
+
+#[test]
+fn malformed_presets_give_one_clear_located_message() {
+    assert!(MALFORMED.len() >= 20);
+    let mut problems = Vec::new();
+    for (what, text, line, needle) in MALFORMED {
+        let err = match Preset::parse(text, "bad.ron") {
+            Ok(p) => {
+                problems.push(format!("{what}: parsed as {p:?}"));
+                continue;
+            }
+            Err(e) => e,
+        };
+        let msg = err.to_string();
+        if !msg.starts_with("bad.ron:")
+            || err.line != *line
+            || err.column < 1
+            || !msg.contains(needle)
+            || msg.lines().count() != 1
+        {
+            problems.push(format!("{what} (want line {line}, '{needle}'): {msg}"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn loading_a_missing_file_names_it_and_the_shipped_presets() {
+    let err = Preset::load("/no/such/preset.ron").unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("/no/such/preset.ron:1:1: cannot read"),
+        "{msg}"
+    );
+    assert!(msg.contains("default"), "{msg}");
+    assert!(Preset::load("printed").is_ok());
+}

@@ -1,0 +1,209 @@
+//! The statistical contract of MATH.md §1–3, checked with seeded runs. Each check is a
+//! function of the backend so the GPU engine runs the same bodies.
+
+mod common;
+
+use atmc_lab::engine::BackendChoice;
+use atmc_lab::math::{NoiseMass, SamplerKind, XiUpdate};
+use common::{assert_rel, preset, run};
+
+/// Corrected ATMC on N(0, 1), h = 0.05, D = 1, m = 1: Var θ = 1 for σ = 0, 3, 10 and
+/// mean ξ ≈ hσ²/(2m).
+pub fn atmc_is_exact_under_gradient_noise(backend: BackendChoice) {
+    for sigma in [0.0, 3.0, 10.0] {
+        let p = preset(SamplerKind::Atmc, "gaussian", sigma);
+        let s = run(&p, backend).summary;
+        assert_eq!(s.diverged_fraction, 0.0);
+        for c in 0..2 {
+            assert_rel(&format!("σ = {sigma}: Var θ{c}"), s.cov[c][c], 1.0, 0.03);
+        }
+        let kt = s.kinetic_temperature.unwrap();
+        assert_rel(&format!("σ = {sigma}: kinetic temperature"), kt, 1.0, 0.03);
+        let xi = s.mean_xi.unwrap();
+        if sigma > 0.0 {
+            let expected = 0.05 * sigma * sigma / 2.0;
+            assert_rel(&format!("σ = {sigma}: mean ξ"), xi, expected, 0.2);
+        } else {
+            assert!(xi.abs() < 0.05, "σ = 0: mean ξ = {xi}");
+        }
+        // At σ = 10 the friction ξ ≈ 2.5 overdamps the chains: each traced chain holds only
+        // ~7 effective draws, and R̂ of so few is honestly above 1.05.
+        let rhat_bound = if sigma < 10.0 { 1.06 } else { 1.15 };
+        assert!(s.rhat_max < rhat_bound, "σ = {sigma}: R̂ = {}", s.rhat_max);
+        assert!(s.ess_bulk_min > 100.0, "ESS = {}", s.ess_bulk_min);
+    }
+}
+
+/// Corrected ATMC on the correlated Gaussian (ρ = 0.8): mean and covariance within 3%.
+pub fn atmc_matches_correlated_gaussian(backend: BackendChoice) {
+    let p = preset(SamplerKind::Atmc, "correlated", 1.0);
+    let s = run(&p, backend).summary;
+    for c in 0..2 {
+        assert!(s.mean[c].abs() < 0.03, "mean {:?}", s.mean);
+        assert_rel("Var", s.cov[c][c], 1.0, 0.03);
+    }
+    assert_rel("Cov", s.cov[0][1], 0.8, 0.03);
+    assert!(s.tv_histogram < 0.05, "TV {}", s.tv_histogram);
+    assert!(
+        s.energy_distance < 3.0 * s.energy_distance_baseline + 0.002,
+        "energy distance {} vs baseline {}",
+        s.energy_distance,
+        s.energy_distance_baseline
+    );
+}
+
+/// The printed friction sign alone explodes ≥ 99% of chains within 200 steps, and the run
+/// still finishes and reports it.
+pub fn printed_friction_sign_explodes(backend: BackendChoice) {
+    for sigma in [0.0, 3.0] {
+        let mut p = preset(SamplerKind::Atmc, "gaussian", sigma);
+        p.sampler.friction_sign = -1.0;
+        p.steps = 200;
+        let out = run(&p, backend);
+        let s = out.summary;
+        assert!(
+            s.diverged_fraction >= 0.99,
+            "σ = {sigma}: only {} diverged",
+            s.diverged_fraction
+        );
+        let first = s.first_divergence_step.expect("a first divergence step");
+        assert!(first <= 200);
+        assert_eq!(out.series.len(), 20);
+        assert!(
+            out.series
+                .windows(2)
+                .all(|w| w[0].diverged <= w[1].diverged)
+        );
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(json.contains("\"diverged_fraction\""));
+    }
+}
+
+/// Thermostat overwrite alone with σ = 3: the thermostat no longer absorbs the noise.
+pub fn thermostat_overwrite_runs_hot(backend: BackendChoice) {
+    let mut p = preset(SamplerKind::Atmc, "gaussian", 3.0);
+    p.sampler.xi_update = XiUpdate::Overwrite;
+    let s = run(&p, backend).summary;
+    for c in 0..2 {
+        assert!(s.cov[c][c] >= 1.1, "Var θ{c} = {}", s.cov[c][c]);
+    }
+}
+
+/// Missing mass factor alone, m = 4: Var θ still right, mean ξ ≈ −3 (the thermostat hides
+/// the defect by cooling below zero, which raises α = D − ξ).
+pub fn missing_mass_is_hidden_by_the_thermostat(backend: BackendChoice) {
+    let mut p = preset(SamplerKind::Atmc, "gaussian", 0.0);
+    p.sampler.mass = 4.0;
+    p.sampler.noise_mass = NoiseMass::Without;
+    p.steps = 4000;
+    let s = run(&p, backend).summary;
+    for c in 0..2 {
+        assert_rel(&format!("Var θ{c}"), s.cov[c][c], 1.0, 0.03);
+    }
+    let xi = s.mean_xi.unwrap();
+    assert!((-3.5..=-2.5).contains(&xi), "mean ξ = {xi}");
+}
+
+/// SGLD with σ = 3 at h = 0.05 is too hot (theory (2 + hσ²)/(2 − h) ≈ 1.256); at h = 0.01
+/// SGLD without noise and SGHMC (C = 1, B̂ = hσ²/2) are within 3%.
+pub fn baselines_behave_as_theory_says(backend: BackendChoice) {
+    let mut p = preset(SamplerKind::Sgld, "gaussian", 3.0);
+    let s = run(&p, backend).summary;
+    for c in 0..2 {
+        assert!(s.cov[c][c] >= 1.15, "SGLD Var θ{c} = {}", s.cov[c][c]);
+        assert_rel("SGLD hot variance", s.cov[c][c], 1.2564, 0.03);
+    }
+    p.sampler.h = 0.01;
+    p.noise = atmc_lab::math::NoiseSpec::None;
+    p.steps = 4000;
+    let s = run(&p, backend).summary;
+    for c in 0..2 {
+        assert_rel("SGLD h = 0.01", s.cov[c][c], 1.0, 0.03);
+    }
+    for sigma in [0.0, 3.0] {
+        let mut p = preset(SamplerKind::Sghmc, "gaussian", sigma);
+        p.sampler.h = 0.01;
+        p.sampler.sghmc_friction = 1.0;
+        p.sampler.sghmc_noise_estimate = 0.01 * sigma * sigma / 2.0;
+        p.steps = 4000;
+        let s = run(&p, backend).summary;
+        for c in 0..2 {
+            assert_rel(&format!("SGHMC σ = {sigma}"), s.cov[c][c], 1.0, 0.03);
+        }
+        assert_rel(
+            "SGHMC kinetic temperature",
+            s.kinetic_temperature.unwrap(),
+            1.0,
+            0.03,
+        );
+    }
+}
+
+/// SGNHT (per-coordinate and shared ξ) samples N(0, 1) with σ = 1 and its ξ learns
+/// the excess heat.
+pub fn sgnht_samples_with_both_thermostats(backend: BackendChoice) {
+    for shared in [false, true] {
+        let mut p = preset(SamplerKind::Sgnht, "gaussian", 1.0);
+        p.sampler.h = 0.01;
+        p.sampler.sgnht_shared_xi = shared;
+        p.steps = 6000;
+        let s = run(&p, backend).summary;
+        for c in 0..2 {
+            assert_rel(
+                &format!("SGNHT shared={shared} Var"),
+                s.cov[c][c],
+                1.0,
+                0.04,
+            );
+        }
+        assert_rel(
+            "SGNHT kinetic temperature",
+            s.kinetic_temperature.unwrap(),
+            1.0,
+            0.03,
+        );
+    }
+}
+
+/// Every sampler on every target finishes a short run and reports finite statistics for
+/// the stable samplers.
+pub fn every_sampler_runs_on_every_target(backend: BackendChoice) {
+    for (kind, name) in SamplerKind::ALL {
+        for (target, _) in atmc_lab::math::targets::TARGET_NAMES {
+            let mut p = preset(kind, target, 0.5);
+            p.chains = 512;
+            p.steps = 100;
+            p.sampler.h = 0.01;
+            let s = run(&p, backend).summary;
+            assert!(
+                s.diverged_fraction < 0.5,
+                "{name} on {target}: {}",
+                s.diverged_fraction
+            );
+            assert!(s.mean.iter().all(|m| m.is_finite()), "{name} on {target}");
+        }
+    }
+}
+
+macro_rules! on_cpu {
+    ($($name:ident),*) => {$(
+        #[test]
+        fn $name() {
+            super::$name(BackendChoice::Cpu);
+        }
+    )*};
+}
+
+mod cpu {
+    use super::*;
+    on_cpu!(
+        atmc_is_exact_under_gradient_noise,
+        atmc_matches_correlated_gaussian,
+        printed_friction_sign_explodes,
+        thermostat_overwrite_runs_hot,
+        missing_mass_is_hidden_by_the_thermostat,
+        baselines_behave_as_theory_says,
+        sgnht_samples_with_both_thermostats,
+        every_sampler_runs_on_every_target
+    );
+}
