@@ -2,6 +2,7 @@
 //! ([`cpu::CpuEngine`], the reference) or on a GPU.
 
 pub mod cpu;
+pub mod gpu;
 pub mod moments;
 
 pub use moments::Moments;
@@ -132,7 +133,7 @@ pub enum BackendChoice {
 }
 
 /// Creates the engine for a choice of backend. Returns the engine and, when `auto` fell back
-/// to the CPU, the reason.
+/// to the CPU, the reason (one line, for stderr or the app's notice).
 pub fn create_engine(
     choice: BackendChoice,
     model: Model,
@@ -140,17 +141,19 @@ pub fn create_engine(
     init: &InitSpec,
     seed: u64,
 ) -> anyhow::Result<(Box<dyn Engine>, Option<String>)> {
+    let cpu = |model| Box::new(cpu::CpuEngine::new(model, chains, init, seed)) as Box<dyn Engine>;
     match choice {
-        BackendChoice::Cpu => Ok((
-            Box::new(cpu::CpuEngine::new(model, chains, init, seed)),
+        BackendChoice::Cpu => Ok((cpu(model), None)),
+        BackendChoice::Gpu => Ok((
+            Box::new(gpu::GpuEngine::new(model, chains, init, seed)?),
             None,
         )),
-        BackendChoice::Gpu => anyhow::bail!(
-            "the GPU backend is not available in this build; use --backend cpu or auto"
-        ),
-        BackendChoice::Auto => Ok((
-            Box::new(cpu::CpuEngine::new(model, chains, init, seed)),
-            Some("no GPU backend in this build: running on the CPU".into()),
-        )),
+        BackendChoice::Auto => match gpu::GpuEngine::new(model.clone(), chains, init, seed) {
+            Ok(engine) => Ok((Box::new(engine), None)),
+            Err(e) => Ok((
+                cpu(model),
+                Some(format!("no usable GPU ({e:#}): running on the CPU engine")),
+            )),
+        },
     }
 }

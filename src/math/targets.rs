@@ -742,6 +742,47 @@ impl Target {
         }
     }
 
+    /// The target's kind index and the f32 constants its gradient uses, exactly as
+    /// [`Self::gradient`] computes them, for `shaders/targets.wgsl`.
+    pub fn gpu_constants(&self) -> (u32, [f32; 8]) {
+        let mut c = [0.0f32; 8];
+        let kind = match self {
+            Target::Gaussian(g) => {
+                c[..2].copy_from_slice(&g.mean.map(|v| v as f32));
+                c[2..5].copy_from_slice(&g.precision.map(|v| v as f32));
+                0
+            }
+            Target::Banana { a, b, s } => {
+                c[..3].copy_from_slice(&[*a as f32, *b as f32, *s as f32]);
+                1
+            }
+            Target::Donut { radius, width } => {
+                c[..2].copy_from_slice(&[*radius as f32, (width * width) as f32]);
+                2
+            }
+            Target::Gmm25 { spacing, variance } => {
+                c[..2].copy_from_slice(&[*spacing as f32, *variance as f32]);
+                3
+            }
+            Target::Funnel { sigma_v } => {
+                c[0] = (sigma_v * sigma_v) as f32;
+                4
+            }
+            Target::DoubleWell {
+                separation,
+                barrier,
+            } => {
+                c[..2].copy_from_slice(&[(separation * separation) as f32, *barrier as f32]);
+                5
+            }
+            Target::Logistic(l) => {
+                c[0] = 1.0 / (l.prior_scale * l.prior_scale) as f32;
+                6
+            }
+        };
+        (kind, c)
+    }
+
     /// Stochastic gradient of −log density at θ in f32 (minibatched for data targets; the
     /// synthetic gradient noise of MATH.md §4 is added by the caller).
     #[inline(always)]

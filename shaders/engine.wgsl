@@ -1,0 +1,84 @@
+// The chain engine: each invocation advances one chain by `params.steps` steps with its state
+// in registers, then the workgroup reduces the moments of its alive chains and bins θ into
+// the histogram. Mirrors `CpuEngine::advance` in src/engine/cpu.rs.
+
+@group(0) @binding(1) var<storage, read_write> chains: array<Chain>;
+@group(0) @binding(2) var<storage, read_write> diverged_at: array<u32>;
+// Per workgroup: alive, diverged, Σθ (2), Σθθᵀ (3), Σ pK'(p) (2), Σξ (2), unused.
+@group(0) @binding(3) var<storage, read_write> partials: array<array<f32, 12>>;
+// Histogram cells, then one count for chains outside the grid.
+@group(0) @binding(4) var<storage, read_write> histogram: array<atomic<u32>>;
+
+const WORKGROUP: u32 = 256u;
+var<workgroup> scratch: array<array<f32, 12>, WORKGROUP>;
+
+// The histogram bin rule of src/math/grid.rs (`BinRule::bin`).
+fn histogram_bin(theta: vec2<f32>) -> i32 {
+    let fx = floor((theta.x - params.hist_origin_x) * params.hist_scale_x);
+    let fy = floor((theta.y - params.hist_origin_y) * params.hist_scale_y);
+    if (fx >= 0.0 && fy >= 0.0 && fx < f32(params.hist_nx) && fy < f32(params.hist_ny)) {
+        return i32(u32(fy) * params.hist_nx + u32(fx));
+    }
+    return -1;
+}
+
+@compute @workgroup_size(256)
+fn advance(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let group_index = workgroup.y * params.groups_x + workgroup.x;
+    let index = group_index * WORKGROUP + lane;
+    var contribution: array<f32, 12>;
+    for (var f = 0u; f < 12u; f++) {
+        contribution[f] = 0.0;
+    }
+    if (index < params.chains) {
+        var chain = chains[index];
+        var diverged = diverged_at[index];
+        if (diverged == 0u) {
+            let key = vec2<u32>(params.seed_lo, params.seed_hi);
+            for (var k = 0u; k < params.steps; k++) {
+                let step_index = params.step0 + k;
+                if (model_step(&chain, RngCounter(key, index, step_index))) {
+                    diverged = step_index + 1u;
+                    break;
+                }
+            }
+            chains[index] = chain;
+            diverged_at[index] = diverged;
+        }
+        if (diverged == 0u) {
+            contribution[0] = 1.0;
+            contribution[2] = chain.theta.x;
+            contribution[3] = chain.theta.y;
+            contribution[4] = chain.theta.x * chain.theta.x;
+            contribution[5] = chain.theta.x * chain.theta.y;
+            contribution[6] = chain.theta.y * chain.theta.y;
+            contribution[7] = kinetic_heat(chain.p.x);
+            contribution[8] = kinetic_heat(chain.p.y);
+            contribution[9] = chain.xi.x;
+            contribution[10] = chain.xi.y;
+            if (params.hist_enabled != 0u) {
+                let bin = histogram_bin(chain.theta);
+                let slot = select(params.hist_nx * params.hist_ny, u32(bin), bin >= 0);
+                atomicAdd(&histogram[slot], 1u);
+            }
+        } else {
+            contribution[1] = 1.0;
+        }
+    }
+    scratch[lane] = contribution;
+    workgroupBarrier();
+    for (var stride = WORKGROUP / 2u; stride > 0u; stride = stride / 2u) {
+        if (lane < stride) {
+            for (var f = 0u; f < 12u; f++) {
+                scratch[lane][f] += scratch[lane + stride][f];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u) {
+        partials[group_index] = scratch[0];
+    }
+}

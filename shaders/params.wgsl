@@ -1,0 +1,64 @@
+// The uniform parameters of a dispatch: src/engine/gpu.rs `GpuParams` has the same layout.
+
+struct Params {
+    seed_lo: u32,
+    seed_hi: u32,
+    step0: u32,
+    steps: u32,
+    chains: u32,
+    sampler_kind: u32,
+    target_kind: u32,
+    flags: u32,
+    h: f32,
+    mass: f32,
+    friction_floor: f32,
+    temperature: f32,
+    speed: f32,
+    friction_sign: f32,
+    noise_mass: f32,
+    divergence_bound: f32,
+    sghmc_friction: f32,
+    sghmc_noise_estimate: f32,
+    sgnht_diffusion: f32,
+    noise_kappa: f32,
+    noise_sigma0: f32,
+    noise_sigma1: f32,
+    cycle_len: u32,
+    explore_fraction: f32,
+    target_params: array<vec4<f32>, 2>,
+    hist_origin_x: f32,
+    hist_origin_y: f32,
+    hist_scale_x: f32,
+    hist_scale_y: f32,
+    hist_nx: u32,
+    hist_ny: u32,
+    hist_enabled: u32,
+    data_n: u32,
+    batch_size: u32,
+    groups_x: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+const SAMPLER_ATMC: u32 = 0u;
+const SAMPLER_SGLD: u32 = 1u;
+const SAMPLER_SGHMC: u32 = 2u;
+const SAMPLER_SGNHT: u32 = 3u;
+const SAMPLER_SGD: u32 = 4u;
+
+const FLAG_XI_OVERWRITE: u32 = 1u;
+const FLAG_SGNHT_SHARED: u32 = 2u;
+
+const TARGET_GAUSSIAN: u32 = 0u;
+const TARGET_BANANA: u32 = 1u;
+const TARGET_DONUT: u32 = 2u;
+const TARGET_GMM25: u32 = 3u;
+const TARGET_FUNNEL: u32 = 4u;
+const TARGET_DOUBLE_WELL: u32 = 5u;
+const TARGET_LOGISTIC: u32 = 6u;
+
+@group(0) @binding(0) var<uniform> params: Params;
+
+fn target_param(i: u32) -> f32 {
+    return params.target_params[i / 4u][i % 4u];
+}

@@ -1,0 +1,97 @@
+// Gradients of -log density, mirroring `Target::gradient` in src/math/targets.rs. The host
+// passes the same f32 constants the Rust code computes (see `Target::gpu_constants`).
+
+// Logistic regression data: (x0, x1, label, unused) per point.
+@group(0) @binding(5) var<storage, read> data: array<vec4<f32>>;
+
+fn gmm_gradient(t: vec2<f32>, spacing: f32, variance: f32) -> vec2<f32> {
+    var d_min = 3.4028235e38;
+    for (var k = 0u; k < 25u; k++) {
+        let cx = f32(k % 5u) * spacing - 2.0 * spacing;
+        let cy = f32(k / 5u) * spacing - 2.0 * spacing;
+        let d = ((t.x - cx) * (t.x - cx) + (t.y - cy) * (t.y - cy)) / (2.0 * variance);
+        d_min = min(d_min, d);
+    }
+    var w_sum = 0.0;
+    var gx = 0.0;
+    var gy = 0.0;
+    for (var k = 0u; k < 25u; k++) {
+        let cx = f32(k % 5u) * spacing - 2.0 * spacing;
+        let cy = f32(k / 5u) * spacing - 2.0 * spacing;
+        let d = ((t.x - cx) * (t.x - cx) + (t.y - cy) * (t.y - cy)) / (2.0 * variance);
+        let w = exp(d_min - d);
+        w_sum += w;
+        gx += w * (t.x - cx);
+        gy += w * (t.y - cy);
+    }
+    return vec2<f32>(gx / (variance * w_sum), gy / (variance * w_sum));
+}
+
+fn logistic_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
+    let n = params.data_n;
+    let inv_var = target_param(0u);
+    var g0 = 0.0;
+    var g1 = 0.0;
+    let full = params.batch_size >= n;
+    for (var j = 0u; j < params.batch_size; j++) {
+        var i = j;
+        if (!full) {
+            let bits = rng_bits4(rng, STREAM_MINIBATCH, j / 4u);
+            i = index_below(bits[j % 4u], n);
+        }
+        let x = data[i];
+        let z = t.x * x.x + t.y * x.y;
+        let r = 1.0 / (1.0 + exp(-z)) - x.z;
+        g0 += r * x.x;
+        g1 += r * x.y;
+    }
+    let scale = f32(n) / f32(params.batch_size);
+    return vec2<f32>(t.x * inv_var + scale * g0, t.y * inv_var + scale * g1);
+}
+
+fn target_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
+    switch params.target_kind {
+        case TARGET_GAUSSIAN: {
+            let d0 = t.x - target_param(0u);
+            let d1 = t.y - target_param(1u);
+            let p0 = target_param(2u);
+            let p1 = target_param(3u);
+            let p2 = target_param(4u);
+            return vec2<f32>(p0 * d0 + p1 * d1, p1 * d0 + p2 * d1);
+        }
+        case TARGET_BANANA: {
+            let a = target_param(0u);
+            let b = target_param(1u);
+            let s = target_param(2u);
+            let r = (t.y - b * (t.x * t.x - a * a)) / (s * s);
+            return vec2<f32>(t.x / (a * a) - 2.0 * b * t.x * r, r);
+        }
+        case TARGET_DONUT: {
+            let radius = target_param(0u);
+            let width_sq = target_param(1u);
+            let norm = sqrt(t.x * t.x + t.y * t.y);
+            var f = 0.0;
+            if (norm > 1e-20) {
+                f = (norm - radius) / (width_sq * norm);
+            }
+            return vec2<f32>(f * t.x, f * t.y);
+        }
+        case TARGET_GMM25: {
+            return gmm_gradient(t, target_param(0u), target_param(1u));
+        }
+        case TARGET_FUNNEL: {
+            let s2 = target_param(0u);
+            let e = exp(-t.y);
+            return vec2<f32>(t.x * e, t.y / s2 - 0.5 * t.x * t.x * e + 0.5);
+        }
+        case TARGET_DOUBLE_WELL: {
+            let mu2 = target_param(0u);
+            let barrier = target_param(1u);
+            let q = t.x * t.x / mu2 - 1.0;
+            return vec2<f32>(4.0 * barrier * q * t.x / mu2, t.y);
+        }
+        default: {
+            return logistic_gradient(t, rng);
+        }
+    }
+}

@@ -1,0 +1,641 @@
+//! The GPU engine: chains stepped in WGSL compute shaders (`shaders/`), one invocation per
+//! chain with its state in registers for all K steps of a dispatch.
+//!
+//! Parameters live in a uniform buffer, so a slider change is one small write: no pipeline
+//! rebuild, no reset. Moments are reduced per workgroup on the GPU and θ is binned into an
+//! atomic histogram there, so a frame reads back kilobytes, not the chains; full state is read
+//! only on request.
+
+use super::{BackendInfo, ChainStates, Engine, InitSpec, Moments, Report};
+use crate::math::{Chain2, Grid2, Model, SamplerKind, Target};
+use anyhow::{Context, anyhow, bail};
+use bytemuck::{Pod, Zeroable};
+use wgpu::util::DeviceExt;
+
+/// The WGSL of the engine, composed from files that mirror `src/math` one to one.
+pub const SHADER_SOURCE: &str = concat!(
+    include_str!("../../shaders/params.wgsl"),
+    include_str!("../../shaders/rng.wgsl"),
+    include_str!("../../shaders/targets.wgsl"),
+    include_str!("../../shaders/samplers.wgsl"),
+    include_str!("../../shaders/engine.wgsl"),
+);
+
+const WORKGROUP: u32 = 256;
+/// Moments per workgroup (see `partials` in `shaders/engine.wgsl`).
+const PARTIAL_FIELDS: usize = 12;
+/// Longest dispatch: keeps each submission short enough for display watchdogs.
+const MAX_STEPS_PER_DISPATCH: u32 = 1024;
+
+/// Uniform parameters; the layout of `Params` in `shaders/params.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct GpuParams {
+    seed_lo: u32,
+    seed_hi: u32,
+    step0: u32,
+    steps: u32,
+    chains: u32,
+    sampler_kind: u32,
+    target_kind: u32,
+    flags: u32,
+    h: f32,
+    mass: f32,
+    friction_floor: f32,
+    temperature: f32,
+    speed: f32,
+    friction_sign: f32,
+    noise_mass: f32,
+    divergence_bound: f32,
+    sghmc_friction: f32,
+    sghmc_noise_estimate: f32,
+    sgnht_diffusion: f32,
+    noise_kappa: f32,
+    noise_sigma0: f32,
+    noise_sigma1: f32,
+    cycle_len: u32,
+    explore_fraction: f32,
+    target_params: [f32; 8],
+    hist_origin_x: f32,
+    hist_origin_y: f32,
+    hist_scale_x: f32,
+    hist_scale_y: f32,
+    hist_nx: u32,
+    hist_ny: u32,
+    hist_enabled: u32,
+    data_n: u32,
+    batch_size: u32,
+    groups_x: u32,
+    _pad: [u32; 2],
+}
+
+/// A chain as stored on the GPU (`Chain` in `shaders/samplers.wgsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct GpuChain {
+    theta: [f32; 2],
+    p: [f32; 2],
+    xi: [f32; 2],
+}
+
+impl From<Chain2> for GpuChain {
+    fn from(c: Chain2) -> Self {
+        Self {
+            theta: c.theta,
+            p: c.p,
+            xi: c.xi,
+        }
+    }
+}
+
+impl From<GpuChain> for Chain2 {
+    fn from(c: GpuChain) -> Self {
+        Self {
+            theta: c.theta,
+            p: c.p,
+            xi: c.xi,
+        }
+    }
+}
+
+/// A wgpu device and queue with the adapter that made them.
+#[derive(Clone, Debug)]
+pub struct GpuContext {
+    /// The device.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+    /// The adapter's description.
+    pub adapter: wgpu::AdapterInfo,
+}
+
+impl GpuContext {
+    /// Opens the adapter chosen by the environment: `WGPU_BACKEND` (vulkan, metal, dx12, gl)
+    /// limits the backends, `WGPU_ADAPTER_NAME` picks an adapter by a part of its name,
+    /// otherwise the high-performance adapter wgpu prefers. Fails with a clear message when
+    /// there is none or it cannot run compute shaders.
+    pub fn new() -> anyhow::Result<Self> {
+        pollster::block_on(Self::open())
+    }
+
+    async fn open() -> anyhow::Result<Self> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
+            Ok(wanted) => {
+                let wanted = wanted.to_lowercase();
+                let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+                let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+                adapters
+                    .into_iter()
+                    .find(|a| a.get_info().name.to_lowercase().contains(&wanted))
+                    .ok_or_else(|| {
+                        anyhow!(
+                            "WGPU_ADAPTER_NAME={wanted} matches no adapter (found: {})",
+                            names.join(", ")
+                        )
+                    })?
+            }
+            Err(_) => instance
+                .request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::HighPerformance,
+                    ..Default::default()
+                })
+                .await
+                .context("no GPU adapter found")?,
+        };
+        let info = adapter.get_info();
+        let limits = adapter.limits();
+        if limits.max_compute_workgroup_size_x < WORKGROUP
+            || limits.max_compute_invocations_per_workgroup < WORKGROUP
+        {
+            bail!(
+                "adapter {} ({:?}) cannot run compute shaders of {WORKGROUP} invocations",
+                info.name,
+                info.backend
+            );
+        }
+        // Ask for what the adapter has: the defaults cap storage buffers below a million chains.
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("atmc-lab engine"),
+                required_limits: limits,
+                ..Default::default()
+            })
+            .await
+            .with_context(|| format!("cannot open a device on {}", info.name))?;
+        Ok(Self {
+            device,
+            queue,
+            adapter: info,
+        })
+    }
+
+    /// A one-line description: adapter name, type and backend.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({:?}, {:?})",
+            self.adapter.name, self.adapter.device_type, self.adapter.backend
+        )
+    }
+}
+
+/// Buffers that depend on the number of chains.
+struct ChainBuffers {
+    chains: wgpu::Buffer,
+    diverged_at: wgpu::Buffer,
+    partials: wgpu::Buffer,
+    groups: [u32; 2],
+}
+
+/// The GPU backend.
+pub struct GpuEngine {
+    ctx: GpuContext,
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    params: wgpu::Buffer,
+    histogram: wgpu::Buffer,
+    histogram_cells: u32,
+    data: wgpu::Buffer,
+    buffers: ChainBuffers,
+    bind_group: wgpu::BindGroup,
+    model: Model,
+    seed: u64,
+    step: u32,
+    chains: u32,
+}
+
+fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+impl GpuEngine {
+    /// An engine on a newly opened device.
+    pub fn new(model: Model, chains: u32, init: &InitSpec, seed: u64) -> anyhow::Result<Self> {
+        Self::with_context(GpuContext::new()?, model, chains, init, seed)
+    }
+
+    /// An engine on an existing device (the app shares eframe's).
+    pub fn with_context(
+        ctx: GpuContext,
+        model: Model,
+        chains: u32,
+        init: &InitSpec,
+        seed: u64,
+    ) -> anyhow::Result<Self> {
+        let device = &ctx.device;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("atmc-lab engine"),
+            source: wgpu::ShaderSource::Wgsl(SHADER_SOURCE.into()),
+        });
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("engine"),
+            entries: &[
+                wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+                storage_entry(1, false),
+                storage_entry(2, false),
+                storage_entry(3, false),
+                storage_entry(4, false),
+                storage_entry(5, true),
+            ],
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("engine"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("advance"),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some("advance"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            bail!("the engine's shaders do not compile on {}: {e}", ctx.describe());
+        }
+        let params = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("params"),
+            size: std::mem::size_of::<GpuParams>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let histogram = Self::histogram_buffer(device, 1);
+        let data = Self::data_buffer(device, &model.target);
+        let buffers = Self::chain_buffers(&ctx, chains)?;
+        let bind_group = Self::bind_group(device, &layout, &params, &buffers, &histogram, &data);
+        let mut engine = Self {
+            ctx,
+            pipeline,
+            layout,
+            params,
+            histogram,
+            histogram_cells: 1,
+            data,
+            buffers,
+            bind_group,
+            model,
+            seed,
+            step: 0,
+            chains,
+        };
+        engine.reset(init, seed);
+        Ok(engine)
+    }
+
+    /// The device this engine runs on.
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    fn histogram_buffer(device: &wgpu::Device, cells: u32) -> wgpu::Buffer {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("histogram"),
+            size: 4 * (u64::from(cells) + 1),
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    fn data_buffer(device: &wgpu::Device, target: &Target) -> wgpu::Buffer {
+        let mut rows: Vec<[f32; 4]> = match target {
+            Target::Logistic(l) => l
+                .inputs
+                .iter()
+                .zip(&l.labels)
+                .map(|(x, &y)| [x[0], x[1], y, 0.0])
+                .collect(),
+            _ => Vec::new(),
+        };
+        if rows.is_empty() {
+            rows.push([0.0; 4]); // bindings cannot be empty
+        }
+        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("data"),
+            contents: bytemuck::cast_slice(&rows),
+            usage: wgpu::BufferUsages::STORAGE,
+        })
+    }
+
+    fn chain_buffers(ctx: &GpuContext, chains: u32) -> anyhow::Result<ChainBuffers> {
+        let device = &ctx.device;
+        let bytes = u64::from(chains) * std::mem::size_of::<GpuChain>() as u64;
+        let limits = device.limits();
+        if bytes > limits.max_storage_buffer_binding_size as u64 || bytes > limits.max_buffer_size {
+            bail!(
+                "{chains} chains need {bytes} bytes of state, more than {} allows",
+                ctx.describe()
+            );
+        }
+        let groups_total = chains.div_ceil(WORKGROUP).max(1);
+        let max_x = limits.max_compute_workgroups_per_dimension;
+        let groups = [groups_total.min(max_x), groups_total.div_ceil(max_x)];
+        let storage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST;
+        let make = |label, size| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage: storage,
+                mapped_at_creation: false,
+            })
+        };
+        Ok(ChainBuffers {
+            chains: make("chains", bytes.max(24)),
+            diverged_at: make("diverged_at", 4 * u64::from(chains).max(1)),
+            partials: make(
+                "partials",
+                (PARTIAL_FIELDS * 4) as u64 * u64::from(groups[0] * groups[1]),
+            ),
+            groups,
+        })
+    }
+
+    fn bind_group(
+        device: &wgpu::Device,
+        layout: &wgpu::BindGroupLayout,
+        params: &wgpu::Buffer,
+        buffers: &ChainBuffers,
+        histogram: &wgpu::Buffer,
+        data: &wgpu::Buffer,
+    ) -> wgpu::BindGroup {
+        fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+            wgpu::BindGroupEntry {
+                binding,
+                resource: buffer.as_entire_binding(),
+            }
+        }
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("engine"),
+            layout,
+            entries: &[
+                entry(0, params),
+                entry(1, &buffers.chains),
+                entry(2, &buffers.diverged_at),
+                entry(3, &buffers.partials),
+                entry(4, histogram),
+                entry(5, data),
+            ],
+        })
+    }
+
+    fn rebind(&mut self) {
+        self.bind_group = Self::bind_group(
+            &self.ctx.device,
+            &self.layout,
+            &self.params,
+            &self.buffers,
+            &self.histogram,
+            &self.data,
+        );
+    }
+
+    /// The uniform parameters of a dispatch.
+    fn gpu_params(&self, step0: u32, steps: u32, grid: Option<&Grid2>) -> GpuParams {
+        let sp = &self.model.sampler;
+        let (target, target_params) = self.model.target.gpu_constants();
+        let (data_n, batch_size) = match &self.model.target {
+            Target::Logistic(l) => (l.inputs.len() as u32, l.batch_size),
+            _ => (0, 0),
+        };
+        let rule = grid.map(|g| g.bin_rule());
+        GpuParams {
+            seed_lo: self.seed as u32,
+            seed_hi: (self.seed >> 32) as u32,
+            step0,
+            steps,
+            chains: self.chains,
+            sampler_kind: match sp.kind {
+                SamplerKind::Atmc => 0,
+                SamplerKind::Sgld => 1,
+                SamplerKind::Sghmc => 2,
+                SamplerKind::Sgnht => 3,
+                SamplerKind::Sgd => 4,
+            },
+            target_kind: target,
+            flags: u32::from(sp.xi_overwrite) | (u32::from(sp.sgnht_shared_xi) << 1),
+            h: sp.h,
+            mass: sp.mass,
+            friction_floor: sp.friction_floor,
+            temperature: sp.temperature,
+            speed: sp.speed,
+            friction_sign: sp.friction_sign,
+            noise_mass: sp.noise_mass,
+            divergence_bound: sp.divergence_bound,
+            sghmc_friction: sp.sghmc_friction,
+            sghmc_noise_estimate: sp.sghmc_noise_estimate,
+            sgnht_diffusion: sp.sgnht_diffusion,
+            noise_kappa: self.model.noise.kappa,
+            noise_sigma0: self.model.noise.sigma[0],
+            noise_sigma1: self.model.noise.sigma[1],
+            cycle_len: self.model.schedule.cycle_len,
+            explore_fraction: self.model.schedule.explore_fraction,
+            target_params,
+            hist_origin_x: rule.map_or(0.0, |r| r.origin[0]),
+            hist_origin_y: rule.map_or(0.0, |r| r.origin[1]),
+            hist_scale_x: rule.map_or(0.0, |r| r.scale[0]),
+            hist_scale_y: rule.map_or(0.0, |r| r.scale[1]),
+            hist_nx: rule.map_or(0, |r| r.size[0]),
+            hist_ny: rule.map_or(0, |r| r.size[1]),
+            hist_enabled: u32::from(rule.is_some()),
+            data_n,
+            batch_size,
+            groups_x: self.buffers.groups[0],
+            _pad: [0; 2],
+        }
+    }
+
+    /// Copies `size` bytes at `offset` of `source` back to the host.
+    fn read_buffer(&self, source: &wgpu::Buffer, offset: u64, size: u64) -> anyhow::Result<Vec<u8>> {
+        let device = &self.ctx.device;
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(source, offset, &staging, 0, size);
+        self.ctx.queue.submit([encoder.finish()]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| anyhow!("GPU device lost while reading back: {e}"))?;
+        rx.recv()
+            .context("readback callback dropped")?
+            .map_err(|e| anyhow!("cannot map the readback buffer: {e}"))?;
+        let bytes = staging
+            .get_mapped_range(..)
+            .map_err(|e| anyhow!("cannot read the readback buffer: {e:?}"))?
+            .to_vec();
+        staging.unmap();
+        Ok(bytes)
+    }
+}
+
+impl Engine for GpuEngine {
+    fn backend(&self) -> BackendInfo {
+        BackendInfo {
+            kind: "gpu",
+            device: self.ctx.describe(),
+        }
+    }
+
+    fn chains(&self) -> u32 {
+        self.chains
+    }
+
+    fn steps_done(&self) -> u32 {
+        self.step
+    }
+
+    fn model(&self) -> &Model {
+        &self.model
+    }
+
+    fn set_model(&mut self, model: Model) {
+        let data_changed = self.model.target != model.target;
+        self.model = model;
+        if data_changed {
+            self.data = Self::data_buffer(&self.ctx.device, &self.model.target);
+            self.rebind();
+        }
+    }
+
+    fn advance(&mut self, steps: u32, grid: Option<&Grid2>) -> anyhow::Result<Report> {
+        let cells = grid.map_or(0, |g| g.cells() as u32);
+        if grid.is_some() && cells != self.histogram_cells {
+            self.histogram = Self::histogram_buffer(&self.ctx.device, cells);
+            self.histogram_cells = cells;
+            self.rebind();
+        }
+        let chunks = steps.div_ceil(MAX_STEPS_PER_DISPATCH).max(1);
+        let mut done = 0;
+        for chunk in 0..chunks {
+            let n = (steps - done).min(MAX_STEPS_PER_DISPATCH);
+            let last = chunk + 1 == chunks;
+            let params = self.gpu_params(
+                self.step.wrapping_add(done),
+                n,
+                if last { grid } else { None },
+            );
+            self.ctx
+                .queue
+                .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
+            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+            if last && grid.is_some() {
+                encoder.clear_buffer(&self.histogram, 0, None);
+            }
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(0, &self.bind_group, &[]);
+                let [gx, gy] = self.buffers.groups;
+                pass.dispatch_workgroups(gx, gy, 1);
+            }
+            self.ctx.queue.submit([encoder.finish()]);
+            done += n;
+        }
+        self.step = self.step.wrapping_add(steps);
+        let partial_bytes = self.buffers.partials.size();
+        let raw = self.read_buffer(&self.buffers.partials, 0, partial_bytes)?;
+        let partials: &[f32] = bytemuck::cast_slice(&raw);
+        let mut moments = Moments::default();
+        for p in partials.chunks_exact(PARTIAL_FIELDS) {
+            let v: Vec<f64> = p.iter().map(|&x| f64::from(x)).collect();
+            moments.alive += v[0] as u64;
+            moments.diverged += v[1] as u64;
+            moments.sum_theta[0] += v[2];
+            moments.sum_theta[1] += v[3];
+            moments.sum_theta_sq[0] += v[4];
+            moments.sum_theta_sq[1] += v[5];
+            moments.sum_theta_sq[2] += v[6];
+            moments.sum_heat[0] += v[7];
+            moments.sum_heat[1] += v[8];
+            moments.sum_xi[0] += v[9];
+            moments.sum_xi[1] += v[10];
+        }
+        let histogram = match grid {
+            Some(_) => {
+                let raw = self.read_buffer(&self.histogram, 0, 4 * (u64::from(cells) + 1))?;
+                let counts: &[u32] = bytemuck::cast_slice(&raw);
+                Some((
+                    counts[..cells as usize].to_vec(),
+                    u64::from(counts[cells as usize]),
+                ))
+            }
+            None => None,
+        };
+        Ok(Report {
+            step: self.step,
+            moments,
+            histogram,
+        })
+    }
+
+    fn read_chains(&mut self, first: u32, count: u32) -> anyhow::Result<ChainStates> {
+        let start = first.min(self.chains);
+        let end = start.saturating_add(count).min(self.chains);
+        if end == start {
+            return Ok(ChainStates::default());
+        }
+        let size = std::mem::size_of::<GpuChain>() as u64;
+        let raw = self.read_buffer(
+            &self.buffers.chains,
+            u64::from(start) * size,
+            u64::from(end - start) * size,
+        )?;
+        let chains: &[GpuChain] = bytemuck::cast_slice(&raw);
+        let raw = self.read_buffer(
+            &self.buffers.diverged_at,
+            4 * u64::from(start),
+            4 * u64::from(end - start),
+        )?;
+        Ok(ChainStates {
+            chains: chains.iter().map(|&c| c.into()).collect(),
+            diverged_at: bytemuck::cast_slice(&raw).to_vec(),
+        })
+    }
+
+    fn reset(&mut self, init: &InitSpec, seed: u64) {
+        self.seed = seed;
+        self.step = 0;
+        let model = &self.model;
+        let states: Vec<GpuChain> = {
+            use rayon::prelude::*;
+            (0..self.chains)
+                .into_par_iter()
+                .map(|i| init.chain(model, seed, i).into())
+                .collect()
+        };
+        let queue = &self.ctx.queue;
+        queue.write_buffer(&self.buffers.chains, 0, bytemuck::cast_slice(&states));
+        let zeros = vec![0u32; self.chains as usize];
+        queue.write_buffer(&self.buffers.diverged_at, 0, bytemuck::cast_slice(&zeros));
+    }
+}
