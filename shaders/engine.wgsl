@@ -55,8 +55,9 @@ fn advance(
             contribution[4] = chain.theta.x * chain.theta.x;
             contribution[5] = chain.theta.x * chain.theta.y;
             contribution[6] = chain.theta.y * chain.theta.y;
-            contribution[7] = kinetic_heat(chain.p.x);
-            contribution[8] = kinetic_heat(chain.p.y);
+            let heat = kinetic_heat(chain.p);
+            contribution[7] = heat.x;
+            contribution[8] = heat.y;
             contribution[9] = chain.xi.x;
             contribution[10] = chain.xi.y;
             if (params.hist_enabled != 0u) {

@@ -16,22 +16,30 @@ fn schedule_at(step: u32) -> vec2<f32> {
     return vec2<f32>(h, select(0.0, 1.0, r < params.explore_fraction));
 }
 
-fn one_minus_exp_neg_over_x(x: f32, exp_neg_x: f32) -> f32 {
-    if (abs(x) < 0.25) {
-        return 1.0 + x * (-1.0 / 2.0 + x * (1.0 / 6.0 + x * (-1.0 / 24.0
-            + x * (1.0 / 120.0 + x * (-1.0 / 720.0 + x * (1.0 / 5040.0))))));
-    }
-    return (1.0 - exp_neg_x) / x;
+// Both coordinates at once: vec2 arithmetic keeps the state in registers (indexing a vector
+// through a pointer makes some compilers spill it to memory). Per component, every operation
+// is the one `Model::step` performs, in the same order.
+
+fn one_minus_exp_neg_over_x(x: vec2<f32>, exp_neg_x: vec2<f32>) -> vec2<f32> {
+    let series = 1.0 + x * (-1.0 / 2.0 + x * (1.0 / 6.0 + x * (-1.0 / 24.0
+        + x * (1.0 / 120.0 + x * (-1.0 / 720.0 + x * (1.0 / 5040.0))))));
+    return select((1.0 - exp_neg_x) / x, series, abs(x) < vec2<f32>(0.25));
 }
 
-// (K'(p), K''(p), s) for the Gaussian (speed 0) or hyperbolic kinetic energy.
-fn kinetic_derivatives(p: f32, mass: f32, speed: f32) -> vec3<f32> {
+// K'(p), K''(p) and s for the Gaussian (speed 0) or hyperbolic kinetic energy.
+struct Kinetic {
+    k1: vec2<f32>,
+    k2: vec2<f32>,
+    s: vec2<f32>,
+}
+
+fn kinetic_derivatives(p: vec2<f32>, mass: f32, speed: f32) -> Kinetic {
     if (speed == 0.0) {
-        return vec3<f32>(p / mass, 1.0 / mass, 1.0);
+        return Kinetic(p / mass, vec2<f32>(1.0 / mass), vec2<f32>(1.0));
     }
     let q = p / (mass * speed);
     let s = sqrt(1.0 + q * q);
-    return vec3<f32>(p / (mass * s), 1.0 / (mass * s * s * s), s);
+    return Kinetic(p / (mass * s), 1.0 / (mass * s * s * s), s);
 }
 
 fn stochastic_gradient(theta: vec2<f32>, rng: RngCounter) -> vec2<f32> {
@@ -39,14 +47,14 @@ fn stochastic_gradient(theta: vec2<f32>, rng: RngCounter) -> vec2<f32> {
     if (params.noise_sigma0 != 0.0 || params.noise_sigma1 != 0.0) {
         let z = rng_normal2(rng, STREAM_GRADIENT_NOISE, 0u);
         let factor = 1.0 + params.noise_kappa * sqrt(theta.x * theta.x + theta.y * theta.y);
-        g.x += params.noise_sigma0 * factor * z.x;
-        g.y += params.noise_sigma1 * factor * z.y;
+        let sigma = vec2<f32>(params.noise_sigma0 * factor, params.noise_sigma1 * factor);
+        g += sigma * z;
     }
     return g;
 }
 
-fn thermostat_half_step(xi: f32, k1: f32, k2: f32, h: f32, t: f32) -> f32 {
-    let heat = params.mass * (k1 * k1 - t * k2);
+fn thermostat_half_step(xi: vec2<f32>, k: Kinetic, h: f32, t: f32) -> vec2<f32> {
+    let heat = params.mass * (k.k1 * k.k1 - t * k.k2);
     if ((params.flags & FLAG_XI_OVERWRITE) != 0u) {
         return h * heat;
     }
@@ -55,28 +63,24 @@ fn thermostat_half_step(xi: f32, k1: f32, k2: f32, h: f32, t: f32) -> f32 {
 
 fn atmc_step(chain: ptr<function, Chain>, rng: RngCounter, h: f32, t: f32) {
     let m = params.mass;
-    for (var c = 0u; c < 2u; c++) {
-        let k = kinetic_derivatives((*chain).p[c], m, params.speed);
-        (*chain).theta[c] += 0.5 * h * k.x;
-        (*chain).xi[c] = thermostat_half_step((*chain).xi[c], k.x, k.y, h, t);
-    }
+    let k0 = kinetic_derivatives((*chain).p, m, params.speed);
+    (*chain).theta += 0.5 * h * k0.k1;
+    (*chain).xi = thermostat_half_step((*chain).xi, k0, h, t);
     let g = stochastic_gradient((*chain).theta, rng);
     let z = rng_normal2(rng, STREAM_INJECTED, 0u);
-    for (var c = 0u; c < 2u; c++) {
-        let xi = (*chain).xi[c];
-        let beta = max(params.friction_floor, xi);
-        let alpha = max(params.friction_floor - xi, 0.0);
-        let s = kinetic_derivatives((*chain).p[c], m, params.speed).z;
-        let x = params.friction_sign * beta * h / s;
-        let decay = exp(-x);
-        let drift = h * one_minus_exp_neg_over_x(x, decay);
-        let variance = 2.0 * alpha * params.noise_mass * t * h
-            * one_minus_exp_neg_over_x(2.0 * x, decay * decay);
-        (*chain).p[c] = decay * (*chain).p[c] - drift * g[c] + sqrt(variance) * z[c];
-        let k = kinetic_derivatives((*chain).p[c], m, params.speed);
-        (*chain).xi[c] = thermostat_half_step((*chain).xi[c], k.x, k.y, h, t);
-        (*chain).theta[c] += 0.5 * h * k.x;
-    }
+    let xi = (*chain).xi;
+    let beta = max(vec2<f32>(params.friction_floor), xi);
+    let alpha = max(params.friction_floor - xi, vec2<f32>(0.0));
+    // Exact OU step with friction φβ/s (s frozen over the step for hyperbolic K).
+    let x = params.friction_sign * beta * h / k0.s;
+    let decay = exp(-x);
+    let drift = h * one_minus_exp_neg_over_x(x, decay);
+    let variance = 2.0 * alpha * params.noise_mass * t * h
+        * one_minus_exp_neg_over_x(2.0 * x, decay * decay);
+    (*chain).p = decay * (*chain).p - drift * g + sqrt(variance) * z;
+    let k1 = kinetic_derivatives((*chain).p, m, params.speed);
+    (*chain).xi = thermostat_half_step((*chain).xi, k1, h, t);
+    (*chain).theta += 0.5 * h * k1.k1;
 }
 
 // Advances one chain by one step; returns true when it diverged.
@@ -92,64 +96,50 @@ fn model_step(chain: ptr<function, Chain>, rng: RngCounter) -> bool {
             let g = stochastic_gradient((*chain).theta, rng);
             let z = rng_normal2(rng, STREAM_INJECTED, 0u);
             let scale = sqrt(2.0 * h * t);
-            for (var c = 0u; c < 2u; c++) {
-                (*chain).theta[c] += -h * g[c] + scale * z[c];
-            }
+            (*chain).theta += -h * g + scale * z;
         }
         case SAMPLER_SGHMC: {
             let g = stochastic_gradient((*chain).theta, rng);
             let z = rng_normal2(rng, STREAM_INJECTED, 0u);
             let scale = sqrt(max(2.0 * (params.sghmc_friction - params.sghmc_noise_estimate) * h * t, 0.0));
-            for (var c = 0u; c < 2u; c++) {
-                let p = (*chain).p[c];
-                (*chain).p[c] = p - h * g[c] - h * params.sghmc_friction * p / params.mass + scale * z[c];
-                (*chain).theta[c] += h * (*chain).p[c] / params.mass;
-            }
+            let p = (*chain).p;
+            (*chain).p = p - h * g - h * params.sghmc_friction * p / params.mass + scale * z;
+            (*chain).theta += h * (*chain).p / params.mass;
         }
         case SAMPLER_SGNHT: {
             let g = stochastic_gradient((*chain).theta, rng);
             let z = rng_normal2(rng, STREAM_INJECTED, 0u);
             let scale = sqrt(2.0 * params.sgnht_diffusion * h * t);
-            for (var c = 0u; c < 2u; c++) {
-                let p = (*chain).p[c];
-                (*chain).p[c] = p - h * g[c] - h * (*chain).xi[c] * p + scale * z[c];
-                (*chain).theta[c] += h * (*chain).p[c] / params.mass;
-            }
-            let heat = vec2<f32>(
-                (*chain).p.x * (*chain).p.x / params.mass - t,
-                (*chain).p.y * (*chain).p.y / params.mass - t,
-            );
+            let p = (*chain).p;
+            (*chain).p = p - h * g - h * (*chain).xi * p + scale * z;
+            (*chain).theta += h * (*chain).p / params.mass;
+            let heat = (*chain).p * (*chain).p / params.mass - t;
             if ((params.flags & FLAG_SGNHT_SHARED) != 0u) {
                 let mean = 0.5 * (heat.x + heat.y);
-                (*chain).xi = vec2<f32>((*chain).xi.x + h * mean, (*chain).xi.y + h * mean);
+                (*chain).xi += vec2<f32>(h * mean);
             } else {
-                (*chain).xi = vec2<f32>((*chain).xi.x + h * heat.x, (*chain).xi.y + h * heat.y);
+                (*chain).xi += h * heat;
             }
         }
         default: {
             let g = stochastic_gradient((*chain).theta, rng);
-            for (var c = 0u; c < 2u; c++) {
-                (*chain).theta[c] -= h * g[c];
-            }
+            (*chain).theta -= h * g;
         }
     }
     return is_diverged(*chain);
 }
 
-fn is_finite(v: f32) -> bool {
+fn is_finite2(v: vec2<f32>) -> bool {
     // NaN fails every comparison; infinities exceed the largest finite f32.
-    return abs(v) <= 3.4028235e38;
+    return all(abs(v) <= vec2<f32>(3.4028235e38));
 }
 
 fn is_diverged(chain: Chain) -> bool {
-    var ok = true;
-    for (var c = 0u; c < 2u; c++) {
-        ok = ok && abs(chain.p[c]) <= params.divergence_bound && is_finite(chain.theta[c])
-            && is_finite(chain.xi[c]);
-    }
+    let ok = all(abs(chain.p) <= vec2<f32>(params.divergence_bound)) && is_finite2(chain.theta)
+        && is_finite2(chain.xi);
     return !ok;
 }
 
-fn kinetic_heat(p: f32) -> f32 {
-    return p * kinetic_derivatives(p, params.mass, params.speed).x;
+fn kinetic_heat(p: vec2<f32>) -> vec2<f32> {
+    return p * kinetic_derivatives(p, params.mass, params.speed).k1;
 }

@@ -161,3 +161,24 @@ fn presets_lists_every_shipped_preset() {
         );
     }
 }
+
+#[test]
+fn run_on_the_gpu_backend_names_the_adapter() {
+    let out = atmc_lab(&[
+        "run",
+        "presets/default.ron",
+        "--steps",
+        "200",
+        "--backend",
+        "gpu",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = last_json(&out);
+    assert_eq!(v["backend"], "gpu");
+    assert!(!v["device"].as_str().unwrap().is_empty());
+    assert_eq!(v["diverged_fraction"], 0.0);
+}

@@ -94,7 +94,9 @@ fn gpu_matches_cpu_for_every_sampler_and_target() {
                 }
             }
             if worst > 1e-3 || a.diverged_at != b.diverged_at {
-                problems.push(format!("{name} on {target}: worst relative deviation {worst}"));
+                problems.push(format!(
+                    "{name} on {target}: worst relative deviation {worst}"
+                ));
             }
         }
     }
@@ -107,7 +109,10 @@ fn gpu_histogram_equals_cpu_binning_of_read_back_state() {
     let mut p = preset(SamplerKind::Atmc, "banana", 1.0);
     p.chains = 50_000;
     let mut gpu = gpu_engine(&p);
-    let grid = TargetSpec::from_name("banana").unwrap().build().default_grid();
+    let grid = TargetSpec::from_name("banana")
+        .unwrap()
+        .build()
+        .default_grid();
     let report = gpu.advance(30, Some(&grid)).unwrap();
     let (counts, outside) = report.histogram.unwrap();
     let state = gpu.read_chains(0, p.chains).unwrap();
@@ -121,7 +126,10 @@ fn gpu_histogram_equals_cpu_binning_of_read_back_state() {
     let (cpu_counts, cpu_outside) = grid.histogram(&xs, &ys);
     assert_eq!(counts, cpu_counts);
     assert_eq!(outside, cpu_outside);
-    assert_eq!(counts.iter().map(|&c| u64::from(c)).sum::<u64>() + outside, 50_000);
+    assert_eq!(
+        counts.iter().map(|&c| u64::from(c)).sum::<u64>() + outside,
+        50_000
+    );
 }
 
 /// The printed friction sign explodes on the GPU as on the CPU, and diverged chains stay
@@ -133,14 +141,28 @@ fn gpu_freezes_diverged_chains() {
     p.chains = 4096;
     let mut gpu = gpu_engine(&p);
     let r = gpu.advance(200, None).unwrap();
-    assert!(r.moments.diverged as f64 >= 0.99 * 4096.0, "{}", r.moments.diverged);
+    assert!(
+        r.moments.diverged as f64 >= 0.99 * 4096.0,
+        "{}",
+        r.moments.diverged
+    );
     let before = gpu.read_chains(0, 4096).unwrap();
     let r2 = gpu.advance(50, None).unwrap();
     let after = gpu.read_chains(0, 4096).unwrap();
     assert_eq!(r2.moments.diverged, r.moments.diverged);
-    for ((a, b), d) in before.chains.iter().zip(&after.chains).zip(&before.diverged_at) {
+    for ((a, b), d) in before
+        .chains
+        .iter()
+        .zip(&after.chains)
+        .zip(&before.diverged_at)
+    {
         if *d != 0 {
-            assert!(a.theta.iter().zip(&b.theta).all(|(x, y)| x.to_bits() == y.to_bits()));
+            assert!(
+                a.theta
+                    .iter()
+                    .zip(&b.theta)
+                    .all(|(x, y)| x.to_bits() == y.to_bits())
+            );
         }
     }
     let _ = InitSpec::default();

@@ -185,18 +185,33 @@ pub fn every_sampler_runs_on_every_target(backend: BackendChoice) {
     }
 }
 
-macro_rules! on_cpu {
-    ($($name:ident),*) => {$(
+macro_rules! on_backend {
+    ($backend:expr; $($name:ident),*) => {$(
         #[test]
         fn $name() {
-            super::$name(BackendChoice::Cpu);
+            super::$name($backend);
         }
     )*};
 }
 
+/// The GPU runs the same bodies. The runner fails (no silent skip) when no adapter exists.
+mod gpu {
+    use super::*;
+    on_backend!(BackendChoice::Gpu;
+        atmc_is_exact_under_gradient_noise,
+        atmc_matches_correlated_gaussian,
+        printed_friction_sign_explodes,
+        thermostat_overwrite_runs_hot,
+        missing_mass_is_hidden_by_the_thermostat,
+        baselines_behave_as_theory_says,
+        sgnht_samples_with_both_thermostats,
+        every_sampler_runs_on_every_target
+    );
+}
+
 mod cpu {
     use super::*;
-    on_cpu!(
+    on_backend!(BackendChoice::Cpu;
         atmc_is_exact_under_gradient_noise,
         atmc_matches_correlated_gaussian,
         printed_friction_sign_explodes,

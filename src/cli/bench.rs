@@ -1,5 +1,6 @@
 //! `atmc-lab bench`: chain-steps per second of 2-D ATMC on the correlated Gaussian.
 
+use crate::engine::gpu::{GpuContext, GpuEngine};
 use crate::engine::{Engine, InitSpec, cpu::CpuEngine};
 use crate::math::{SamplerKind, SamplerSpec, TargetSpec};
 use crate::preset::Preset;
@@ -43,22 +44,53 @@ fn time_engine(engine: &mut dyn Engine, steps: u32) -> anyhow::Result<f64> {
     Ok(f64::from(engine.chains()) * f64::from(steps) / seconds)
 }
 
-/// Runs the benchmark and prints one line per backend, then a JSON line.
+/// Runs the benchmark: the CPU engine at `--chains`, then the GPU engine (if an adapter is
+/// found) at 1e4, 1e5, 1e6 chains and `--chains`, each with its ratio to the CPU figure.
 pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     let preset = bench_preset(args.chains, args.steps);
     let mut cpu = CpuEngine::new(preset.model(), preset.chains, &preset.init, preset.seed);
-    let rate = time_engine(&mut cpu, args.steps)?;
-    let device = cpu.backend().device;
+    let cpu_rate = time_engine(&mut cpu, args.steps)?;
+    let cpu_device = cpu.backend().device;
     println!(
-        "cpu  {:>9} chains × {} steps: {:.3e} chain-steps/s ({device})",
-        args.chains, args.steps, rate
+        "cpu  {:>9} chains × {} steps: {:.3e} chain-steps/s ({cpu_device})",
+        args.chains, args.steps, cpu_rate
     );
+    let mut gpu_rows = Vec::new();
+    let mut adapter = None;
+    match GpuContext::new() {
+        Err(e) => println!("gpu  unavailable: {e:#}"),
+        Ok(ctx) => {
+            let mut sizes = vec![10_000u32, 100_000, 1_000_000];
+            if !sizes.contains(&args.chains) {
+                sizes.push(args.chains);
+            }
+            for chains in sizes {
+                let p = bench_preset(chains, args.steps);
+                let mut gpu =
+                    GpuEngine::with_context(ctx.clone(), p.model(), chains, &p.init, p.seed)?;
+                let rate = time_engine(&mut gpu, args.steps)?;
+                println!(
+                    "gpu  {chains:>9} chains × {} steps: {rate:.3e} chain-steps/s ({:.2}× the CPU at {} chains; {})",
+                    args.steps,
+                    rate / cpu_rate,
+                    args.chains,
+                    ctx.describe()
+                );
+                gpu_rows.push(serde_json::json!({
+                    "chains": chains,
+                    "chain_steps_per_s": rate,
+                    "ratio_to_cpu": rate / cpu_rate,
+                }));
+            }
+            adapter = Some(ctx.describe());
+        }
+    }
     println!(
         "{}",
         serde_json::json!({
-            "chains": args.chains,
             "steps": args.steps,
-            "cpu": { "chain_steps_per_s": rate, "device": device },
+            "cpu": { "chains": args.chains, "chain_steps_per_s": cpu_rate, "device": cpu_device },
+            "gpu": { "adapter": adapter, "runs": gpu_rows },
         })
     );
     Ok(())

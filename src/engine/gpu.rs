@@ -119,7 +119,8 @@ impl GpuContext {
     }
 
     async fn open() -> anyhow::Result<Self> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
             Ok(wanted) => {
                 let wanted = wanted.to_lowercase();
@@ -271,7 +272,10 @@ impl GpuEngine {
             cache: None,
         });
         if let Some(e) = pollster::block_on(scope.pop()) {
-            bail!("the engine's shaders do not compile on {}: {e}", ctx.describe());
+            bail!(
+                "the engine's shaders do not compile on {}: {e}",
+                ctx.describe()
+            );
         }
         let params = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("params"),
@@ -342,7 +346,7 @@ impl GpuEngine {
         let device = &ctx.device;
         let bytes = u64::from(chains) * std::mem::size_of::<GpuChain>() as u64;
         let limits = device.limits();
-        if bytes > limits.max_storage_buffer_binding_size as u64 || bytes > limits.max_buffer_size {
+        if bytes > limits.max_storage_buffer_binding_size || bytes > limits.max_buffer_size {
             bail!(
                 "{chains} chains need {bytes} bytes of state, more than {} allows",
                 ctx.describe()
@@ -468,7 +472,12 @@ impl GpuEngine {
     }
 
     /// Copies `size` bytes at `offset` of `source` back to the host.
-    fn read_buffer(&self, source: &wgpu::Buffer, offset: u64, size: u64) -> anyhow::Result<Vec<u8>> {
+    fn read_buffer(
+        &self,
+        source: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+    ) -> anyhow::Result<Vec<u8>> {
         let device = &self.ctx.device;
         let staging = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
