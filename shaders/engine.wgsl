@@ -6,20 +6,38 @@
 @group(0) @binding(2) var<storage, read_write> diverged_at: array<u32>;
 // Per workgroup: alive, diverged, Σθ (2), Σθθᵀ (3), Σ pK'(p) (2), Σξ (2), unused.
 @group(0) @binding(3) var<storage, read_write> partials: array<array<f32, 12>>;
-// Histogram cells, then one count for chains outside the grid.
+// Histograms one after another: each one's cells, then its count of chains outside the grid.
 @group(0) @binding(4) var<storage, read_write> histogram: array<atomic<u32>>;
 
 const WORKGROUP: u32 = 256u;
 var<workgroup> scratch: array<array<f32, 12>, WORKGROUP>;
 
-// The histogram bin rule of src/math/grid.rs (`BinRule::bin`).
-fn histogram_bin(theta: vec2<f32>) -> i32 {
-    let fx = floor((theta.x - params.hist_origin_x) * params.hist_scale_x);
-    let fy = floor((theta.y - params.hist_origin_y) * params.hist_scale_y);
-    if (fx >= 0.0 && fy >= 0.0 && fx < f32(params.hist_nx) && fy < f32(params.hist_ny)) {
-        return i32(u32(fy) * params.hist_nx + u32(fx));
+// Axis a of the state: 0, 1 = θ; 2, 3 = p; 4, 5 = ξ (`Axis::index` in src/engine/mod.rs).
+fn state_value(chain: Chain, a: u32) -> f32 {
+    switch a {
+        case 0u: { return chain.theta.x; }
+        case 1u: { return chain.theta.y; }
+        case 2u: { return chain.p.x; }
+        case 3u: { return chain.p.y; }
+        case 4u: { return chain.xi.x; }
+        default: { return chain.xi.y; }
     }
-    return -1;
+}
+
+// Bins one alive chain into histogram `i` with the rule of `BinRule::bin` in src/math/grid.rs;
+// the slot after the cells counts chains outside the grid.
+fn bin_into(i: u32, chain: Chain) {
+    let f = params.hist_f[i];
+    let u = params.hist_u[i];
+    let x = state_value(chain, u.z & 0xffu);
+    let y = state_value(chain, u.z >> 8u);
+    let fx = floor((x - f.x) * f.z);
+    let fy = floor((y - f.y) * f.w);
+    var slot = u.w + u.x * u.y;
+    if (fx >= 0.0 && fy >= 0.0 && fx < f32(u.x) && fy < f32(u.y)) {
+        slot = u.w + u32(fy) * u.x + u32(fx);
+    }
+    atomicAdd(&histogram[slot], 1u);
 }
 
 @compute @workgroup_size(256)
@@ -60,10 +78,8 @@ fn advance(
             contribution[8] = heat.y;
             contribution[9] = chain.xi.x;
             contribution[10] = chain.xi.y;
-            if (params.hist_enabled != 0u) {
-                let bin = histogram_bin(chain.theta);
-                let slot = select(params.hist_nx * params.hist_ny, u32(bin), bin >= 0);
-                atomicAdd(&histogram[slot], 1u);
+            for (var i = 0u; i < params.hist_count; i++) {
+                bin_into(i, chain);
             }
         } else {
             contribution[1] = 1.0;

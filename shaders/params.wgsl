@@ -26,18 +26,14 @@ struct Params {
     cycle_len: u32,
     explore_fraction: f32,
     target_params: array<vec4<f32>, 2>,
-    hist_origin_x: f32,
-    hist_origin_y: f32,
-    hist_scale_x: f32,
-    hist_scale_y: f32,
-    hist_nx: u32,
-    hist_ny: u32,
-    hist_enabled: u32,
+    // Per histogram: (origin x, origin y, scale x, scale y).
+    hist_f: array<vec4<f32>, 3>,
+    // Per histogram: (nx, ny, axes x | y << 8, offset of its first cell).
+    hist_u: array<vec4<u32>, 3>,
+    hist_count: u32,
     data_n: u32,
     batch_size: u32,
     groups_x: u32,
-    _pad0: u32,
-    _pad1: u32,
 }
 
 const SAMPLER_ATMC: u32 = 0u;

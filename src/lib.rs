@@ -3,8 +3,10 @@
 //! Layers, with dependencies pointing one way:
 //! [`math`] (samplers, targets, RNG, schedules; pure Rust) → [`engine`] (CPU and GPU
 //! backends behind one interface) → [`diagnostics`] (statistics against exact truth) →
-//! [`runner`] and [`cli`] (headless runs). [`preset`] describes a run in RON.
+//! [`runner`] and [`cli`] (headless runs), [`app`] (the egui desktop app). [`preset`]
+//! describes a run in RON.
 
+pub mod app;
 pub mod cli;
 pub mod diagnostics;
 pub mod engine;

@@ -34,7 +34,7 @@ fn yes() -> bool {
     true
 }
 fn d_highlighted() -> u32 {
-    200
+    64
 }
 fn d_steps_per_frame() -> u32 {
     5

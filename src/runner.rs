@@ -3,7 +3,7 @@
 
 use crate::diagnostics::{RunInfo, RunRecorder, SeriesRow, Summary, TRACE_CHAINS, TRUTH_SAMPLES};
 use crate::diagnostics::{SERIES_DISTANCE_CHAINS, Truth};
-use crate::engine::{BackendChoice, create_engine};
+use crate::engine::{BackendChoice, HistogramSpec, create_engine};
 use crate::math::{NoiseMass, XiUpdate};
 use crate::preset::Preset;
 use std::time::Instant;
@@ -60,11 +60,13 @@ pub fn run(
     let mut done = 0u32;
     while done < preset.steps {
         let block = preset.record_every.min(preset.steps - done);
-        let histogram = recorder
-            .in_window(done + block)
-            .then_some(recorder.truth().grid);
+        let histograms: Vec<HistogramSpec> = if recorder.in_window(done + block) {
+            vec![HistogramSpec::theta(recorder.truth().grid)]
+        } else {
+            Vec::new()
+        };
         let start = Instant::now();
-        let report = engine.advance(block, histogram.as_ref())?;
+        let report = engine.advance(block, &histograms)?;
         elapsed += start.elapsed().as_secs_f64();
         done += block;
         let states = engine.read_chains(0, head)?;

@@ -4,8 +4,8 @@
 
 mod common;
 
-use atmc_lab::engine::{Engine, InitSpec, cpu::CpuEngine, gpu::GpuEngine};
-use atmc_lab::math::{SamplerKind, TargetSpec};
+use atmc_lab::engine::{Axis, Engine, HistogramSpec, cpu::CpuEngine, gpu::GpuEngine};
+use atmc_lab::math::{Grid2, SamplerKind, TargetSpec};
 use common::preset;
 
 fn gpu_engine(p: &atmc_lab::preset::Preset) -> GpuEngine {
@@ -29,8 +29,8 @@ fn gpu_trajectories_match_cpu() {
     let start_cpu = cpu.read_chains(0, p.chains).unwrap();
     let start_gpu = gpu.read_chains(0, p.chains).unwrap();
     assert_eq!(start_cpu, start_gpu, "initial states differ");
-    let rc = cpu.advance(100, None).unwrap();
-    let rg = gpu.advance(100, None).unwrap();
+    let rc = cpu.advance(100, &[]).unwrap();
+    let rg = gpu.advance(100, &[]).unwrap();
     let a = cpu.read_chains(0, p.chains).unwrap();
     let b = gpu.read_chains(0, p.chains).unwrap();
     let mut worst = 0.0f32;
@@ -77,8 +77,8 @@ fn gpu_matches_cpu_for_every_sampler_and_target() {
             }
             let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
             let mut gpu = gpu_engine(&p);
-            cpu.advance(50, None).unwrap();
-            gpu.advance(50, None).unwrap();
+            cpu.advance(50, &[]).unwrap();
+            gpu.advance(50, &[]).unwrap();
             let a = cpu.read_chains(0, p.chains).unwrap();
             let b = gpu.read_chains(0, p.chains).unwrap();
             let mut worst = 0.0f32;
@@ -103,33 +103,47 @@ fn gpu_matches_cpu_for_every_sampler_and_target() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// GPU histograms equal CPU histograms of the read-back state exactly (same bin rule).
+/// GPU histograms of (θ₁, θ₂), (θ₂, p₂) and (p₂, ξ₂) equal the CPU's binning of the
+/// read-back state exactly (same bin rule), and the CPU engine's own histograms too.
 #[test]
-fn gpu_histogram_equals_cpu_binning_of_read_back_state() {
+fn gpu_histograms_equal_cpu_binning_of_read_back_state() {
     let mut p = preset(SamplerKind::Atmc, "banana", 1.0);
     p.chains = 50_000;
     let mut gpu = gpu_engine(&p);
+    let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
     let grid = TargetSpec::from_name("banana")
         .unwrap()
         .build()
         .default_grid();
-    let report = gpu.advance(30, Some(&grid)).unwrap();
-    let (counts, outside) = report.histogram.unwrap();
+    let specs = [
+        HistogramSpec::theta(grid),
+        HistogramSpec {
+            grid: Grid2::new([-3.0, 3.0], [-3.0, 3.0], 50, 40),
+            axes: [Axis::Theta(1), Axis::P(1)],
+        },
+        HistogramSpec {
+            grid: Grid2::new([-3.0, 3.0], [-1.0, 2.0], 30, 30),
+            axes: [Axis::P(1), Axis::Xi(1)],
+        },
+    ];
+    let report = gpu.advance(30, &specs).unwrap();
+    let cpu_report = cpu.advance(30, &specs).unwrap();
     let state = gpu.read_chains(0, p.chains).unwrap();
-    let (xs, ys): (Vec<f32>, Vec<f32>) = state
-        .chains
-        .iter()
-        .zip(&state.diverged_at)
-        .filter(|(_, d)| **d == 0)
-        .map(|(c, _)| (c.theta[0], c.theta[1]))
-        .unzip();
-    let (cpu_counts, cpu_outside) = grid.histogram(&xs, &ys);
-    assert_eq!(counts, cpu_counts);
-    assert_eq!(outside, cpu_outside);
-    assert_eq!(
-        counts.iter().map(|&c| u64::from(c)).sum::<u64>() + outside,
-        50_000
-    );
+    assert_eq!(report.histograms.len(), 3);
+    for (spec, (counts, outside)) in specs.iter().zip(&report.histograms) {
+        let (cpu_counts, cpu_outside) = spec.bin(&state.chains, &state.diverged_at);
+        assert_eq!(counts, &cpu_counts, "{:?}", spec.axes);
+        assert_eq!(*outside, cpu_outside);
+        assert_eq!(
+            counts.iter().map(|&c| u64::from(c)).sum::<u64>() + outside,
+            50_000
+        );
+    }
+    // The CPU engine bins its own state with the same rule.
+    let cpu_state = cpu.read_chains(0, p.chains).unwrap();
+    for (spec, h) in specs.iter().zip(&cpu_report.histograms) {
+        assert_eq!(h, &spec.bin(&cpu_state.chains, &cpu_state.diverged_at));
+    }
 }
 
 /// The printed friction sign explodes on the GPU as on the CPU, and diverged chains stay
@@ -140,14 +154,14 @@ fn gpu_freezes_diverged_chains() {
     p.sampler.friction_sign = -1.0;
     p.chains = 4096;
     let mut gpu = gpu_engine(&p);
-    let r = gpu.advance(200, None).unwrap();
+    let r = gpu.advance(200, &[]).unwrap();
     assert!(
         r.moments.diverged as f64 >= 0.99 * 4096.0,
         "{}",
         r.moments.diverged
     );
     let before = gpu.read_chains(0, 4096).unwrap();
-    let r2 = gpu.advance(50, None).unwrap();
+    let r2 = gpu.advance(50, &[]).unwrap();
     let after = gpu.read_chains(0, 4096).unwrap();
     assert_eq!(r2.moments.diverged, r.moments.diverged);
     for ((a, b), d) in before
@@ -165,5 +179,4 @@ fn gpu_freezes_diverged_chains() {
             );
         }
     }
-    let _ = InitSpec::default();
 }

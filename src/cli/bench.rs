@@ -37,9 +37,9 @@ fn bench_preset(chains: u32, steps: u32) -> Preset {
 
 /// Times one engine: a warm-up block, then `steps` steps in one call.
 fn time_engine(engine: &mut dyn Engine, steps: u32) -> anyhow::Result<f64> {
-    engine.advance(5, None)?;
+    engine.advance(5, &[])?;
     let start = Instant::now();
-    engine.advance(steps, None)?;
+    engine.advance(steps, &[])?;
     let seconds = start.elapsed().as_secs_f64();
     Ok(f64::from(engine.chains()) * f64::from(steps) / seconds)
 }

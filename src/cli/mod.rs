@@ -28,6 +28,41 @@ enum Command {
     Presets,
     /// Measure chain-steps per second of 2-D ATMC on the correlated Gaussian per backend.
     Bench(bench::BenchArgs),
+    /// Open the desktop app on a preset (the default without arguments).
+    App(AppArgs),
+    /// Render the full UI offscreen after N steps and write a PNG (no display needed).
+    Screenshot(ScreenshotArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct AppArgs {
+    /// Preset file (RON) or shipped preset name.
+    #[arg(default_value = "default")]
+    preset: String,
+    /// Backend of the engine.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendChoice,
+}
+
+#[derive(Debug, clap::Args)]
+struct ScreenshotArgs {
+    /// Preset file (RON) or shipped preset name.
+    preset: String,
+    /// Steps to run before the picture.
+    #[arg(long, default_value_t = 200)]
+    steps: u32,
+    /// Output PNG file.
+    #[arg(long)]
+    out: std::path::PathBuf,
+    /// Window size in points, WIDTHxHEIGHT.
+    #[arg(long, default_value = "1280x720")]
+    size: String,
+    /// Pixels per point (2 for slides).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f32,
+    /// Backend of the engine.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendChoice,
 }
 
 /// ATMC's thermostat update on the command line.
@@ -127,7 +162,9 @@ pub fn main() -> ExitCode {
             code: 1,
             message: format!("{e:#}"),
         }),
-        None => run_default(),
+        Some(Command::App(args)) => open_app(&args.preset, args.backend),
+        Some(Command::Screenshot(args)) => screenshot(&args),
+        None => open_app("default", BackendChoice::Auto),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -147,10 +184,60 @@ fn list_presets() {
     }
 }
 
-/// Until the app lands, running without a command runs the default preset headless.
-fn run_default() -> Result<(), Failure> {
-    eprintln!("atmc-lab: running the built-in default preset headless (see --help)");
-    execute(Preset::default_preset(), BackendChoice::Auto, None)
+fn open_app(preset: &str, backend: BackendChoice) -> Result<(), Failure> {
+    let preset = Preset::load(preset).map_err(|e| usage(e.to_string()))?;
+    crate::app::run_native(preset, backend).map_err(|e| Failure {
+        code: 1,
+        message: format!(
+            "{e:#}\n(no display? run under `xvfb-run -a atmc-lab`, or use `atmc-lab run` headless)"
+        ),
+    })
+}
+
+fn parse_size(text: &str) -> Result<[u32; 2], Failure> {
+    let bad = || {
+        usage(format!(
+            "--size '{text}': expected WIDTHxHEIGHT, e.g. 1280x720"
+        ))
+    };
+    let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
+    let w: u32 = w.trim().parse().map_err(|_| bad())?;
+    let h: u32 = h.trim().parse().map_err(|_| bad())?;
+    if !(200..=8192).contains(&w) || !(200..=8192).contains(&h) {
+        return Err(usage(format!(
+            "--size {w}x{h}: each side must be in [200, 8192]"
+        )));
+    }
+    Ok([w, h])
+}
+
+fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
+    let preset = Preset::load(&args.preset).map_err(|e| usage(e.to_string()))?;
+    let size = parse_size(&args.size)?;
+    if !(0.5..=4.0).contains(&args.scale) {
+        return Err(usage(format!("--scale {}: allowed [0.5, 4]", args.scale)));
+    }
+    let fail = |e: anyhow::Error| Failure {
+        code: 1,
+        message: format!("{e:#}"),
+    };
+    let image = crate::app::screenshot::render_offscreen(
+        preset,
+        args.steps,
+        size,
+        args.scale,
+        args.backend,
+    )
+    .map_err(fail)?;
+    crate::app::screenshot::save_png(&image, &args.out).map_err(fail)?;
+    eprintln!(
+        "wrote {} ({}×{} pixels, step {})",
+        args.out.display(),
+        image.width(),
+        image.height(),
+        args.steps
+    );
+    Ok(())
 }
 
 fn run(args: RunArgs) -> Result<(), Failure> {

@@ -265,7 +265,7 @@ impl RunRecorder {
             self.heat_sum += m.kinetic_temperature();
             self.xi_sum += m.mean_xi();
         }
-        if let Some((counts, outside)) = &report.histogram {
+        if let Some((counts, outside)) = report.histograms.first() {
             for (acc, &c) in self.histogram.iter_mut().zip(counts) {
                 *acc += u64::from(c);
             }

@@ -3,12 +3,16 @@
 //! Each thread takes a chunk of chains and advances each chain through all K steps while its
 //! state stays in registers, the same schedule as one GPU invocation.
 
-use super::{BackendInfo, ChainStates, Engine, InitSpec, Moments, Report};
-use crate::math::{Chain2, Grid2, Model, RngCounter};
+use super::{
+    BackendInfo, ChainStates, Engine, HistogramSpec, InitSpec, MAX_HISTOGRAMS, Moments, Report,
+};
+use crate::math::{Chain2, Model, RngCounter};
 use rayon::prelude::*;
 
 /// Chains per rayon task: large enough to amortise scheduling, small enough to balance.
 const CHUNK: usize = 2048;
+/// Chains stepped in lockstep within a task.
+const LANES: usize = 4;
 
 /// The CPU backend.
 #[derive(Clone, Debug)]
@@ -33,23 +37,6 @@ impl CpuEngine {
         engine.chains = vec![Chain2::default(); chains as usize];
         engine.reset(init, seed);
         engine
-    }
-
-    /// Histogram of the alive chains' θ on `grid`.
-    fn histogram(&self, grid: &Grid2) -> (Vec<u32>, u64) {
-        let rule = grid.bin_rule();
-        let mut counts = vec![0u32; grid.cells()];
-        let mut outside = 0;
-        for (c, &d) in self.chains.iter().zip(&self.diverged_at) {
-            if d != 0 {
-                continue;
-            }
-            match rule.bin(c.theta[0], c.theta[1]) {
-                Some(i) => counts[i] += 1,
-                None => outside += 1,
-            }
-        }
-        (counts, outside)
     }
 }
 
@@ -77,7 +64,10 @@ impl Engine for CpuEngine {
         self.model = model;
     }
 
-    fn advance(&mut self, steps: u32, histogram: Option<&Grid2>) -> anyhow::Result<Report> {
+    fn advance(&mut self, steps: u32, histograms: &[HistogramSpec]) -> anyhow::Result<Report> {
+        if histograms.len() > MAX_HISTOGRAMS {
+            anyhow::bail!("at most {MAX_HISTOGRAMS} histograms per advance");
+        }
         let model = &self.model;
         let (seed, step0) = (self.seed, self.step);
         let moments = self
@@ -88,31 +78,52 @@ impl Engine for CpuEngine {
             .map(|(chunk_index, (chains, diverged_at))| {
                 let mut moments = Moments::default();
                 let first = chunk_index * CHUNK;
-                for (j, (chain, diverged)) in chains.iter_mut().zip(diverged_at).enumerate() {
-                    let index = (first + j) as u32;
-                    if *diverged == 0 {
-                        for k in 0..steps {
-                            let step = step0.wrapping_add(k);
-                            if model.step(chain, &RngCounter::new(seed, index, step)) {
-                                *diverged = step + 1;
-                                break;
+                // Groups of LANES chains step in lockstep: their steps are independent, so
+                // the core overlaps their latency-bound Philox rounds and transcendentals.
+                for (g, (group, diverged_at)) in chains
+                    .chunks_mut(LANES)
+                    .zip(diverged_at.chunks_mut(LANES))
+                    .enumerate()
+                {
+                    let base = (first + g * LANES) as u32;
+                    let mut alive = [false; LANES];
+                    for (a, d) in alive.iter_mut().zip(diverged_at.iter()) {
+                        *a = *d == 0;
+                    }
+                    for k in 0..steps {
+                        if !alive.iter().any(|&a| a) {
+                            break;
+                        }
+                        let step = step0.wrapping_add(k);
+                        for (l, chain) in group.iter_mut().enumerate() {
+                            if alive[l]
+                                && model.step(chain, &RngCounter::new(seed, base + l as u32, step))
+                            {
+                                diverged_at[l] = step + 1;
+                                alive[l] = false;
                             }
                         }
                     }
-                    if *diverged == 0 {
-                        moments.add(chain, model);
-                    } else {
-                        moments.diverged += 1;
+                    for (chain, d) in group.iter().zip(diverged_at.iter()) {
+                        if *d == 0 {
+                            moments.add(chain, model);
+                        } else {
+                            moments.diverged += 1;
+                        }
                     }
                 }
                 moments
             })
             .reduce(Moments::default, |a, b| a.merge(&b));
         self.step = step0.wrapping_add(steps);
+        let histograms = histograms
+            .iter()
+            .map(|spec| spec.bin(&self.chains, &self.diverged_at))
+            .collect();
         Ok(Report {
             step: self.step,
             moments,
-            histogram: histogram.map(|g| self.histogram(g)),
+            histograms,
         })
     }
 

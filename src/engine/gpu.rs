@@ -6,8 +6,10 @@
 //! atomic histogram there, so a frame reads back kilobytes, not the chains; full state is read
 //! only on request.
 
-use super::{BackendInfo, ChainStates, Engine, InitSpec, Moments, Report};
-use crate::math::{Chain2, Grid2, Model, SamplerKind, Target};
+use super::{
+    BackendInfo, ChainStates, Engine, HistogramSpec, InitSpec, MAX_HISTOGRAMS, Moments, Report,
+};
+use crate::math::{Chain2, Model, SamplerKind, Target};
 use anyhow::{Context, anyhow, bail};
 use bytemuck::{Pod, Zeroable};
 use wgpu::util::DeviceExt;
@@ -56,17 +58,14 @@ struct GpuParams {
     cycle_len: u32,
     explore_fraction: f32,
     target_params: [f32; 8],
-    hist_origin_x: f32,
-    hist_origin_y: f32,
-    hist_scale_x: f32,
-    hist_scale_y: f32,
-    hist_nx: u32,
-    hist_ny: u32,
-    hist_enabled: u32,
+    /// Per histogram: origin x, origin y, scale x, scale y.
+    hist_f: [[f32; 4]; MAX_HISTOGRAMS],
+    /// Per histogram: nx, ny, axes (x | y << 8), offset of its first cell.
+    hist_u: [[u32; 4]; MAX_HISTOGRAMS],
+    hist_count: u32,
     data_n: u32,
     batch_size: u32,
     groups_x: u32,
-    _pad: [u32; 2],
 }
 
 /// A chain as stored on the GPU (`Chain` in `shaders/samplers.wgsl`).
@@ -195,7 +194,7 @@ pub struct GpuEngine {
     layout: wgpu::BindGroupLayout,
     params: wgpu::Buffer,
     histogram: wgpu::Buffer,
-    histogram_cells: u32,
+    histogram_slots: u32,
     data: wgpu::Buffer,
     buffers: ChainBuffers,
     bind_group: wgpu::BindGroup,
@@ -293,7 +292,7 @@ impl GpuEngine {
             layout,
             params,
             histogram,
-            histogram_cells: 1,
+            histogram_slots: 1,
             data,
             buffers,
             bind_group,
@@ -311,10 +310,10 @@ impl GpuEngine {
         &self.ctx
     }
 
-    fn histogram_buffer(device: &wgpu::Device, cells: u32) -> wgpu::Buffer {
+    fn histogram_buffer(device: &wgpu::Device, slots: u32) -> wgpu::Buffer {
         device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("histogram"),
-            size: 4 * (u64::from(cells) + 1),
+            label: Some("histograms"),
+            size: 4 * u64::from(slots.max(1)),
             usage: wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
@@ -417,14 +416,27 @@ impl GpuEngine {
     }
 
     /// The uniform parameters of a dispatch.
-    fn gpu_params(&self, step0: u32, steps: u32, grid: Option<&Grid2>) -> GpuParams {
+    fn gpu_params(&self, step0: u32, steps: u32, histograms: &[HistogramSpec]) -> GpuParams {
         let sp = &self.model.sampler;
         let (target, target_params) = self.model.target.gpu_constants();
         let (data_n, batch_size) = match &self.model.target {
             Target::Logistic(l) => (l.inputs.len() as u32, l.batch_size),
             _ => (0, 0),
         };
-        let rule = grid.map(|g| g.bin_rule());
+        let mut hist_f = [[0.0f32; 4]; MAX_HISTOGRAMS];
+        let mut hist_u = [[0u32; 4]; MAX_HISTOGRAMS];
+        let mut offset = 0u32;
+        for (i, spec) in histograms.iter().enumerate() {
+            let rule = spec.grid.bin_rule();
+            hist_f[i] = [rule.origin[0], rule.origin[1], rule.scale[0], rule.scale[1]];
+            hist_u[i] = [
+                rule.size[0],
+                rule.size[1],
+                spec.axes[0].index() | (spec.axes[1].index() << 8),
+                offset,
+            ];
+            offset += spec.grid.cells() as u32 + 1;
+        }
         GpuParams {
             seed_lo: self.seed as u32,
             seed_hi: (self.seed >> 32) as u32,
@@ -457,17 +469,12 @@ impl GpuEngine {
             cycle_len: self.model.schedule.cycle_len,
             explore_fraction: self.model.schedule.explore_fraction,
             target_params,
-            hist_origin_x: rule.map_or(0.0, |r| r.origin[0]),
-            hist_origin_y: rule.map_or(0.0, |r| r.origin[1]),
-            hist_scale_x: rule.map_or(0.0, |r| r.scale[0]),
-            hist_scale_y: rule.map_or(0.0, |r| r.scale[1]),
-            hist_nx: rule.map_or(0, |r| r.size[0]),
-            hist_ny: rule.map_or(0, |r| r.size[1]),
-            hist_enabled: u32::from(rule.is_some()),
+            hist_f,
+            hist_u,
+            hist_count: histograms.len() as u32,
             data_n,
             batch_size,
             groups_x: self.buffers.groups[0],
-            _pad: [0; 2],
         }
     }
 
@@ -536,11 +543,15 @@ impl Engine for GpuEngine {
         }
     }
 
-    fn advance(&mut self, steps: u32, grid: Option<&Grid2>) -> anyhow::Result<Report> {
-        let cells = grid.map_or(0, |g| g.cells() as u32);
-        if grid.is_some() && cells != self.histogram_cells {
-            self.histogram = Self::histogram_buffer(&self.ctx.device, cells);
-            self.histogram_cells = cells;
+    fn advance(&mut self, steps: u32, histograms: &[HistogramSpec]) -> anyhow::Result<Report> {
+        if histograms.len() > MAX_HISTOGRAMS {
+            bail!("at most {MAX_HISTOGRAMS} histograms per advance");
+        }
+        // Each histogram's cells, then its outside count.
+        let slots: u32 = histograms.iter().map(|h| h.grid.cells() as u32 + 1).sum();
+        if slots > self.histogram_slots {
+            self.histogram = Self::histogram_buffer(&self.ctx.device, slots);
+            self.histogram_slots = slots;
             self.rebind();
         }
         let chunks = steps.div_ceil(MAX_STEPS_PER_DISPATCH).max(1);
@@ -551,13 +562,13 @@ impl Engine for GpuEngine {
             let params = self.gpu_params(
                 self.step.wrapping_add(done),
                 n,
-                if last { grid } else { None },
+                if last { histograms } else { &[] },
             );
             self.ctx
                 .queue
                 .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
             let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
-            if last && grid.is_some() {
+            if last && !histograms.is_empty() {
                 encoder.clear_buffer(&self.histogram, 0, None);
             }
             {
@@ -589,21 +600,24 @@ impl Engine for GpuEngine {
             moments.sum_xi[0] += v[9];
             moments.sum_xi[1] += v[10];
         }
-        let histogram = match grid {
-            Some(_) => {
-                let raw = self.read_buffer(&self.histogram, 0, 4 * (u64::from(cells) + 1))?;
-                let counts: &[u32] = bytemuck::cast_slice(&raw);
-                Some((
-                    counts[..cells as usize].to_vec(),
-                    u64::from(counts[cells as usize]),
-                ))
+        let mut result = Vec::with_capacity(histograms.len());
+        if slots > 0 {
+            let raw = self.read_buffer(&self.histogram, 0, 4 * u64::from(slots))?;
+            let counts: &[u32] = bytemuck::cast_slice(&raw);
+            let mut offset = 0;
+            for spec in histograms {
+                let cells = spec.grid.cells();
+                result.push((
+                    counts[offset..offset + cells].to_vec(),
+                    u64::from(counts[offset + cells]),
+                ));
+                offset += cells + 1;
             }
-            None => None,
-        };
+        }
         Ok(Report {
             step: self.step,
             moments,
-            histogram,
+            histograms: result,
         })
     }
 

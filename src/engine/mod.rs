@@ -79,6 +79,88 @@ pub struct BackendInfo {
     pub device: String,
 }
 
+/// One coordinate of the chain state, as an axis of a histogram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Axis {
+    /// θᵢ.
+    Theta(u8),
+    /// pᵢ.
+    P(u8),
+    /// ξᵢ.
+    Xi(u8),
+}
+
+impl Axis {
+    /// Index into (θ₀, θ₁, p₀, p₁, ξ₀, ξ₁), as the shaders number the axes.
+    pub fn index(self) -> u32 {
+        match self {
+            Axis::Theta(c) => u32::from(c),
+            Axis::P(c) => 2 + u32::from(c),
+            Axis::Xi(c) => 4 + u32::from(c),
+        }
+    }
+
+    /// The value of this coordinate in a chain.
+    #[inline(always)]
+    pub fn value(self, chain: &Chain2) -> f32 {
+        match self {
+            Axis::Theta(c) => chain.theta[usize::from(c)],
+            Axis::P(c) => chain.p[usize::from(c)],
+            Axis::Xi(c) => chain.xi[usize::from(c)],
+        }
+    }
+
+    /// A short label (θ₁, p₂, ξ₁, 1-based as in the UI).
+    pub fn label(self) -> String {
+        let sub = |c: u8| ["₁", "₂"][usize::from(c.min(1))];
+        match self {
+            Axis::Theta(c) => format!("θ{}", sub(c)),
+            Axis::P(c) => format!("p{}", sub(c)),
+            Axis::Xi(c) => format!("ξ{}", sub(c)),
+        }
+    }
+}
+
+/// A 2-D histogram of two state coordinates over the alive chains.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HistogramSpec {
+    /// Grid over (first axis, second axis).
+    pub grid: Grid2,
+    /// The coordinates binned.
+    pub axes: [Axis; 2],
+}
+
+impl HistogramSpec {
+    /// A histogram of (θ₁, θ₂).
+    pub fn theta(grid: Grid2) -> Self {
+        Self {
+            grid,
+            axes: [Axis::Theta(0), Axis::Theta(1)],
+        }
+    }
+
+    /// Bins the alive chains (`diverged_at == 0`) on the CPU: the CPU engine's histograms and
+    /// the reference the GPU's are tested against.
+    pub fn bin(&self, chains: &[Chain2], diverged_at: &[u32]) -> (Vec<u32>, u64) {
+        let rule = self.grid.bin_rule();
+        let mut counts = vec![0u32; self.grid.cells()];
+        let mut outside = 0;
+        for (c, &d) in chains.iter().zip(diverged_at) {
+            if d != 0 {
+                continue;
+            }
+            match rule.bin(self.axes[0].value(c), self.axes[1].value(c)) {
+                Some(i) => counts[i] += 1,
+                None => outside += 1,
+            }
+        }
+        (counts, outside)
+    }
+}
+
+/// Most histograms one `advance` can fill.
+pub const MAX_HISTOGRAMS: usize = 3;
+
 /// What a caller gets after advancing the chains.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
@@ -86,8 +168,8 @@ pub struct Report {
     pub step: u32,
     /// Moments of the alive chains after the last step.
     pub moments: Moments,
-    /// Histogram of θ over the requested grid (row-major counts) and the count outside it.
-    pub histogram: Option<(Vec<u32>, u64)>,
+    /// One histogram per requested spec: row-major counts and the count outside the grid.
+    pub histograms: Vec<(Vec<u32>, u64)>,
 }
 
 /// Full state of a range of chains, read back on request.
@@ -112,8 +194,9 @@ pub trait Engine: Send {
     /// Replaces the model without touching the chains (live slider changes). The target's
     /// dimension must not change.
     fn set_model(&mut self, model: Model);
-    /// Advances every alive chain by `steps` steps; diverged chains stay frozen.
-    fn advance(&mut self, steps: u32, histogram: Option<&Grid2>) -> anyhow::Result<Report>;
+    /// Advances every alive chain by `steps` steps (diverged chains stay frozen), then bins the
+    /// alive chains into up to [`MAX_HISTOGRAMS`] histograms.
+    fn advance(&mut self, steps: u32, histograms: &[HistogramSpec]) -> anyhow::Result<Report>;
     /// Reads back the states of chains `first .. first + count` (clamped to the ensemble).
     fn read_chains(&mut self, first: u32, count: u32) -> anyhow::Result<ChainStates>;
     /// Re-initialises every chain from `init` with `seed` and sets the step count to 0.

@@ -1,0 +1,474 @@
+//! The control panel: every field of the preset as a live widget. The controls only edit a
+//! [`Preset`]; the app decides what the change means for the running chains.
+
+use crate::math::{
+    Kinetic, NoiseMass, NoiseSpec, SamplerKind, ScheduleSpec, TargetSpec, XiUpdate, ranges,
+    targets::TARGET_NAMES,
+};
+use crate::preset::Preset;
+use egui::{Color32, RichText, Slider, Ui};
+
+/// What the user asked for besides editing the preset.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Actions {
+    /// Play or pause toggled.
+    pub toggle_play: bool,
+    /// One tick while paused.
+    pub step: bool,
+    /// Start the chains over.
+    pub reset: bool,
+}
+
+fn warn(ui: &mut Ui, text: &str) {
+    ui.label(
+        RichText::new(text)
+            .color(Color32::from_rgb(255, 150, 80))
+            .small(),
+    );
+}
+
+fn slider(
+    ui: &mut Ui,
+    value: &mut f64,
+    range: ranges::Range,
+    lo: f64,
+    hi: f64,
+    log: bool,
+    label: &str,
+) -> bool {
+    // Slider ends stay inside the allowed range, so every value a slider can produce is valid.
+    let lo = lo.max(range.min);
+    let hi = hi.min(range.max);
+    ui.add(Slider::new(value, lo..=hi).logarithmic(log).text(label))
+        .changed()
+}
+
+/// Draws the controls. `playing` labels the play button.
+pub fn show(ui: &mut Ui, p: &mut Preset, playing: bool) -> Actions {
+    let mut actions = Actions::default();
+    ui.horizontal(|ui| {
+        let label = if playing { "❚❚ Pause" } else { "▶ Play" };
+        if ui.button(label).on_hover_text("Space").clicked() {
+            actions.toggle_play = true;
+        }
+        if ui
+            .add_enabled(!playing, egui::Button::new("Step ▸"))
+            .clicked()
+        {
+            actions.step = true;
+        }
+        if ui.button("↺ Reset chains").clicked() {
+            actions.reset = true;
+        }
+    });
+    ui.add(
+        Slider::new(&mut p.view.steps_per_frame, 1..=2000)
+            .logarithmic(true)
+            .text("steps / frame (speed)"),
+    );
+    ui.horizontal(|ui| {
+        let mut chains = f64::from(p.chains);
+        if ui
+            .add(
+                Slider::new(&mut chains, 100.0..=1_000_000.0)
+                    .logarithmic(true)
+                    .text("chains"),
+            )
+            .on_hover_text("Changing the number of chains reallocates and restarts them")
+            .changed()
+        {
+            p.chains = chains.round() as u32;
+        }
+    });
+    ui.horizontal(|ui| {
+        ui.label("seed");
+        ui.add(egui::DragValue::new(&mut p.seed))
+            .on_hover_text("A new seed restarts the chains");
+    });
+
+    ui.separator();
+    egui::CollapsingHeader::new(RichText::new("Sampler").strong())
+        .default_open(true)
+        .show(ui, |ui| sampler_controls(ui, p));
+    egui::CollapsingHeader::new(RichText::new("Target").strong())
+        .default_open(true)
+        .show(ui, |ui| target_controls(ui, &mut p.target));
+    egui::CollapsingHeader::new(RichText::new("Gradient noise").strong())
+        .default_open(true)
+        .show(ui, |ui| noise_controls(ui, &mut p.noise));
+    egui::CollapsingHeader::new(RichText::new("Step-size schedule").strong())
+        .default_open(false)
+        .show(ui, |ui| schedule_controls(ui, &mut p.schedule, p.steps));
+    egui::CollapsingHeader::new(RichText::new("View").strong())
+        .default_open(false)
+        .show(ui, |ui| {
+            ui.horizontal(|ui| {
+                ui.label("coordinate i");
+                ui.selectable_value(&mut p.view.coordinate, 0, "1");
+                ui.selectable_value(&mut p.view.coordinate, 1, "2");
+            });
+            ui.checkbox(&mut p.view.log_scale, "logarithmic density");
+            ui.add(
+                Slider::new(&mut p.view.highlighted_chains, 0..=1000).text("highlighted chains"),
+            );
+        });
+    actions
+}
+
+fn sampler_controls(ui: &mut Ui, p: &mut Preset) {
+    let s = &mut p.sampler;
+    egui::ComboBox::from_label("sampler")
+        .selected_text(s.kind.name().to_uppercase())
+        .show_ui(ui, |ui| {
+            for (kind, name) in SamplerKind::ALL {
+                ui.selectable_value(&mut s.kind, kind, name.to_uppercase());
+            }
+        });
+    let h_label = if s.kind == SamplerKind::Sgd {
+        "learning rate h"
+    } else {
+        "step size h"
+    };
+    slider(ui, &mut s.h, ranges::STEP_SIZE, 1e-4, 1.0, true, h_label);
+    if s.kind != SamplerKind::Sgd {
+        slider(
+            ui,
+            &mut s.temperature,
+            ranges::TEMPERATURE,
+            0.0,
+            5.0,
+            false,
+            "temperature T",
+        );
+    }
+    if s.kind.has_momentum() {
+        slider(ui, &mut s.mass, ranges::MASS, 0.01, 100.0, true, "mass m");
+    }
+    match s.kind {
+        SamplerKind::Atmc => {
+            slider(
+                ui,
+                &mut s.friction_floor,
+                ranges::FRICTION_FLOOR,
+                0.0,
+                20.0,
+                false,
+                "friction floor D",
+            );
+            ui.add(
+                Slider::new(&mut s.friction_sign, -1.0..=1.0)
+                    .text("friction sign φ")
+                    .step_by(0.05),
+            )
+            .on_hover_text(
+                "+1: e^(−βh), correct. −1: e^(+βh), as printed in the paper. 0: no friction.",
+            );
+            ui.horizontal(|ui| {
+                ui.small("−1 as printed");
+                ui.add_space(40.0);
+                ui.small("0 none");
+                ui.add_space(40.0);
+                ui.small("+1 correct");
+            });
+            ui.horizontal(|ui| {
+                ui.label("thermostat");
+                ui.selectable_value(&mut s.xi_update, XiUpdate::Accumulate, "accumulate");
+                ui.selectable_value(&mut s.xi_update, XiUpdate::Overwrite, "overwrite")
+                    .on_hover_text("As printed in Algorithm 1: ξ ← h m (K'² − T K'')");
+            });
+            ui.horizontal(|ui| {
+                ui.label("noise mass");
+                ui.selectable_value(&mut s.noise_mass, NoiseMass::With, "with m");
+                ui.selectable_value(&mut s.noise_mass, NoiseMass::Without, "without m")
+                    .on_hover_text("As printed: the injected noise lacks the factor m");
+            });
+            let mut hyperbolic = matches!(s.kinetic, Kinetic::Hyperbolic { .. });
+            ui.horizontal(|ui| {
+                ui.label("kinetic energy");
+                ui.selectable_value(&mut hyperbolic, false, "Gaussian");
+                ui.selectable_value(&mut hyperbolic, true, "hyperbolic");
+            });
+            match (&mut s.kinetic, hyperbolic) {
+                (Kinetic::Hyperbolic { c }, true) => {
+                    slider(ui, c, ranges::SPEED, 0.01, 100.0, true, "speed limit c");
+                    ui.small(
+                        "Hyperbolic K: the OU step freezes s = √(1 + p²/(m²c²)), an approximation.",
+                    );
+                }
+                (Kinetic::Gaussian, true) => s.kinetic = Kinetic::Hyperbolic { c: 1.0 },
+                (Kinetic::Hyperbolic { .. }, false) => s.kinetic = Kinetic::Gaussian,
+                (Kinetic::Gaussian, false) => {}
+            }
+            if s.friction_sign < 0.0 {
+                warn(
+                    ui,
+                    "φ < 0 amplifies the momentum every step (e^{+βh}): expect an explosion.",
+                );
+            } else if s.friction_sign == 0.0 {
+                warn(
+                    ui,
+                    "φ = 0: no friction, the injected noise heats the chains without bound.",
+                );
+            }
+            if s.xi_update == XiUpdate::Overwrite {
+                warn(
+                    ui,
+                    "Overwrite: ξ forgets the noise level; noisy gradients run hot.",
+                );
+            }
+            if s.noise_mass == NoiseMass::Without && s.mass != 1.0 {
+                warn(
+                    ui,
+                    "Without m: ξ settles at a wrong value that hides the defect (watch mean ξ).",
+                );
+            }
+        }
+        SamplerKind::Sghmc => {
+            slider(
+                ui,
+                &mut s.sghmc_friction,
+                ranges::FRICTION,
+                0.0,
+                50.0,
+                false,
+                "friction C",
+            );
+            slider(
+                ui,
+                &mut s.sghmc_noise_estimate,
+                ranges::FRICTION,
+                0.0,
+                50.0,
+                false,
+                "noise estimate B̂",
+            );
+            if s.sghmc_noise_estimate > s.sghmc_friction {
+                warn(
+                    ui,
+                    "B̂ must not exceed C (the injected variance 2(C − B̂)h would be negative): B̂ = C is used.",
+                );
+                s.sghmc_noise_estimate = s.sghmc_friction;
+            }
+        }
+        SamplerKind::Sgnht => {
+            slider(
+                ui,
+                &mut s.sgnht_diffusion,
+                ranges::FRICTION,
+                0.0,
+                50.0,
+                false,
+                "diffusion A",
+            );
+            ui.checkbox(
+                &mut s.sgnht_shared_xi,
+                "one ξ shared by all coordinates (paper)",
+            );
+        }
+        SamplerKind::Sgld | SamplerKind::Sgd => {}
+    }
+}
+
+fn target_controls(ui: &mut Ui, t: &mut TargetSpec) {
+    let current = t.name();
+    egui::ComboBox::from_label("target")
+        .selected_text(current)
+        .show_ui(ui, |ui| {
+            for (name, description) in TARGET_NAMES {
+                if ui
+                    .selectable_label(current == *name, *name)
+                    .on_hover_text(*description)
+                    .clicked()
+                    && current != *name
+                {
+                    *t = TargetSpec::from_name(name).expect("listed target");
+                }
+            }
+        });
+    match t {
+        TargetSpec::Gaussian {
+            sigma1,
+            sigma2,
+            rho,
+            ..
+        } => {
+            slider(ui, sigma1, ranges::SIGMA, 0.05, 10.0, true, "σ₁");
+            slider(ui, sigma2, ranges::SIGMA, 0.05, 10.0, true, "σ₂");
+            slider(ui, rho, ranges::RHO, -0.999, 0.999, false, "ρ");
+        }
+        TargetSpec::Banana { a, b, s } => {
+            slider(ui, a, ranges::SIGMA, 0.1, 5.0, true, "a (scale of θ₁)");
+            slider(ui, b, ranges::CURVATURE, -3.0, 3.0, false, "b (curvature)");
+            slider(ui, s, ranges::SIGMA, 0.05, 5.0, true, "s (spread of θ₂)");
+        }
+        TargetSpec::Donut { radius, width } => {
+            slider(ui, radius, ranges::RADIUS, 0.1, 10.0, true, "radius");
+            slider(ui, width, ranges::SIGMA, 0.02, 2.0, true, "width");
+        }
+        TargetSpec::Gmm25 { spacing, variance } => {
+            slider(ui, spacing, ranges::RADIUS, 0.5, 5.0, false, "spacing");
+            slider(ui, variance, ranges::VARIANCE, 0.005, 1.0, true, "variance");
+        }
+        TargetSpec::Funnel { sigma_v } => {
+            slider(ui, sigma_v, ranges::FUNNEL_SIGMA, 0.5, 6.0, false, "σ_v");
+        }
+        TargetSpec::DoubleWell {
+            separation,
+            barrier,
+        } => {
+            slider(
+                ui,
+                separation,
+                ranges::RADIUS,
+                0.2,
+                5.0,
+                false,
+                "well position μ",
+            );
+            slider(
+                ui,
+                barrier,
+                ranges::BARRIER,
+                0.0,
+                20.0,
+                false,
+                "barrier height",
+            );
+        }
+        TargetSpec::Logistic {
+            data_points,
+            batch_size,
+            prior_scale,
+            data_seed,
+            ..
+        } => {
+            ui.add(
+                Slider::new(data_points, 10..=10_000)
+                    .logarithmic(true)
+                    .text("data points N"),
+            );
+            ui.add(
+                Slider::new(batch_size, 1..=(*data_points).max(1))
+                    .logarithmic(true)
+                    .text("batch size n"),
+            );
+            slider(
+                ui,
+                prior_scale,
+                ranges::SIGMA,
+                0.1,
+                20.0,
+                true,
+                "prior scale",
+            );
+            ui.horizontal(|ui| {
+                ui.label("data seed");
+                ui.add(egui::DragValue::new(data_seed));
+            });
+        }
+    }
+}
+
+fn noise_controls(ui: &mut Ui, n: &mut NoiseSpec) {
+    let name = match n {
+        NoiseSpec::None => "none",
+        NoiseSpec::Isotropic { .. } => "isotropic",
+        NoiseSpec::Anisotropic { .. } => "anisotropic",
+        NoiseSpec::StateDependent { .. } => "state-dependent",
+    };
+    let sigma = match *n {
+        NoiseSpec::None => 1.0,
+        NoiseSpec::Isotropic { sigma } | NoiseSpec::StateDependent { sigma, .. } => sigma,
+        NoiseSpec::Anisotropic { sigma1, .. } => sigma1,
+    };
+    egui::ComboBox::from_label("noise model")
+        .selected_text(name)
+        .show_ui(ui, |ui| {
+            let options = [
+                ("none", NoiseSpec::None),
+                ("isotropic", NoiseSpec::Isotropic { sigma }),
+                (
+                    "anisotropic",
+                    NoiseSpec::Anisotropic {
+                        sigma1: sigma,
+                        sigma2: sigma,
+                    },
+                ),
+                (
+                    "state-dependent",
+                    NoiseSpec::StateDependent { sigma, kappa: 0.5 },
+                ),
+            ];
+            for (label, spec) in options {
+                if ui.selectable_label(name == label, label).clicked() && name != label {
+                    *n = spec;
+                }
+            }
+        });
+    match n {
+        NoiseSpec::None => {}
+        NoiseSpec::Isotropic { sigma } => {
+            slider(ui, sigma, ranges::NOISE_SIGMA, 0.0, 100.0, false, "σ");
+        }
+        NoiseSpec::Anisotropic { sigma1, sigma2 } => {
+            slider(ui, sigma1, ranges::NOISE_SIGMA, 0.0, 100.0, false, "σ₁");
+            slider(ui, sigma2, ranges::NOISE_SIGMA, 0.0, 100.0, false, "σ₂");
+        }
+        NoiseSpec::StateDependent { sigma, kappa } => {
+            slider(ui, sigma, ranges::NOISE_SIGMA, 0.0, 100.0, false, "σ");
+            slider(ui, kappa, ranges::NOISE_KAPPA, 0.0, 10.0, false, "κ");
+            ui.small("σ(θ) = σ(1 + κ|θ|) breaks ATMC's constant-noise assumption.");
+        }
+    }
+}
+
+fn schedule_controls(ui: &mut Ui, s: &mut ScheduleSpec, steps: u32) {
+    let mut cyclical = matches!(s, ScheduleSpec::Cyclical { .. });
+    ui.horizontal(|ui| {
+        ui.selectable_value(&mut cyclical, false, "constant");
+        ui.selectable_value(&mut cyclical, true, "cyclical");
+    });
+    match (&mut *s, cyclical) {
+        (ScheduleSpec::Constant, true) => {
+            *s = ScheduleSpec::Cyclical {
+                total_steps: steps.max(100),
+                cycles: 4,
+                explore_fraction: 0.8,
+            }
+        }
+        (ScheduleSpec::Cyclical { .. }, false) => *s = ScheduleSpec::Constant,
+        (
+            ScheduleSpec::Cyclical {
+                total_steps,
+                cycles,
+                explore_fraction,
+            },
+            true,
+        ) => {
+            ui.add(
+                Slider::new(total_steps, 10..=1_000_000)
+                    .logarithmic(true)
+                    .text("total steps K"),
+            );
+            ui.add(
+                Slider::new(cycles, 1..=100)
+                    .logarithmic(true)
+                    .text("cycles M"),
+            );
+            let mut f = *explore_fraction;
+            if slider(
+                ui,
+                &mut f,
+                ranges::FRACTION,
+                0.0,
+                1.0,
+                false,
+                "exploration fraction",
+            ) {
+                *explore_fraction = f;
+            }
+            ui.small("While exploring, no noise is injected (T = 0).");
+        }
+        (ScheduleSpec::Constant, false) => {}
+    }
+}

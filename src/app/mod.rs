@@ -1,0 +1,680 @@
+//! The desktop app: live phase portraits of thousands of chains, time series, controls,
+//! presets and export. Panels only draw and edit; the engine runs in [`session`].
+
+pub mod colormap;
+pub mod contours;
+pub mod controls;
+pub mod plots;
+pub mod portrait;
+pub mod screenshot;
+pub mod session;
+
+use crate::engine::{Axis, BackendChoice, HistogramSpec};
+use crate::math::Grid2;
+use crate::preset::{Preset, SHIPPED};
+use colormap::Colormap;
+use egui::{Color32, RichText};
+use portrait::{PortraitData, ViewRange};
+use session::{Command, Session, Snapshot};
+
+/// Width of the control panel.
+const CONTROLS_WIDTH: f32 = 290.0;
+
+/// Where the views of the three portraits are.
+#[derive(Clone, Copy, Debug)]
+struct Views {
+    theta: ViewRange,
+    phase: ViewRange,
+    thermostat: ViewRange,
+}
+
+/// Something the user exported or loaded, reported in the status bar.
+#[derive(Clone, Debug)]
+struct Status {
+    text: String,
+    error: bool,
+}
+
+/// The app's state.
+pub struct AtmcApp {
+    session: Session,
+    /// The preset being edited (the controls' model).
+    pub preset: Preset,
+    applied: Preset,
+    views: Views,
+    textures: [Option<egui::TextureHandle>; 3],
+    colormap: Colormap,
+    contour_cache: Option<(crate::math::Grid2, Vec<[f64; 4]>)>,
+    status: Option<Status>,
+    pending_screenshot: Option<ScreenshotRequest>,
+    screenshot_inbox: std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<egui::ColorImage>>>>,
+    panel_rects: [egui::Rect; 3],
+    sent_views: Vec<HistogramSpec>,
+    /// The display grid of the applied target (auto-range of θ).
+    target_grid: Grid2,
+}
+
+#[derive(Clone, Debug)]
+struct ScreenshotRequest {
+    path: std::path::PathBuf,
+    panel: Option<usize>,
+    scale: u32,
+}
+
+/// Ranges the portraits follow while auto-ranging.
+struct AutoRanges {
+    theta: ([f64; 2], [f64; 2]),
+    phase: ([f64; 2], [f64; 2]),
+    thermostat: ([f64; 2], [f64; 2]),
+}
+
+/// θ from the target's display grid; p from the kinetic temperature; ξ around its mean.
+fn auto_ranges(target_grid: &Grid2, preset: &Preset, snapshot: Option<&Snapshot>) -> AutoRanges {
+    let theta_i = if preset.view.coordinate == 0 {
+        target_grid.x
+    } else {
+        target_grid.y
+    };
+    let m = preset.sampler.mass.max(1e-6);
+    let t = preset.sampler.temperature.max(1e-3);
+    let (kt, xi) = snapshot
+        .filter(|s| s.moments.alive > 0)
+        .map(|s| (s.moments.kinetic_temperature(), s.moments.mean_xi()))
+        .unwrap_or((t, 0.0));
+    let kt = if kt.is_finite() { kt.clamp(t, 1e12) } else { t };
+    let p_half = 4.5 * (m * kt).sqrt();
+    let xi = if xi.is_finite() {
+        xi.clamp(-1e9, 1e9)
+    } else {
+        0.0
+    };
+    let xi_half = 4.5 * t.sqrt().max(0.5) + 0.2 * xi.abs();
+    let p = [-p_half, p_half];
+    AutoRanges {
+        theta: (target_grid.x, target_grid.y),
+        phase: (theta_i, p),
+        thermostat: (p, [xi - xi_half, xi + xi_half]),
+    }
+}
+
+/// Where Debian's fonts-dejavu-core puts its fonts (Greek, subscripts and symbols that
+/// egui's built-in font lacks). Loaded at run time, never shipped.
+const FALLBACK_FONTS: &[(&str, &str, egui::FontFamily)] = &[
+    (
+        "DejaVuSans",
+        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+        egui::FontFamily::Proportional,
+    ),
+    (
+        "DejaVuSansMono",
+        "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
+        egui::FontFamily::Monospace,
+    ),
+];
+
+/// Adds the system's DejaVu fonts (when present) as fallbacks after egui's own fonts.
+pub fn install_fonts(ctx: &egui::Context) {
+    let mut fonts = egui::FontDefinitions::default();
+    let mut added = false;
+    for (name, path, family) in FALLBACK_FONTS {
+        if let Ok(bytes) = std::fs::read(path) {
+            fonts.font_data.insert(
+                (*name).to_owned(),
+                std::sync::Arc::new(egui::FontData::from_owned(bytes)),
+            );
+            fonts
+                .families
+                .entry(family.clone())
+                .or_default()
+                .push((*name).to_owned());
+            added = true;
+        }
+    }
+    if added {
+        ctx.set_fonts(fonts);
+    }
+}
+
+impl AtmcApp {
+    /// The app on a preset, with the engine on `backend`, running or paused.
+    pub fn new(ctx: &egui::Context, preset: Preset, backend: BackendChoice, playing: bool) -> Self {
+        install_fonts(ctx);
+        let repaint_ctx = ctx.clone();
+        let session = Session::start(preset.clone(), backend, playing, move || {
+            repaint_ctx.request_repaint()
+        });
+        let target_grid = preset.target.build().default_grid();
+        let auto = auto_ranges(&target_grid, &preset, None);
+        let views = Views {
+            theta: ViewRange::auto(auto.theta.0, auto.theta.1),
+            phase: ViewRange::auto(auto.phase.0, auto.phase.1),
+            thermostat: ViewRange::auto(auto.thermostat.0, auto.thermostat.1),
+        };
+        let mut app = Self {
+            session,
+            applied: preset.clone(),
+            preset,
+            views,
+            textures: [None, None, None],
+            colormap: Colormap::inferno(),
+            contour_cache: None,
+            status: None,
+            pending_screenshot: None,
+            screenshot_inbox: Default::default(),
+            panel_rects: [egui::Rect::NOTHING; 3],
+            sent_views: Vec::new(),
+            target_grid,
+        };
+        app.send_views();
+        app
+    }
+
+    /// The worker's handle (tests and the screenshot command wait on it).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn specs(&self) -> Vec<HistogramSpec> {
+        let c = self.preset.view.coordinate as u8;
+        let r = portrait::resolution(self.preset.chains);
+        vec![
+            HistogramSpec::theta(self.views.theta.grid(r)),
+            HistogramSpec {
+                grid: self.views.phase.grid(r),
+                axes: [Axis::Theta(c), Axis::P(c)],
+            },
+            HistogramSpec {
+                grid: self.views.thermostat.grid(r),
+                axes: [Axis::P(c), Axis::Xi(c)],
+            },
+        ]
+    }
+
+    /// Tells the worker which histograms to bin, when they changed.
+    fn send_views(&mut self) {
+        let specs = self.specs();
+        if specs != self.sent_views {
+            self.session.send(Command::Views(specs.clone()));
+            self.sent_views = specs;
+        }
+    }
+
+    /// Loads a preset: the chains start over.
+    pub fn load_preset(&mut self, preset: Preset) {
+        self.preset = preset;
+        self.apply_changes(true);
+        self.views.theta.auto = true;
+        self.views.phase.auto = true;
+        self.views.thermostat.auto = true;
+    }
+
+    /// Sends the edited preset to the worker: chains, seed or initial state restart the
+    /// chains (and `force_reset` does); everything else changes live.
+    fn apply_changes(&mut self, force_reset: bool) {
+        if self.preset == self.applied && !force_reset {
+            return;
+        }
+        let reset = force_reset
+            || self.preset.chains != self.applied.chains
+            || self.preset.seed != self.applied.seed
+            || self.preset.init != self.applied.init;
+        if self.preset.target != self.applied.target {
+            self.target_grid = self.preset.target.build().default_grid();
+        }
+        self.session.send(Command::Apply {
+            preset: Box::new(self.preset.clone()),
+            reset,
+        });
+        self.applied = self.preset.clone();
+    }
+
+    /// The whole UI, for eframe and for the offscreen harness alike.
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        let snapshot = self.session.snapshot();
+        ui.ctx().input(|i| {
+            if i.key_pressed(egui::Key::Space) {
+                self.session.send(Command::Play(!snapshot.playing));
+            }
+        });
+        self.handle_screenshot_events(ui.ctx());
+
+        egui::Panel::top("menu").show(ui, |ui| self.menu_bar(ui, &snapshot));
+        egui::Panel::bottom("status").show(ui, |ui| self.status_bar(ui, &snapshot));
+        egui::Panel::left("controls")
+            .exact_size(CONTROLS_WIDTH)
+            .resizable(false)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| {
+                    let actions = controls::show(ui, &mut self.preset, snapshot.playing);
+                    if actions.toggle_play {
+                        self.session.send(Command::Play(!snapshot.playing));
+                    }
+                    if actions.step {
+                        self.session.send(Command::Step);
+                    }
+                    if actions.reset {
+                        self.session.send(Command::Reset);
+                    }
+                });
+            });
+        self.apply_changes(false);
+        egui::CentralPanel::default().show(ui, |ui| self.central(ui, &snapshot));
+    }
+
+    fn menu_bar(&mut self, ui: &mut egui::Ui, snapshot: &Snapshot) {
+        egui::MenuBar::new().ui(ui, |ui| {
+            ui.menu_button("Presets", |ui| {
+                for (name, text) in SHIPPED {
+                    if let Ok(p) = Preset::parse(text, name)
+                        && ui
+                            .button(format!("{name}: {}", p.name))
+                            .on_hover_text(&p.description)
+                            .clicked()
+                    {
+                        self.load_preset(p);
+                        ui.close();
+                    }
+                }
+            });
+            ui.menu_button("File", |ui| {
+                if ui.button("Open preset…").clicked() {
+                    ui.close();
+                    self.open_preset_dialog();
+                }
+                if ui.button("Save preset…").clicked() {
+                    ui.close();
+                    self.save_preset_dialog();
+                }
+                ui.separator();
+                if ui.button("Export time series (CSV)…").clicked() {
+                    ui.close();
+                    self.export_csv_dialog(snapshot);
+                }
+                ui.menu_button("Export PNG", |ui| {
+                    for (label, panel) in [
+                        ("window", None),
+                        ("θ₁–θ₂ panel", Some(0)),
+                        ("θᵢ–pᵢ panel", Some(1)),
+                        ("pᵢ–ξᵢ panel", Some(2)),
+                    ] {
+                        for scale in [1, 2, 3] {
+                            if ui.button(format!("{label} at {scale}×…")).clicked() {
+                                ui.close();
+                                self.export_png_dialog(ui.ctx(), panel, scale);
+                            }
+                        }
+                    }
+                });
+            });
+        });
+    }
+
+    fn status_bar(&self, ui: &mut egui::Ui, s: &Snapshot) {
+        ui.horizontal(|ui| {
+            let backend = s
+                .backend
+                .as_ref()
+                .map(|b| format!("{} engine: {}", b.kind, b.device))
+                .unwrap_or_else(|| "starting engine…".into());
+            ui.label(RichText::new(backend).small());
+            ui.separator();
+            ui.label(RichText::new(format!("step {}", s.step)).small());
+            ui.separator();
+            if s.chain_steps_per_s.is_finite() && s.playing {
+                ui.label(
+                    RichText::new(format!("{:.2e} chain-steps/s", s.chain_steps_per_s)).small(),
+                );
+                ui.separator();
+            }
+            if let Some(status) = &self.status {
+                let color = if status.error {
+                    Color32::from_rgb(255, 110, 90)
+                } else {
+                    Color32::from_rgb(140, 220, 140)
+                };
+                ui.label(RichText::new(&status.text).small().color(color));
+            }
+        });
+    }
+
+    fn central(&mut self, ui: &mut egui::Ui, s: &Snapshot) {
+        if let Some(notice) = &s.notice {
+            ui.label(RichText::new(format!("⚠ {notice}")).color(Color32::from_rgb(255, 200, 80)));
+        }
+        if s.moments.diverged > 0 {
+            let frame = egui::Frame::new()
+                .fill(Color32::from_rgb(120, 20, 20))
+                .inner_margin(6.0)
+                .corner_radius(4.0);
+            frame.show(ui, |ui| {
+                ui.horizontal(|ui| {
+                    let total = s.moments.diverged + s.moments.alive;
+                    ui.label(
+                        RichText::new(format!(
+                            "⚠ Momentum explosion: {} of {} chains diverged ({:.1}%), first seen at step {}. Diverged chains are frozen and excluded from every statistic.",
+                            s.moments.diverged,
+                            total,
+                            100.0 * s.moments.diverged_fraction(),
+                            s.first_divergence.unwrap_or(s.step)
+                        ))
+                        .color(Color32::WHITE)
+                        .strong(),
+                    );
+                    if ui.button("↺ Reset chains").clicked() {
+                        self.session.send(Command::Reset);
+                    }
+                });
+            });
+        }
+        self.update_auto_views(s);
+        let spacing = ui.spacing().item_spacing.x;
+        let available = ui.available_size();
+        let side = ((available.x - 3.0 * spacing) / 3.0 - 2.0)
+            .min(available.y * 0.56)
+            .max(120.0);
+        let c = self.preset.view.coordinate as u8;
+        let names = [
+            (
+                "θ₁ – θ₂ over the target".to_owned(),
+                [Axis::Theta(0), Axis::Theta(1)],
+            ),
+            (
+                format!(
+                    "phase space {} – {}",
+                    Axis::Theta(c).label(),
+                    Axis::P(c).label()
+                ),
+                [Axis::Theta(c), Axis::P(c)],
+            ),
+            (
+                format!(
+                    "thermostat {} – {}",
+                    Axis::P(c).label(),
+                    Axis::Xi(c).label()
+                ),
+                [Axis::P(c), Axis::Xi(c)],
+            ),
+        ];
+        let contours = self.contours(s);
+        let empty: Vec<[f64; 4]> = Vec::new();
+        ui.horizontal(|ui| {
+            for (k, (title, axes)) in names.iter().enumerate() {
+                let spec_ok = s.specs.get(k).is_some_and(|sp| sp.axes == *axes);
+                let histogram = if spec_ok {
+                    s.histograms
+                        .get(k)
+                        .map(|(counts, _)| (&s.specs[k].grid, counts.as_slice()))
+                } else {
+                    None
+                };
+                let data = PortraitData {
+                    title: title.clone(),
+                    axes: *axes,
+                    histogram,
+                    trails: &s.trails,
+                    trail_diverged_at: &s.trail_diverged_at,
+                    contours: if k == 0 { &contours } else { &empty },
+                    log_scale: self.preset.view.log_scale,
+                };
+                let view = match k {
+                    0 => &mut self.views.theta,
+                    1 => &mut self.views.phase,
+                    _ => &mut self.views.thermostat,
+                };
+                let response =
+                    portrait::show(ui, side, view, &data, &mut self.textures[k], &self.colormap);
+                self.panel_rects[k] = response.rect;
+            }
+        });
+        self.send_views();
+        let rest = ui.available_size();
+        let plot_height = (rest.y - 40.0).clamp(80.0, 220.0);
+        ui.horizontal(|ui| {
+            let marginal_width = (rest.x * 0.28).max(120.0);
+            ui.vertical(|ui| {
+                self.marginals(ui, s, marginal_width, (plot_height - 8.0) / 2.0);
+            });
+            ui.vertical(|ui| {
+                plots::time_series(
+                    ui,
+                    &s.series,
+                    self.preset.sampler.temperature,
+                    s.chains,
+                    rest.x - marginal_width - 2.0 * spacing,
+                    plot_height,
+                );
+            });
+        });
+    }
+
+    fn marginals(&self, ui: &mut egui::Ui, s: &Snapshot, width: f32, height: f32) {
+        let (Some(spec), Some((counts, _))) = (s.specs.first(), s.histograms.first()) else {
+            return;
+        };
+        let g = spec.grid;
+        let (nx, ny) = (g.nx as usize, g.ny as usize);
+        let mut mx = vec![0.0; nx];
+        let mut my = vec![0.0; ny];
+        for iy in 0..ny {
+            for ix in 0..nx {
+                let c = f64::from(counts[iy * nx + ix]);
+                mx[ix] += c;
+                my[iy] += c;
+            }
+        }
+        let (mut tx, mut ty) = (vec![0.0; nx], vec![0.0; ny]);
+        if let Some((tg, masses)) = &s.view_truth
+            && *tg == g
+        {
+            for iy in 0..ny {
+                for ix in 0..nx {
+                    tx[ix] += masses[iy * nx + ix];
+                    ty[iy] += masses[iy * nx + ix];
+                }
+            }
+        }
+        plots::marginal(
+            ui,
+            "marginal 1",
+            "θ₁",
+            g.x,
+            &mx,
+            &tx,
+            egui::vec2(width, height),
+        );
+        plots::marginal(
+            ui,
+            "marginal 2",
+            "θ₂",
+            g.y,
+            &my,
+            &ty,
+            egui::vec2(width, height),
+        );
+    }
+
+    fn contours(&mut self, s: &Snapshot) -> Vec<[f64; 4]> {
+        let Some((grid, masses)) = &s.view_truth else {
+            return Vec::new();
+        };
+        if let Some((g, segs)) = &self.contour_cache
+            && g == grid
+        {
+            return segs.clone();
+        }
+        let area = grid.cell_area();
+        let density: Vec<f64> = masses.iter().map(|m| m / area).collect();
+        let mut segs = Vec::new();
+        for level in contours::mass_levels(masses, area, &[0.5, 0.9, 0.99]) {
+            if level > 0.0 {
+                segs.extend(contours::iso_lines(
+                    &density,
+                    grid.nx as usize,
+                    grid.ny as usize,
+                    grid.x,
+                    grid.y,
+                    level,
+                ));
+            }
+        }
+        self.contour_cache = Some((*grid, segs.clone()));
+        segs
+    }
+
+    fn update_auto_views(&mut self, s: &Snapshot) {
+        let auto = auto_ranges(&self.target_grid, &self.preset, Some(s));
+        self.views.theta.follow(auto.theta);
+        self.views.phase.follow(auto.phase);
+        self.views.thermostat.follow(auto.thermostat);
+    }
+
+    fn open_preset_dialog(&mut self) {
+        let Some(path) = rfd::FileDialog::new()
+            .add_filter("atmc-lab preset", &["ron"])
+            .set_directory("presets")
+            .pick_file()
+        else {
+            return;
+        };
+        match Preset::load(&path.to_string_lossy()) {
+            Ok(p) => {
+                self.status = Some(Status {
+                    text: format!("loaded {}", path.display()),
+                    error: false,
+                });
+                self.load_preset(p);
+            }
+            Err(e) => {
+                self.status = Some(Status {
+                    text: e.to_string(),
+                    error: true,
+                })
+            }
+        }
+    }
+
+    fn save_preset_dialog(&mut self) {
+        let Some(path) = rfd::FileDialog::new()
+            .add_filter("atmc-lab preset", &["ron"])
+            .set_file_name("my-preset.ron")
+            .save_file()
+        else {
+            return;
+        };
+        self.status = Some(match std::fs::write(&path, self.preset.to_ron()) {
+            Ok(()) => Status {
+                text: format!("saved {}", path.display()),
+                error: false,
+            },
+            Err(e) => Status {
+                text: format!("cannot write {}: {e}", path.display()),
+                error: true,
+            },
+        });
+    }
+
+    fn export_csv_dialog(&mut self, s: &Snapshot) {
+        let Some(path) = rfd::FileDialog::new()
+            .add_filter("CSV", &["csv"])
+            .set_file_name("atmc-lab-series.csv")
+            .save_file()
+        else {
+            return;
+        };
+        self.status = Some(
+            match std::fs::write(&path, crate::runner::series_csv(&s.series)) {
+                Ok(()) => Status {
+                    text: format!("wrote {} rows to {}", s.series.len(), path.display()),
+                    error: false,
+                },
+                Err(e) => Status {
+                    text: format!("cannot write {}: {e}", path.display()),
+                    error: true,
+                },
+            },
+        );
+    }
+
+    fn export_png_dialog(&mut self, ctx: &egui::Context, panel: Option<usize>, scale: u32) {
+        let Some(path) = rfd::FileDialog::new()
+            .add_filter("PNG", &["png"])
+            .set_file_name("atmc-lab.png")
+            .save_file()
+        else {
+            return;
+        };
+        self.pending_screenshot = Some(ScreenshotRequest { path, panel, scale });
+        let inbox = self.screenshot_inbox.clone();
+        let repaint = ctx.clone();
+        ctx.request_screenshot(move |image| {
+            *inbox.lock().expect("screenshot inbox") = Some(image);
+            repaint.request_repaint();
+        });
+    }
+
+    fn handle_screenshot_events(&mut self, ctx: &egui::Context) {
+        let image = self
+            .screenshot_inbox
+            .lock()
+            .expect("screenshot inbox")
+            .take();
+        let (Some(image), Some(request)) = (image, self.pending_screenshot.take()) else {
+            return;
+        };
+        let crop = request.panel.map(|k| self.panel_rects[k]);
+        let result = screenshot::save_color_image(
+            &image,
+            crop,
+            ctx.pixels_per_point(),
+            request.scale,
+            &request.path,
+        );
+        self.status = Some(match result {
+            Ok(()) => Status {
+                text: format!("wrote {}", request.path.display()),
+                error: false,
+            },
+            Err(e) => Status {
+                text: format!("{e:#}"),
+                error: true,
+            },
+        });
+    }
+}
+
+impl eframe::App for AtmcApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        AtmcApp::ui(self, ui);
+    }
+}
+
+/// Opens the desktop app on `preset`. Tries the wgpu renderer first and falls back to glow
+/// (OpenGL) when it cannot start.
+pub fn run_native(preset: Preset, backend: BackendChoice) -> anyhow::Result<()> {
+    let options = |renderer| eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("atmc-lab")
+            .with_inner_size([1280.0, 720.0])
+            .with_min_inner_size([960.0, 600.0]),
+        renderer,
+        ..Default::default()
+    };
+    let make = |preset: Preset| -> eframe::AppCreator<'static> {
+        Box::new(move |cc| {
+            cc.egui_ctx.set_visuals(egui::Visuals::dark());
+            Ok(Box::new(AtmcApp::new(&cc.egui_ctx, preset, backend, true)))
+        })
+    };
+    match eframe::run_native(
+        "atmc-lab",
+        options(eframe::Renderer::Wgpu),
+        make(preset.clone()),
+    ) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            eprintln!("atmc-lab: the wgpu renderer failed ({e}); trying OpenGL");
+            eframe::run_native("atmc-lab", options(eframe::Renderer::Glow), make(preset))
+                .map_err(|e| anyhow::anyhow!("cannot open a window: {e}"))
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Time series of the run and marginal histograms against the exact marginals.
+
+use crate::diagnostics::SeriesRow;
+use egui::{Color32, Ui};
+use egui_plot::{HLine, Legend, Line, Plot, PlotPoints};
+
+const ACCENT: Color32 = Color32::from_rgb(255, 170, 60);
+const TRUTH: Color32 = Color32::from_rgb(120, 200, 255);
+
+fn small_plot(id: &str, width: f32, height: f32) -> Plot<'static> {
+    Plot::new(id.to_owned())
+        .width(width)
+        .height(height)
+        .allow_scroll(false)
+        .allow_zoom(false)
+        .allow_drag(false)
+        .allow_boxed_zoom(false)
+        .legend(Legend::default())
+}
+
+fn series(rows: &[SeriesRow], f: impl Fn(&SeriesRow) -> f64) -> PlotPoints<'static> {
+    rows.iter()
+        .filter(|r| f(r).is_finite())
+        .map(|r| [f64::from(r.step), f(r)])
+        .collect()
+}
+
+/// The row of time-series plots: kinetic temperature against T, mean ξ, diverged fraction,
+/// distance to truth and the step size.
+pub fn time_series(
+    ui: &mut Ui,
+    rows: &[SeriesRow],
+    temperature: f64,
+    chains: u32,
+    width: f32,
+    height: f32,
+) {
+    let w = (width - 4.0 * ui.spacing().item_spacing.x) / 4.0;
+    ui.horizontal(|ui| {
+        small_plot("kinetic temperature", w, height)
+            .include_y(0.0)
+            .show(ui, |p| {
+                p.line(
+                    Line::new("⟨p K'(p)⟩", series(rows, |r| r.kinetic_temperature)).color(ACCENT),
+                );
+                p.hline(HLine::new("target T", temperature).color(TRUTH));
+            });
+        small_plot("mean xi", w, height).show(ui, |p| {
+            p.line(Line::new("mean ξ", series(rows, |r| r.mean_xi)).color(ACCENT));
+        });
+        small_plot("diverged and distance", w, height)
+            .include_y(0.0)
+            .show(ui, |p| {
+                let n = f64::from(chains.max(1));
+                p.line(
+                    Line::new(
+                        "diverged %",
+                        series(rows, |r| 100.0 * r.diverged as f64 / n),
+                    )
+                    .color(Color32::from_rgb(255, 90, 80)),
+                );
+                p.line(
+                    Line::new(
+                        "energy distance ×100",
+                        series(rows, |r| 100.0 * r.energy_distance),
+                    )
+                    .color(TRUTH),
+                );
+            });
+        small_plot("step size", w, height)
+            .include_y(0.0)
+            .show(ui, |p| {
+                p.line(
+                    Line::new("step size h", series(rows, |r| r.step_size))
+                        .color(Color32::from_rgb(190, 140, 255)),
+                );
+            });
+    });
+}
+
+/// A marginal histogram of the chains (as a normalised density) against the exact marginal.
+/// `counts` are per bin over `range`; `truth` the exact probability per bin.
+pub fn marginal(
+    ui: &mut Ui,
+    id: &str,
+    label: &str,
+    range: [f64; 2],
+    counts: &[f64],
+    truth: &[f64],
+    size: egui::Vec2,
+) {
+    let n = counts.len().max(1);
+    let dx = (range[1] - range[0]) / n as f64;
+    let total: f64 = counts.iter().sum::<f64>().max(1.0);
+    let steps = |values: &[f64], norm: f64| -> PlotPoints<'static> {
+        let mut pts = Vec::with_capacity(2 * values.len());
+        for (i, v) in values.iter().enumerate() {
+            let x0 = range[0] + i as f64 * dx;
+            pts.push([x0, v / (norm * dx)]);
+            pts.push([x0 + dx, v / (norm * dx)]);
+        }
+        pts.into()
+    };
+    let truth_total: f64 = truth.iter().sum::<f64>();
+    small_plot(id, size.x, size.y).include_y(0.0).show(ui, |p| {
+        p.line(Line::new(format!("chains {label}"), steps(counts, total)).color(ACCENT));
+        if truth_total > 0.0 {
+            // The exact marginal restricted to the view, normalised like the histogram.
+            p.line(Line::new("exact", steps(truth, truth_total)).color(TRUTH));
+        }
+    });
+}

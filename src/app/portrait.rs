@@ -1,0 +1,299 @@
+//! One phase portrait: the engine's density histogram as an image, the highlighted chains
+//! with fading trails, optional contours of the target, pan and zoom.
+
+use super::colormap::Colormap;
+use crate::engine::Axis;
+use crate::math::{Chain2, Grid2};
+use egui::{Color32, Pos2, Rect, Sense, Shape, Stroke, Vec2, pos2};
+use std::collections::VecDeque;
+
+/// Histogram cells along each axis for an ensemble of `chains`: about six chains per cell
+/// in a full view, so the density reads as a picture and not as scattered dots.
+pub fn resolution(chains: u32) -> u32 {
+    let r = (f64::from(chains) / 6.0).sqrt();
+    ((r / 16.0).round() as u32 * 16).clamp(32, 256)
+}
+
+/// The visible data range of a portrait.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ViewRange {
+    /// Horizontal data range.
+    pub x: [f64; 2],
+    /// Vertical data range.
+    pub y: [f64; 2],
+    /// Follow the ensemble (auto-range) until the user pans or zooms.
+    pub auto: bool,
+}
+
+impl ViewRange {
+    /// An auto-ranging view.
+    pub fn auto(x: [f64; 2], y: [f64; 2]) -> Self {
+        Self { x, y, auto: true }
+    }
+
+    /// The histogram grid of this view with `resolution` cells per axis.
+    pub fn grid(&self, resolution: u32) -> Grid2 {
+        Grid2::new(self.x, self.y, resolution, resolution)
+    }
+
+    /// Moves an auto-ranging view to `wanted` when it differs noticeably (avoids jitter).
+    pub fn follow(&mut self, wanted: ([f64; 2], [f64; 2])) {
+        if !self.auto {
+            return;
+        }
+        let off = |a: [f64; 2], b: [f64; 2]| {
+            let w = (b[1] - b[0]).abs().max(1e-12);
+            ((a[0] - b[0]).abs() + (a[1] - b[1]).abs()) / w
+        };
+        if off(self.x, wanted.0) > 0.15 || off(self.y, wanted.1) > 0.15 {
+            self.x = wanted.0;
+            self.y = wanted.1;
+        }
+    }
+}
+
+/// What one portrait draws this frame.
+pub struct PortraitData<'a> {
+    /// Panel title.
+    pub title: String,
+    /// Axes shown.
+    pub axes: [Axis; 2],
+    /// The histogram and the grid it was binned on (it may lag the view by a tick).
+    pub histogram: Option<(&'a Grid2, &'a [u32])>,
+    /// Highlighted chains' recent states, oldest first.
+    pub trails: &'a [VecDeque<Chain2>],
+    /// Which highlighted chains diverged.
+    pub trail_diverged_at: &'a [u32],
+    /// Contour segments in data coordinates.
+    pub contours: &'a [[f64; 4]],
+    /// Logarithmic colour scale.
+    pub log_scale: bool,
+}
+
+fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let span = (hi - lo).abs().max(1e-12);
+    let raw = span / 4.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let mut t = (lo / step).ceil() * step;
+    let mut out = Vec::new();
+    while t <= hi + 1e-9 * span {
+        out.push(if t.abs() < 1e-12 * step { 0.0 } else { t });
+        t += step;
+    }
+    out
+}
+
+/// Draws a portrait in a square of side `side` and handles pan (drag), zoom (scroll) and
+/// auto-range (double-click). Returns the response and the rectangle drawn.
+pub fn show(
+    ui: &mut egui::Ui,
+    side: f32,
+    view: &mut ViewRange,
+    data: &PortraitData<'_>,
+    texture: &mut Option<egui::TextureHandle>,
+    colormap: &Colormap,
+) -> egui::Response {
+    let (rect, response) = ui.allocate_exact_size(Vec2::splat(side), Sense::click_and_drag());
+    let painter = ui.painter_at(rect);
+    let to_screen = |x: f64, y: f64| -> Pos2 {
+        pos2(
+            rect.left() + ((x - view.x[0]) / (view.x[1] - view.x[0])) as f32 * rect.width(),
+            rect.bottom() - ((y - view.y[0]) / (view.y[1] - view.y[0])) as f32 * rect.height(),
+        )
+    };
+    painter.rect_filled(rect, 4.0, Color32::from_rgb(8, 8, 16));
+
+    if let Some((grid, counts)) = data.histogram {
+        let image =
+            colormap.density_image(counts, grid.nx as usize, grid.ny as usize, data.log_scale);
+        // Linear filtering smooths the cells into a density; the grid is fine enough for it.
+        match texture {
+            Some(t) => t.set(image, egui::TextureOptions::LINEAR),
+            None => {
+                *texture = Some(ui.ctx().load_texture(
+                    format!("portrait {}", data.title),
+                    image,
+                    egui::TextureOptions::LINEAR,
+                ))
+            }
+        }
+        if let Some(t) = texture {
+            let r = Rect::from_two_pos(
+                to_screen(grid.x[0], grid.y[1]),
+                to_screen(grid.x[1], grid.y[0]),
+            );
+            painter.image(
+                t.id(),
+                r,
+                Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0)),
+                Color32::WHITE,
+            );
+        }
+    }
+
+    let contour = Stroke::new(1.0, Color32::from_rgba_unmultiplied(120, 200, 255, 150));
+    for s in data.contours {
+        painter.line_segment([to_screen(s[0], s[1]), to_screen(s[2], s[3])], contour);
+    }
+
+    // Trails fade from transparent (oldest) to opaque (newest). Diverged chains are drawn
+    // apart: a red mark each in a strip along the top edge, in chain order.
+    let n_trails = data.trails.len().max(1) as f32;
+    let strip_y = rect.top() + 34.0;
+    let mut diverged = 0;
+    for (i, trail) in data.trails.iter().enumerate() {
+        if data.trail_diverged_at.get(i).copied().unwrap_or(0) != 0 {
+            diverged += 1;
+            let x = rect.left() + 10.0 + (rect.width() - 20.0) * i as f32 / n_trails;
+            painter.circle_filled(pos2(x, strip_y), 2.5, Color32::from_rgb(255, 80, 60));
+            continue;
+        }
+        let points: Vec<Pos2> = trail
+            .iter()
+            .map(|c| {
+                to_screen(
+                    f64::from(data.axes[0].value(c)),
+                    f64::from(data.axes[1].value(c)),
+                )
+            })
+            .collect();
+        let n = points.len();
+        for (k, w) in points.windows(2).enumerate() {
+            let alpha = (20.0 + 150.0 * (k + 1) as f32 / n as f32) as u8;
+            painter.line_segment(
+                [w[0], w[1]],
+                Stroke::new(1.0, Color32::from_rgba_unmultiplied(140, 255, 170, alpha)),
+            );
+        }
+        if let Some(p) = points.last() {
+            painter.circle_filled(*p, 2.0, Color32::from_rgb(190, 255, 205));
+        }
+    }
+
+    // Axes: ticks and labels inside the frame.
+    let label_color = Color32::from_gray(190);
+    let font = egui::FontId::proportional(11.0);
+    for t in ticks(view.x[0], view.x[1]) {
+        let p = to_screen(t, view.y[0]);
+        painter.line_segment([p, p - Vec2::new(0.0, 5.0)], Stroke::new(1.0, label_color));
+        painter.text(
+            p - Vec2::new(0.0, 6.0),
+            egui::Align2::CENTER_BOTTOM,
+            format!("{t}"),
+            font.clone(),
+            label_color,
+        );
+    }
+    for t in ticks(view.y[0], view.y[1]) {
+        let p = to_screen(view.x[0], t);
+        painter.line_segment([p, p + Vec2::new(5.0, 0.0)], Stroke::new(1.0, label_color));
+        painter.text(
+            p + Vec2::new(7.0, 0.0),
+            egui::Align2::LEFT_CENTER,
+            format!("{t}"),
+            font.clone(),
+            label_color,
+        );
+    }
+    painter.text(
+        rect.left_top() + Vec2::new(8.0, 6.0),
+        egui::Align2::LEFT_TOP,
+        &data.title,
+        egui::FontId::proportional(15.0),
+        Color32::WHITE,
+    );
+    if diverged > 0 {
+        painter.text(
+            pos2(rect.left() + 8.0, strip_y + 6.0),
+            egui::Align2::LEFT_TOP,
+            format!("{diverged} highlighted chains diverged: frozen, shown apart"),
+            font.clone(),
+            Color32::from_rgb(255, 110, 90),
+        );
+    }
+    if !view.auto {
+        painter.text(
+            rect.right_bottom() + Vec2::new(-6.0, -6.0),
+            egui::Align2::RIGHT_BOTTOM,
+            "double-click: auto-range",
+            font,
+            Color32::from_gray(140),
+        );
+    }
+    painter.add(Shape::rect_stroke(
+        rect,
+        4.0,
+        Stroke::new(1.0, Color32::from_gray(70)),
+        egui::StrokeKind::Inside,
+    ));
+
+    // Interaction.
+    if response.double_clicked() {
+        view.auto = true;
+        // The next auto-range update moves the view.
+        view.x = [view.x[0] - 1e6, view.x[1] + 1e6];
+    } else if response.dragged() {
+        let d = response.drag_delta();
+        let dx = -f64::from(d.x / rect.width()) * (view.x[1] - view.x[0]);
+        let dy = f64::from(d.y / rect.height()) * (view.y[1] - view.y[0]);
+        view.x = [view.x[0] + dx, view.x[1] + dx];
+        view.y = [view.y[0] + dy, view.y[1] + dy];
+        view.auto = false;
+    }
+    if response.hovered() {
+        let scroll = ui.input(|i| i.smooth_scroll_delta.y);
+        if scroll != 0.0
+            && let Some(pointer) = response.hover_pos()
+        {
+            let factor = f64::from((-scroll * 0.003).exp());
+            let fx = f64::from((pointer.x - rect.left()) / rect.width());
+            let fy = f64::from((rect.bottom() - pointer.y) / rect.height());
+            let cx = view.x[0] + fx * (view.x[1] - view.x[0]);
+            let cy = view.y[0] + fy * (view.y[1] - view.y[0]);
+            view.x = [
+                cx - (cx - view.x[0]) * factor,
+                cx + (view.x[1] - cx) * factor,
+            ];
+            view.y = [
+                cy - (cy - view.y[0]) * factor,
+                cy + (view.y[1] - cy) * factor,
+            ];
+            view.auto = false;
+        }
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_inside() {
+        assert_eq!(ticks(-1.0, 1.0), vec![-1.0, -0.5, 0.0, 0.5, 1.0]);
+        let t = ticks(0.03, 7.9);
+        assert_eq!(t, vec![2.0, 4.0, 6.0]);
+    }
+
+    #[test]
+    fn resolution_grows_with_the_ensemble() {
+        assert_eq!(resolution(100), 32);
+        assert_eq!(resolution(10_000), 48);
+        assert_eq!(resolution(100_000), 128);
+        assert_eq!(resolution(1_000_000), 256);
+    }
+
+    #[test]
+    fn follow_ignores_small_moves() {
+        let mut v = ViewRange::auto([-1.0, 1.0], [-1.0, 1.0]);
+        v.follow(([-1.05, 1.0], [-1.0, 1.0]));
+        assert_eq!(v.x, [-1.0, 1.0]);
+        v.follow(([-3.0, 3.0], [-1.0, 1.0]));
+        assert_eq!(v.x, [-3.0, 3.0]);
+    }
+}

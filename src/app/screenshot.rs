@@ -1,0 +1,134 @@
+//! Pictures of the app: the offscreen renderer behind `atmc-lab screenshot` (egui_kittest on
+//! wgpu, no window or display needed) and the PNG writer behind the app's export menu.
+
+use super::AtmcApp;
+use crate::engine::BackendChoice;
+use crate::preset::Preset;
+use anyhow::{Context, anyhow, bail};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Renders the full UI offscreen after the preset has run `steps` steps, at `size` logical
+/// points and `pixels_per_point`. Deterministic: the chains at step N do not depend on timing.
+pub fn render_offscreen(
+    preset: Preset,
+    steps: u32,
+    size: [u32; 2],
+    pixels_per_point: f32,
+    backend: BackendChoice,
+) -> anyhow::Result<image::RgbaImage> {
+    let mut harness = harness(preset, size, pixels_per_point, backend);
+    run_to_step(&mut harness, steps)?;
+    harness
+        .render()
+        .map_err(|e| anyhow!("offscreen rendering failed: {e}"))
+}
+
+/// The app in an offscreen harness, paused at step 0.
+pub fn harness(
+    preset: Preset,
+    size: [u32; 2],
+    pixels_per_point: f32,
+    backend: BackendChoice,
+) -> egui_kittest::Harness<'static, Option<AtmcApp>> {
+    let mut harness = egui_kittest::Harness::builder()
+        .with_size(egui::vec2(size[0] as f32, size[1] as f32))
+        .with_pixels_per_point(pixels_per_point)
+        .with_theme(egui::Theme::Dark)
+        .wgpu()
+        .build_ui_state(
+            move |ui, app: &mut Option<AtmcApp>| {
+                let app = app
+                    .get_or_insert_with(|| AtmcApp::new(ui.ctx(), preset.clone(), backend, false));
+                app.ui(ui);
+            },
+            None,
+        );
+    harness.step();
+    harness
+}
+
+/// Runs the harnessed app to `steps` and lets the UI draw the final snapshot.
+pub fn run_to_step(
+    harness: &mut egui_kittest::Harness<'static, Option<AtmcApp>>,
+    steps: u32,
+) -> anyhow::Result<()> {
+    let app = harness.state().as_ref().context("app not started")?;
+    app.session().send(super::session::Command::RunTo(steps));
+    let deadline = Instant::now() + Duration::from_secs(600);
+    // The worker publishes one snapshot per tick; the UI must show the last one, with the
+    // histograms of its current views.
+    loop {
+        harness.step();
+        let app = harness.state().as_ref().context("app not started")?;
+        let done = app.session().with_snapshot(|s| {
+            s.step >= steps
+                && s.run_to.is_none()
+                && s.histograms.len() == 3
+                && s.specs == app.specs()
+        });
+        if done {
+            break;
+        }
+        if std::env::var_os("ATMC_DEBUG").is_some() {
+            app.session().with_snapshot(|s| {
+                eprintln!(
+                    "step {} run_to {:?} hist {} specs_eq {} playing {}",
+                    s.step,
+                    s.run_to,
+                    s.histograms.len(),
+                    s.specs == app.specs(),
+                    s.playing
+                );
+            });
+        }
+        if Instant::now() > deadline {
+            bail!("the engine did not reach step {steps} within 10 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    for _ in 0..3 {
+        harness.step();
+    }
+    Ok(())
+}
+
+/// Writes an egui screenshot as PNG: optionally cropped to `crop` (in points), upscaled by an
+/// integer `scale` (nearest neighbour, so pixels stay crisp on slides).
+pub fn save_color_image(
+    image: &egui::ColorImage,
+    crop: Option<egui::Rect>,
+    pixels_per_point: f32,
+    scale: u32,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let [w, h] = image.size;
+    let rgba: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
+    let mut img =
+        image::RgbaImage::from_raw(w as u32, h as u32, rgba).context("screenshot size")?;
+    if let Some(r) = crop {
+        let x = (r.min.x * pixels_per_point).max(0.0) as u32;
+        let y = (r.min.y * pixels_per_point).max(0.0) as u32;
+        let cw = ((r.width() * pixels_per_point) as u32).min(w as u32 - x.min(w as u32));
+        let ch = ((r.height() * pixels_per_point) as u32).min(h as u32 - y.min(h as u32));
+        if cw == 0 || ch == 0 {
+            bail!("the panel is not on screen");
+        }
+        img = image::imageops::crop_imm(&img, x, y, cw, ch).to_image();
+    }
+    if scale > 1 {
+        img = image::imageops::resize(
+            &img,
+            img.width() * scale,
+            img.height() * scale,
+            image::imageops::FilterType::Nearest,
+        );
+    }
+    save_png(&img, path)
+}
+
+/// Writes an image as PNG, creating nothing but the file.
+pub fn save_png(img: &image::RgbaImage, path: &Path) -> anyhow::Result<()> {
+    img.save_with_format(path, image::ImageFormat::Png)
+        .with_context(|| format!("cannot write {}", path.display()))
+}

@@ -1,0 +1,481 @@
+//! The simulation worker: a thread that owns the engine, advances it tick by tick and
+//! publishes what the views draw. The UI thread never waits for the engine, so sliders stay
+//! live even when a million chains take a while per tick.
+//!
+//! Every random number is a function of (seed, chain, step), so where the tick boundaries fall
+//! does not change the chains: a preset run to step N gives the same state every time.
+
+use crate::diagnostics::{SERIES_DISTANCE_CHAINS, SeriesRow, Truth};
+use crate::engine::{
+    BackendChoice, BackendInfo, ChainStates, Engine, HistogramSpec, Moments, create_engine,
+};
+use crate::math::{Chain2, Grid2, SamplerParams, Target};
+use crate::preset::Preset;
+use std::collections::VecDeque;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Positions kept per highlighted chain.
+pub const TRAIL_LENGTH: usize = 24;
+/// Ticks between two energy-distance evaluations of the time series.
+const DISTANCE_EVERY: u32 = 8;
+/// Rows of the time series kept; older rows are thinned, never dropped.
+const MAX_SERIES_ROWS: usize = 8192;
+/// Shortest time between two ticks: the worker never outruns a 60 Hz display.
+const MIN_TICK: Duration = Duration::from_millis(16);
+
+/// What the views draw, replaced after every tick.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Steps done.
+    pub step: u32,
+    /// Moments of the alive chains.
+    pub moments: Moments,
+    /// Histograms for the requested views, in the order of [`Snapshot::specs`].
+    pub histograms: Vec<(Vec<u32>, u64)>,
+    /// The specs the histograms were binned with.
+    pub specs: Vec<HistogramSpec>,
+    /// Recent states of the highlighted chains, oldest first.
+    pub trails: Vec<VecDeque<Chain2>>,
+    /// For each highlighted chain, the step at which it diverged (0 while alive).
+    pub trail_diverged_at: Vec<u32>,
+    /// The time series, one row per tick.
+    pub series: Vec<SeriesRow>,
+    /// Step at which the first chain diverged.
+    pub first_divergence: Option<u32>,
+    /// Backend and device.
+    pub backend: Option<BackendInfo>,
+    /// Why `auto` fell back to the CPU, or why the engine failed.
+    pub notice: Option<String>,
+    /// Whether the worker is running.
+    pub playing: bool,
+    /// Measured engine throughput of the last ticks.
+    pub chain_steps_per_s: f64,
+    /// Number of chains.
+    pub chains: u32,
+    /// Step the worker is running to, when set.
+    pub run_to: Option<u32>,
+    /// Exact cell masses of the target on the first view's grid (for contours and marginals).
+    pub view_truth: Option<(Grid2, Vec<f64>)>,
+    /// The sampler parameters the engine runs with.
+    pub sampler: Option<SamplerParams>,
+}
+
+/// Instructions for the worker, applied in order.
+#[derive(Clone, Debug)]
+pub enum Command {
+    /// Apply a preset. `reset` re-initialises (or reallocates) the chains; otherwise the
+    /// chains keep their state and only the parameters change.
+    Apply {
+        /// The new preset.
+        preset: Box<Preset>,
+        /// Whether the chains start over.
+        reset: bool,
+    },
+    /// Histograms to bin after each tick (at most three).
+    Views(Vec<HistogramSpec>),
+    /// Run or pause.
+    Play(bool),
+    /// Advance one tick while paused.
+    Step,
+    /// Run until the step count reaches the value, then pause.
+    RunTo(u32),
+    /// Re-initialise the chains with the current preset.
+    Reset,
+    /// Stop the thread.
+    Quit,
+}
+
+/// The UI's handle on the worker.
+pub struct Session {
+    commands: Sender<Command>,
+    shared: Arc<Mutex<Snapshot>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Session {
+    /// Starts a worker on `preset` with the given backend. `repaint` is called after every
+    /// tick (the app passes `egui::Context::request_repaint`).
+    pub fn start(
+        preset: Preset,
+        backend: BackendChoice,
+        playing: bool,
+        repaint: impl Fn() + Send + 'static,
+    ) -> Self {
+        let (tx, rx) = channel();
+        let shared = Arc::new(Mutex::new(Snapshot {
+            playing,
+            chains: preset.chains,
+            ..Snapshot::default()
+        }));
+        let worker_shared = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("atmc-lab engine".into())
+            .spawn(move || {
+                let mut worker = Worker::new(preset, backend, playing, worker_shared, repaint);
+                worker.run(rx);
+            })
+            .expect("spawn the engine thread");
+        Self {
+            commands: tx,
+            shared,
+            thread: Some(thread),
+        }
+    }
+
+    /// Sends a command (ignored once the worker has stopped).
+    pub fn send(&self, command: Command) {
+        let _ = self.commands.send(command);
+    }
+
+    /// A copy of the latest snapshot.
+    pub fn snapshot(&self) -> Snapshot {
+        self.shared.lock().expect("snapshot lock").clone()
+    }
+
+    /// Reads the latest snapshot without copying it.
+    pub fn with_snapshot<R>(&self, f: impl FnOnce(&Snapshot) -> R) -> R {
+        f(&self.shared.lock().expect("snapshot lock"))
+    }
+
+    /// Blocks until the worker has reached `step` and is idle, or `timeout` passes. Used by
+    /// the screenshot command and the tests.
+    pub fn wait_for_step(&self, step: u32, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            {
+                let s = self.shared.lock().expect("snapshot lock");
+                if s.step >= step && s.run_to.is_none() && !s.histograms.is_empty() {
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.commands.send(Command::Quit);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Worker<R: Fn()> {
+    preset: Preset,
+    backend: BackendChoice,
+    engine: Option<Box<dyn Engine>>,
+    truth: Truth,
+    target: Target,
+    views: Vec<HistogramSpec>,
+    view_truth: Option<(Grid2, Vec<f64>)>,
+    playing: bool,
+    pending_steps: u32,
+    run_to: Option<u32>,
+    ticks: u32,
+    shared: Arc<Mutex<Snapshot>>,
+    repaint: R,
+    trails: Vec<VecDeque<Chain2>>,
+    series: Vec<SeriesRow>,
+    first_divergence: Option<u32>,
+    last_distance: f64,
+    notice: Option<String>,
+    rate: f64,
+}
+
+impl<R: Fn()> Worker<R> {
+    fn new(
+        preset: Preset,
+        backend: BackendChoice,
+        playing: bool,
+        shared: Arc<Mutex<Snapshot>>,
+        repaint: R,
+    ) -> Self {
+        let target = preset.model().target;
+        let truth = Truth::new(&target);
+        let mut w = Self {
+            preset,
+            backend,
+            engine: None,
+            truth,
+            target,
+            views: Vec::new(),
+            view_truth: None,
+            playing,
+            pending_steps: 0,
+            run_to: None,
+            ticks: 0,
+            shared,
+            repaint,
+            trails: Vec::new(),
+            series: Vec::new(),
+            first_divergence: None,
+            last_distance: f64::NAN,
+            notice: None,
+            rate: f64::NAN,
+        };
+        w.allocate();
+        w
+    }
+
+    /// (Re)creates the engine for the current preset.
+    fn allocate(&mut self) {
+        let p = &self.preset;
+        match create_engine(self.backend, p.model(), p.chains, &p.init, p.seed) {
+            Ok((engine, notice)) => {
+                self.engine = Some(engine);
+                self.notice = notice;
+            }
+            Err(e) => {
+                // The GPU was asked for explicitly and failed: keep the lab usable on the CPU.
+                self.notice = Some(format!("{e:#}: running on the CPU engine"));
+                self.backend = BackendChoice::Cpu;
+                let (engine, _) =
+                    create_engine(BackendChoice::Cpu, p.model(), p.chains, &p.init, p.seed)
+                        .expect("the CPU engine always starts");
+                self.engine = Some(engine);
+            }
+        }
+        self.clear_history();
+    }
+
+    fn clear_history(&mut self) {
+        self.trails.clear();
+        self.series.clear();
+        self.first_divergence = None;
+        self.last_distance = f64::NAN;
+        self.ticks = 0;
+    }
+
+    fn engine(&mut self) -> &mut dyn Engine {
+        self.engine.as_deref_mut().expect("engine allocated")
+    }
+
+    fn apply(&mut self, command: Command) -> bool {
+        match command {
+            Command::Apply { preset, reset } => {
+                let realloc = preset.chains != self.preset.chains;
+                let target_changed = preset.target != self.preset.target;
+                self.preset = *preset;
+                if target_changed {
+                    self.target = self.preset.model().target;
+                    self.truth = Truth::new(&self.target);
+                    self.view_truth = None;
+                    self.update_view_truth();
+                }
+                if realloc {
+                    self.allocate();
+                } else {
+                    let model = self.preset.model();
+                    self.engine().set_model(model);
+                    if reset {
+                        self.reset();
+                    }
+                }
+            }
+            Command::Views(views) => {
+                self.views = views;
+                self.update_view_truth();
+            }
+            Command::Play(on) => {
+                self.playing = on;
+                self.run_to = None;
+            }
+            Command::Step => self.pending_steps += 1,
+            Command::RunTo(step) => self.run_to = Some(step),
+            Command::Reset => self.reset(),
+            Command::Quit => return false,
+        }
+        true
+    }
+
+    /// Exact masses on the first view's grid, recomputed only when that grid changes.
+    fn update_view_truth(&mut self) {
+        let Some(spec) = self.views.first() else {
+            return;
+        };
+        if self
+            .view_truth
+            .as_ref()
+            .is_some_and(|(g, _)| *g == spec.grid)
+        {
+            return;
+        }
+        let (masses, _) = self.target.cell_masses_with(&spec.grid, 2);
+        self.view_truth = Some((spec.grid, masses));
+    }
+
+    fn reset(&mut self) {
+        let (init, seed) = (self.preset.init, self.preset.seed);
+        self.engine().reset(&init, seed);
+        self.clear_history();
+    }
+
+    fn run(&mut self, rx: Receiver<Command>) {
+        // Publish the initial state so the views have something to draw.
+        if let Err(e) = self.tick(0) {
+            self.notice = Some(format!("engine failed: {e:#}"));
+        }
+        loop {
+            let busy = self.playing || self.pending_steps > 0 || self.run_to.is_some();
+            let first = if busy {
+                rx.try_recv().ok()
+            } else {
+                match rx.recv_timeout(Duration::from_millis(250)) {
+                    Ok(c) => Some(c),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            };
+            let mut changed = false;
+            if let Some(c) = first {
+                changed = true;
+                if !self.apply(c) {
+                    return;
+                }
+                while let Ok(c) = rx.try_recv() {
+                    if !self.apply(c) {
+                        return;
+                    }
+                }
+            }
+            let steps = self.steps_this_tick();
+            if steps > 0 || changed {
+                let start = Instant::now();
+                if let Err(e) = self.tick(steps) {
+                    self.notice = Some(format!("engine failed: {e:#}"));
+                    self.playing = false;
+                    self.run_to = None;
+                    self.publish_notice();
+                }
+                let spent = start.elapsed();
+                if steps > 0 && spent < MIN_TICK && self.run_to.is_none() {
+                    std::thread::sleep(MIN_TICK - spent);
+                }
+            }
+        }
+    }
+
+    fn steps_this_tick(&mut self) -> u32 {
+        let per_tick = self.preset.view.steps_per_frame;
+        let step = self.engine.as_ref().map_or(0, |e| e.steps_done());
+        if let Some(target) = self.run_to {
+            if step >= target {
+                self.run_to = None;
+                self.playing = false;
+                return 0;
+            }
+            return per_tick.min(target - step);
+        }
+        if self.pending_steps > 0 {
+            self.pending_steps -= 1;
+            return per_tick;
+        }
+        if self.playing { per_tick } else { 0 }
+    }
+
+    fn tick(&mut self, steps: u32) -> anyhow::Result<()> {
+        let views = self.views.clone();
+        let start = Instant::now();
+        let report = self.engine().advance(steps, &views)?;
+        if self.run_to.is_some_and(|t| report.step >= t) {
+            self.run_to = None;
+            self.playing = false;
+        }
+        if steps > 0 {
+            let chains = f64::from(self.engine().chains());
+            self.rate = chains * f64::from(steps) / start.elapsed().as_secs_f64();
+        }
+        let highlighted = self.preset.view.highlighted_chains;
+        let head_count = highlighted.max(SERIES_DISTANCE_CHAINS);
+        let head = self.engine().read_chains(0, head_count)?;
+        // Trails and the time series grow once per new step count, however many commands
+        // made the worker republish: the pictures at step N do not depend on timing.
+        let new_step = self.series.last().is_none_or(|r| r.step != report.step);
+        if new_step {
+            self.update_trails(&head, highlighted as usize);
+        }
+        if report.moments.diverged > 0 && self.first_divergence.is_none() {
+            self.first_divergence = Some(report.step);
+        }
+        if new_step && self.ticks.is_multiple_of(DISTANCE_EVERY) {
+            self.last_distance = self
+                .truth
+                .energy_distance(&head, SERIES_DISTANCE_CHAINS as usize);
+        }
+        let model = self.engine().model().clone();
+        let last_step = report.step.saturating_sub(1);
+        let (h, _) = model.schedule.at(model.sampler.h, last_step);
+        let m = &report.moments;
+        if new_step {
+            self.ticks += 1;
+            self.record_row(report.step, f64::from(h), m);
+        }
+        let backend = self.engine().backend();
+        let chains = self.engine().chains();
+        let mut s = self.shared.lock().expect("snapshot lock");
+        s.step = report.step;
+        s.moments = report.moments;
+        s.histograms = report.histograms;
+        s.specs = views;
+        s.trails = self.trails.clone();
+        s.trail_diverged_at =
+            head.diverged_at[..head.diverged_at.len().min(highlighted as usize)].to_vec();
+        s.series.clone_from(&self.series);
+        s.first_divergence = self.first_divergence;
+        s.backend = Some(backend);
+        s.notice.clone_from(&self.notice);
+        s.playing = self.playing;
+        s.chain_steps_per_s = self.rate;
+        s.chains = chains;
+        s.run_to = self.run_to;
+        s.view_truth.clone_from(&self.view_truth);
+        s.sampler = Some(model.sampler);
+        drop(s);
+        (self.repaint)();
+        Ok(())
+    }
+
+    fn record_row(&mut self, step: u32, step_size: f64, m: &Moments) {
+        if self.series.len() >= MAX_SERIES_ROWS {
+            // Keep the whole history at half the resolution rather than forget its start.
+            let mut i = 0;
+            self.series.retain(|_| {
+                i += 1;
+                i % 2 == 0
+            });
+        }
+        self.series.push(SeriesRow {
+            step,
+            step_size,
+            kinetic_temperature: m.kinetic_temperature(),
+            mean_xi: m.mean_xi(),
+            diverged: m.diverged,
+            energy_distance: self.last_distance,
+        });
+    }
+
+    fn publish_notice(&self) {
+        let mut s = self.shared.lock().expect("snapshot lock");
+        s.notice.clone_from(&self.notice);
+        s.playing = self.playing;
+        s.run_to = None;
+        drop(s);
+        (self.repaint)();
+    }
+
+    fn update_trails(&mut self, head: &ChainStates, highlighted: usize) {
+        let n = highlighted.min(head.chains.len());
+        self.trails.resize_with(n, VecDeque::new);
+        for (trail, chain) in self.trails.iter_mut().zip(&head.chains) {
+            if trail.len() == TRAIL_LENGTH {
+                trail.pop_front();
+            }
+            trail.push_back(*chain);
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The app driven as a user would, offscreen (egui_kittest on wgpu; lavapipe in CI).
+
+use atmc_lab::app::AtmcApp;
+use atmc_lab::app::screenshot::{harness, run_to_step};
+use atmc_lab::engine::BackendChoice;
+use atmc_lab::preset::Preset;
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use std::time::{Duration, Instant};
+
+type AppHarness = Harness<'static, Option<AtmcApp>>;
+
+fn app(h: &AppHarness) -> &AtmcApp {
+    h.state().as_ref().expect("app started")
+}
+
+/// Steps the UI until `done` holds for the latest snapshot, or fails after `seconds`.
+fn run_until(
+    h: &mut AppHarness,
+    seconds: u64,
+    what: &str,
+    done: impl Fn(&atmc_lab::app::session::Snapshot) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    loop {
+        h.step();
+        if app(h).session().with_snapshot(&done) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn flipping_the_friction_sign_explodes_the_chains() {
+    let mut preset = Preset::default_preset();
+    preset.chains = 4000;
+    let mut h = harness(preset, [1280, 720], 1.0, BackendChoice::Auto);
+    run_to_step(&mut h, 20).unwrap();
+    assert_eq!(app(&h).session().snapshot().moments.diverged, 0);
+    h.get_by_label("▶ Play").click();
+    h.get_by_role_and_label(Role::Slider, "friction sign φ")
+        .set_value_accesskit(-1.0);
+    h.step();
+    assert_eq!(app(&h).preset.sampler.friction_sign, -1.0);
+    run_until(&mut h, 60, "the explosion", |s| s.moments.diverged >= 3960);
+    h.step();
+    h.step();
+    // The banner is there (the query panics when no such label exists).
+    h.get_by_label_contains("Momentum explosion");
+    let s = app(&h).session().snapshot();
+    assert!(s.first_divergence.is_some());
+    // One click resets the chains.
+    h.get_all_by_label("↺ Reset chains").next().unwrap().click();
+    run_until(&mut h, 30, "the reset", |s| {
+        s.moments.diverged == 0 || s.step < 5
+    });
+}
+
+#[test]
+fn changing_d_is_live_and_keeps_the_chains() {
+    let mut preset = Preset::default_preset();
+    preset.chains = 2000;
+    let mut h = harness(preset, [1280, 720], 1.0, BackendChoice::Auto);
+    run_to_step(&mut h, 100).unwrap();
+    h.get_by_role_and_label(Role::Slider, "friction floor D")
+        .set_value_accesskit(2.5);
+    h.step();
+    run_until(&mut h, 30, "the new D in the engine", |s| {
+        s.sampler.is_some_and(|p| p.friction_floor == 2.5)
+    });
+    // No reset: the step count carried on from 100.
+    let s = app(&h).session().snapshot();
+    assert!(s.step >= 100, "step {}", s.step);
+    assert_eq!(
+        s.series.first().map(|r| r.step),
+        Some(0),
+        "the time series was not restarted"
+    );
+}
+
+#[test]
+fn loading_a_preset_from_the_menu() {
+    let mut h = harness(
+        Preset::default_preset(),
+        [1280, 720],
+        1.0,
+        BackendChoice::Auto,
+    );
+    h.get_by_label("Presets").click();
+    h.run_steps(3);
+    h.get_by_label_contains("printed: ATMC as printed").click();
+    h.run_steps(2);
+    let printed = Preset::load("printed").unwrap();
+    assert_eq!(app(&h).preset, printed);
+    run_until(&mut h, 30, "the printed preset in the engine", |s| {
+        s.sampler
+            .is_some_and(|p| p.friction_sign == -1.0 && p.xi_overwrite)
+            && s.chains == printed.chains
+    });
+}
+
+fn snapshot_options() -> egui_kittest::SnapshotOptions {
+    // Anti-aliasing and float rounding differ a little between software and hardware
+    // rasterisers; a few hundred pixels may differ, the picture may not.
+    egui_kittest::SnapshotOptions::new()
+        .threshold(3.0)
+        .max_failed_pixels(2000)
+}
+
+#[test]
+fn snapshot_of_the_default_preset() {
+    let mut h = harness(
+        Preset::default_preset(),
+        [1280, 720],
+        1.0,
+        BackendChoice::Cpu,
+    );
+    run_to_step(&mut h, 300).unwrap();
+    h.snapshot_options("default_preset", &snapshot_options());
+}
+
+#[test]
+fn snapshot_of_the_printed_preset() {
+    let mut h = harness(
+        Preset::load("printed").unwrap(),
+        [1280, 720],
+        1.0,
+        BackendChoice::Cpu,
+    );
+    run_to_step(&mut h, 40).unwrap();
+    h.snapshot_options("printed_preset", &snapshot_options());
+}
