@@ -182,3 +182,41 @@ fn run_on_the_gpu_backend_names_the_adapter() {
     assert!(!v["device"].as_str().unwrap().is_empty());
     assert_eq!(v["diverged_fraction"], 0.0);
 }
+
+#[test]
+fn screenshot_writes_a_png_of_the_whole_ui() {
+    let dir = std::env::temp_dir().join(format!("atmc-lab-shot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("shot.png");
+    let o = atmc_lab(&[
+        "screenshot",
+        "default",
+        "--steps",
+        "50",
+        "--out",
+        out.to_str().unwrap(),
+        "--size",
+        "1024x640",
+        "--scale",
+        "1.5",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let img = image::open(&out).unwrap().to_rgba8();
+    assert_eq!((img.width(), img.height()), (1536, 960));
+    // Not a blank picture: the density images put bright, saturated pixels on screen.
+    let bright = img
+        .pixels()
+        .filter(|p| p[0] > 200 && p[1] > 120 && p[2] < 120)
+        .count();
+    assert!(bright > 500, "only {bright} bright pixels");
+    let bad = atmc_lab(&[
+        "screenshot",
+        "default",
+        "--out",
+        out.to_str().unwrap(),
+        "--size",
+        "huge",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    std::fs::remove_dir_all(dir).ok();
+}

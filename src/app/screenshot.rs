@@ -24,13 +24,16 @@ pub fn render_offscreen(
         .map_err(|e| anyhow!("offscreen rendering failed: {e}"))
 }
 
+/// The app in an offscreen harness (created on the first frame).
+pub type AppHarness = egui_kittest::Harness<'static, Option<AtmcApp>>;
+
 /// The app in an offscreen harness, paused at step 0.
 pub fn harness(
     preset: Preset,
     size: [u32; 2],
     pixels_per_point: f32,
     backend: BackendChoice,
-) -> egui_kittest::Harness<'static, Option<AtmcApp>> {
+) -> AppHarness {
     let mut harness = egui_kittest::Harness::builder()
         .with_size(egui::vec2(size[0] as f32, size[1] as f32))
         .with_pixels_per_point(pixels_per_point)

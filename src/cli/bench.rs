@@ -16,6 +16,90 @@ pub struct BenchArgs {
     /// Steps timed (after a short warm-up).
     #[arg(long, default_value_t = 200)]
     steps: u32,
+    /// Measure the app instead: frames per second of the offscreen UI (rendered with wgpu)
+    /// and engine ticks per second, with `--chains` chains and `--steps-per-frame` steps.
+    #[arg(long)]
+    ui: bool,
+    /// Steps per frame for `--ui`.
+    #[arg(long, default_value_t = 10)]
+    steps_per_frame: u32,
+    /// Seconds measured for `--ui`.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+}
+
+/// Frame rate of the app offscreen: the UI thread renders frames while the engine thread
+/// ticks; both rates are reported (the animation advances once per engine tick).
+fn bench_ui(args: &BenchArgs) -> anyhow::Result<()> {
+    use crate::app::screenshot::harness;
+    let mut preset = Preset::default_preset();
+    preset.chains = args.chains;
+    preset.view.steps_per_frame = args.steps_per_frame;
+    let mut h = harness(preset, [1280, 720], 1.0, crate::engine::BackendChoice::Auto);
+    let app = h.state().as_ref().expect("app started");
+    app.session().send(crate::app::session::Command::Play(
+        std::env::var_os("ATMC_BENCH_PAUSED").is_none(),
+    ));
+    // Warm-up: shader compilation and the first histograms.
+    let warm = Instant::now();
+    while warm.elapsed().as_secs_f64() < 2.0 {
+        h.step();
+        h.render().map_err(|e| anyhow::anyhow!(e))?;
+    }
+    let rows = |h: &crate::app::screenshot::AppHarness| {
+        h.state()
+            .as_ref()
+            .map_or(0, |a| a.session().with_snapshot(|s| s.series.len()))
+    };
+    let (rows0, start) = (rows(&h), Instant::now());
+    let mut frames = 0u64;
+    let mut worst = 0.0f64;
+    let (mut ui_time, mut render_time) = (0.0, 0.0);
+    while start.elapsed().as_secs_f64() < args.seconds {
+        let t = Instant::now();
+        h.step();
+        let t_ui = t.elapsed().as_secs_f64();
+        h.render().map_err(|e| anyhow::anyhow!(e))?;
+        let t_all = t.elapsed().as_secs_f64();
+        ui_time += t_ui;
+        render_time += t_all - t_ui;
+        worst = worst.max(t_all);
+        frames += 1;
+    }
+    eprintln!(
+        "per frame: UI logic and tessellation {:.1} ms, GPU render and readback {:.1} ms",
+        1e3 * ui_time / frames as f64,
+        1e3 * render_time / frames as f64
+    );
+    let seconds = start.elapsed().as_secs_f64();
+    let ticks = rows(&h).saturating_sub(rows0) as f64;
+    let backend = h
+        .state()
+        .as_ref()
+        .and_then(|a| a.session().with_snapshot(|s| s.backend.clone()))
+        .map(|b| format!("{} ({})", b.kind, b.device))
+        .unwrap_or_default();
+    println!(
+        "ui   {} chains, {} steps/frame on {backend}: UI {:.1} frames/s (worst frame {:.0} ms), engine {:.1} ticks/s = {:.2e} chain-steps/s",
+        args.chains,
+        args.steps_per_frame,
+        frames as f64 / seconds,
+        worst * 1e3,
+        ticks / seconds,
+        ticks * f64::from(args.steps_per_frame) * f64::from(args.chains) / seconds
+    );
+    println!(
+        "{}",
+        serde_json::json!({
+            "chains": args.chains,
+            "steps_per_frame": args.steps_per_frame,
+            "backend": backend,
+            "ui_frames_per_s": frames as f64 / seconds,
+            "worst_frame_ms": worst * 1e3,
+            "engine_ticks_per_s": ticks / seconds,
+        })
+    );
+    Ok(())
 }
 
 fn bench_preset(chains: u32, steps: u32) -> Preset {
@@ -47,6 +131,9 @@ fn time_engine(engine: &mut dyn Engine, steps: u32) -> anyhow::Result<f64> {
 /// Runs the benchmark: the CPU engine at `--chains`, then the GPU engine (if an adapter is
 /// found) at 1e4, 1e5, 1e6 chains and `--chains`, each with its ratio to the CPU figure.
 pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
+    if args.ui {
+        return bench_ui(args);
+    }
     let preset = bench_preset(args.chains, args.steps);
     let mut cpu = CpuEngine::new(preset.model(), preset.chains, &preset.init, preset.seed);
     let cpu_rate = time_engine(&mut cpu, args.steps)?;
