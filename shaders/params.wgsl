@@ -34,6 +34,10 @@ struct Params {
     data_n: u32,
     batch_size: u32,
     groups_x: u32,
+    inv_mass: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 const SAMPLER_ATMC: u32 = 0u;

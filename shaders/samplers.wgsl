@@ -33,9 +33,9 @@ struct Kinetic {
     s: vec2<f32>,
 }
 
-fn kinetic_derivatives(p: vec2<f32>, mass: f32, speed: f32) -> Kinetic {
+fn kinetic_derivatives(p: vec2<f32>, mass: f32, inv_mass: f32, speed: f32) -> Kinetic {
     if (speed == 0.0) {
-        return Kinetic(p / mass, vec2<f32>(1.0 / mass), vec2<f32>(1.0));
+        return Kinetic(p * inv_mass, vec2<f32>(inv_mass), vec2<f32>(1.0));
     }
     let q = p / (mass * speed);
     let s = sqrt(1.0 + q * q);
@@ -63,7 +63,7 @@ fn thermostat_half_step(xi: vec2<f32>, k: Kinetic, h: f32, t: f32) -> vec2<f32> 
 
 fn atmc_step(chain: ptr<function, Chain>, rng: RngCounter, h: f32, t: f32) {
     let m = params.mass;
-    let k0 = kinetic_derivatives((*chain).p, m, params.speed);
+    let k0 = kinetic_derivatives((*chain).p, m, params.inv_mass, params.speed);
     (*chain).theta += 0.5 * h * k0.k1;
     (*chain).xi = thermostat_half_step((*chain).xi, k0, h, t);
     let g = stochastic_gradient((*chain).theta, rng);
@@ -72,13 +72,16 @@ fn atmc_step(chain: ptr<function, Chain>, rng: RngCounter, h: f32, t: f32) {
     let beta = max(vec2<f32>(params.friction_floor), xi);
     let alpha = max(params.friction_floor - xi, vec2<f32>(0.0));
     // Exact OU step with friction φβ/s (s frozen over the step for hyperbolic K).
-    let x = params.friction_sign * beta * h / k0.s;
+    var x = params.friction_sign * beta * h;
+    if (params.speed != 0.0) {
+        x = x / k0.s;
+    }
     let decay = exp(-x);
     let drift = h * one_minus_exp_neg_over_x(x, decay);
     let variance = 2.0 * alpha * params.noise_mass * t * h
         * one_minus_exp_neg_over_x(2.0 * x, decay * decay);
     (*chain).p = decay * (*chain).p - drift * g + sqrt(variance) * z;
-    let k1 = kinetic_derivatives((*chain).p, m, params.speed);
+    let k1 = kinetic_derivatives((*chain).p, m, params.inv_mass, params.speed);
     (*chain).xi = thermostat_half_step((*chain).xi, k1, h, t);
     (*chain).theta += 0.5 * h * k1.k1;
 }
@@ -103,8 +106,8 @@ fn model_step(chain: ptr<function, Chain>, rng: RngCounter) -> bool {
             let z = rng_normal2(rng, STREAM_INJECTED, 0u);
             let scale = sqrt(max(2.0 * (params.sghmc_friction - params.sghmc_noise_estimate) * h * t, 0.0));
             let p = (*chain).p;
-            (*chain).p = p - h * g - h * params.sghmc_friction * p / params.mass + scale * z;
-            (*chain).theta += h * (*chain).p / params.mass;
+            (*chain).p = p - h * g - h * params.sghmc_friction * p * params.inv_mass + scale * z;
+            (*chain).theta += h * (*chain).p * params.inv_mass;
         }
         case SAMPLER_SGNHT: {
             let g = stochastic_gradient((*chain).theta, rng);
@@ -112,8 +115,8 @@ fn model_step(chain: ptr<function, Chain>, rng: RngCounter) -> bool {
             let scale = sqrt(2.0 * params.sgnht_diffusion * h * t);
             let p = (*chain).p;
             (*chain).p = p - h * g - h * (*chain).xi * p + scale * z;
-            (*chain).theta += h * (*chain).p / params.mass;
-            let heat = (*chain).p * (*chain).p / params.mass - t;
+            (*chain).theta += h * (*chain).p * params.inv_mass;
+            let heat = (*chain).p * (*chain).p * params.inv_mass - t;
             if ((params.flags & FLAG_SGNHT_SHARED) != 0u) {
                 let mean = 0.5 * (heat.x + heat.y);
                 (*chain).xi += vec2<f32>(h * mean);
@@ -141,5 +144,5 @@ fn is_diverged(chain: Chain) -> bool {
 }
 
 fn kinetic_heat(p: vec2<f32>) -> vec2<f32> {
-    return p * kinetic_derivatives(p, params.mass, params.speed).k1;
+    return p * kinetic_derivatives(p, params.mass, params.inv_mass, params.speed).k1;
 }

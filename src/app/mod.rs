@@ -52,6 +52,8 @@ pub struct AtmcApp {
     sent_views: Vec<HistogramSpec>,
     /// The display grid of the applied target (auto-range of θ).
     target_grid: Grid2,
+    /// Smoothed frame time of the UI, seconds.
+    frame_time: f32,
 }
 
 #[derive(Clone, Debug)]
@@ -164,6 +166,7 @@ impl AtmcApp {
             panel_rects: [egui::Rect::NOTHING; 3],
             sent_views: Vec::new(),
             target_grid,
+            frame_time: 0.0,
         };
         app.send_views();
         app
@@ -231,6 +234,12 @@ impl AtmcApp {
     /// The whole UI, for eframe and for the offscreen harness alike.
     pub fn ui(&mut self, ui: &mut egui::Ui) {
         let snapshot = self.session.snapshot();
+        let dt = ui.input(|i| i.unstable_dt);
+        self.frame_time = if self.frame_time == 0.0 {
+            dt
+        } else {
+            0.9 * self.frame_time + 0.1 * dt
+        };
         ui.ctx().input(|i| {
             if i.key_pressed(egui::Key::Space) {
                 self.session.send(Command::Play(!snapshot.playing));
@@ -238,9 +247,18 @@ impl AtmcApp {
         });
         self.handle_screenshot_events(ui.ctx());
 
-        egui::Panel::top("menu").show(ui, |ui| self.menu_bar(ui, &snapshot));
-        egui::Panel::bottom("status").show(ui, |ui| self.status_bar(ui, &snapshot));
+        // Panels leave their background to the window's clear colour (the same colour):
+        // a software rasteriser spends most of a frame filling full-window rectangles.
+        let style = ui.style().clone();
+        let bar = egui::Frame::side_top_panel(&style).fill(Color32::TRANSPARENT);
+        egui::Panel::top("menu")
+            .frame(bar)
+            .show(ui, |ui| self.menu_bar(ui, &snapshot));
+        egui::Panel::bottom("status")
+            .frame(bar)
+            .show(ui, |ui| self.status_bar(ui, &snapshot));
         egui::Panel::left("controls")
+            .frame(bar)
             .exact_size(CONTROLS_WIDTH)
             .resizable(false)
             .show(ui, |ui| {
@@ -258,7 +276,9 @@ impl AtmcApp {
                 });
             });
         self.apply_changes(false);
-        egui::CentralPanel::default().show(ui, |ui| self.central(ui, &snapshot));
+        egui::CentralPanel::default()
+            .frame(egui::Frame::central_panel(&style).fill(Color32::TRANSPARENT))
+            .show(ui, |ui| self.central(ui, &snapshot));
     }
 
     fn menu_bar(&mut self, ui: &mut egui::Ui, snapshot: &Snapshot) {
@@ -322,7 +342,14 @@ impl AtmcApp {
             ui.separator();
             if s.chain_steps_per_s.is_finite() && s.playing {
                 ui.label(
-                    RichText::new(format!("{:.2e} chain-steps/s", s.chain_steps_per_s)).small(),
+                    RichText::new(format!("engine {:.2e} chain-steps/s", s.chain_steps_per_s))
+                        .small(),
+                );
+                ui.separator();
+            }
+            if self.frame_time > 0.0 {
+                ui.label(
+                    RichText::new(format!("UI {:.0} ms/frame", 1e3 * self.frame_time)).small(),
                 );
                 ui.separator();
             }
@@ -645,6 +672,11 @@ impl AtmcApp {
 impl eframe::App for AtmcApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         AtmcApp::ui(self, ui);
+    }
+
+    fn clear_color(&self, visuals: &egui::Visuals) -> [f32; 4] {
+        // The panels are transparent: the clear colour is their background.
+        visuals.panel_fill.to_normalized_gamma_f32()
     }
 }
 

@@ -8,6 +8,7 @@
 use crate::diagnostics::{SERIES_DISTANCE_CHAINS, SeriesRow, Truth};
 use crate::engine::{
     BackendChoice, BackendInfo, ChainStates, Engine, HistogramSpec, Moments, create_engine,
+    create_engine_reusing, gpu::GpuContext,
 };
 use crate::math::{Chain2, Grid2, SamplerParams, Target};
 use crate::preset::Preset;
@@ -168,6 +169,7 @@ impl Drop for Session {
 struct Worker<R: Fn()> {
     preset: Preset,
     backend: BackendChoice,
+    device: Option<GpuContext>,
     engine: Option<Box<dyn Engine>>,
     truth: Truth,
     target: Target,
@@ -200,6 +202,7 @@ impl<R: Fn()> Worker<R> {
         let mut w = Self {
             preset,
             backend,
+            device: None,
             engine: None,
             truth,
             target,
@@ -225,8 +228,19 @@ impl<R: Fn()> Worker<R> {
     /// (Re)creates the engine for the current preset.
     fn allocate(&mut self) {
         let p = &self.preset;
-        match create_engine(self.backend, p.model(), p.chains, &p.init, p.seed) {
+        match create_engine_reusing(
+            self.backend,
+            &mut self.device,
+            p.model(),
+            p.chains,
+            &p.init,
+            p.seed,
+        ) {
             Ok((engine, notice)) => {
+                if notice.is_some() {
+                    // `auto` found no GPU: do not probe again on every reallocation.
+                    self.backend = BackendChoice::Cpu;
+                }
                 self.engine = Some(engine);
                 self.notice = notice;
             }

@@ -26,6 +26,9 @@ pub struct BenchArgs {
     /// Seconds measured for `--ui`.
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
+    /// Engine backend for `--ui`.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: crate::engine::BackendChoice,
 }
 
 /// Frame rate of the app offscreen: the UI thread renders frames while the engine thread
@@ -35,7 +38,7 @@ fn bench_ui(args: &BenchArgs) -> anyhow::Result<()> {
     let mut preset = Preset::default_preset();
     preset.chains = args.chains;
     preset.view.steps_per_frame = args.steps_per_frame;
-    let mut h = harness(preset, [1280, 720], 1.0, crate::engine::BackendChoice::Auto);
+    let mut h = harness(preset, [1280, 720], 1.0, args.backend);
     let app = h.state().as_ref().expect("app started");
     app.session().send(crate::app::session::Command::Play(
         std::env::var_os("ATMC_BENCH_PAUSED").is_none(),

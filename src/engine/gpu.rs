@@ -66,6 +66,8 @@ struct GpuParams {
     data_n: u32,
     batch_size: u32,
     groups_x: u32,
+    inv_mass: f32,
+    _pad: [u32; 3],
 }
 
 /// A chain as stored on the GPU (`Chain` in `shaders/samplers.wgsl`).
@@ -475,6 +477,8 @@ impl GpuEngine {
             data_n,
             batch_size,
             groups_x: self.buffers.groups[0],
+            inv_mass: sp.inv_mass,
+            _pad: [0; 3],
         }
     }
 

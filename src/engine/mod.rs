@@ -224,17 +224,38 @@ pub fn create_engine(
     init: &InitSpec,
     seed: u64,
 ) -> anyhow::Result<(Box<dyn Engine>, Option<String>)> {
-    let cpu = |model| Box::new(cpu::CpuEngine::new(model, chains, init, seed)) as Box<dyn Engine>;
+    create_engine_reusing(choice, &mut None, model, chains, init, seed)
+}
+
+/// [`create_engine`] that opens the GPU device once: `device` keeps it for the next engine
+/// (the app reallocates when the number of chains changes).
+pub fn create_engine_reusing(
+    choice: BackendChoice,
+    device: &mut Option<gpu::GpuContext>,
+    model: Model,
+    chains: u32,
+    init: &InitSpec,
+    seed: u64,
+) -> anyhow::Result<(Box<dyn Engine>, Option<String>)> {
+    let mut gpu = |model| -> anyhow::Result<Box<dyn Engine>> {
+        let ctx = match device {
+            Some(ctx) => ctx.clone(),
+            None => device.insert(gpu::GpuContext::new()?).clone(),
+        };
+        Ok(Box::new(gpu::GpuEngine::with_context(
+            ctx, model, chains, init, seed,
+        )?))
+    };
     match choice {
-        BackendChoice::Cpu => Ok((cpu(model), None)),
-        BackendChoice::Gpu => Ok((
-            Box::new(gpu::GpuEngine::new(model, chains, init, seed)?),
+        BackendChoice::Cpu => Ok((
+            Box::new(cpu::CpuEngine::new(model, chains, init, seed)),
             None,
         )),
-        BackendChoice::Auto => match gpu::GpuEngine::new(model.clone(), chains, init, seed) {
-            Ok(engine) => Ok((Box::new(engine), None)),
+        BackendChoice::Gpu => Ok((gpu(model)?, None)),
+        BackendChoice::Auto => match gpu(model.clone()) {
+            Ok(engine) => Ok((engine, None)),
             Err(e) => Ok((
-                cpu(model),
+                Box::new(cpu::CpuEngine::new(model, chains, init, seed)),
                 Some(format!("no usable GPU ({e:#}): running on the CPU engine")),
             )),
         },

@@ -232,6 +232,7 @@ impl SamplerSpec {
             kind: self.kind,
             h: self.h as f32,
             mass: self.mass as f32,
+            inv_mass: (1.0 / self.mass) as f32,
             friction_floor: self.friction_floor as f32,
             temperature: self.temperature as f32,
             // Only ATMC offers the hyperbolic kinetic energy.
@@ -264,6 +265,8 @@ pub struct SamplerParams {
     pub h: f32,
     /// Mass m.
     pub mass: f32,
+    /// 1/m: multiplications keep divisions off the step's critical path.
+    pub inv_mass: f32,
     /// Friction floor D.
     pub friction_floor: f32,
     /// Temperature T.
@@ -319,9 +322,9 @@ pub fn one_minus_exp_neg_over_x(x: f32, exp_neg_x: f32) -> f32 {
 /// K'(p) and K''(p) for the kinetic energy with speed limit `speed` (0: Gaussian), and the
 /// relativistic factor s = sqrt(1 + p²/(m²c²)) (1 for Gaussian).
 #[inline(always)]
-pub fn kinetic_derivatives(p: f32, mass: f32, speed: f32) -> (f32, f32, f32) {
+pub fn kinetic_derivatives(p: f32, mass: f32, inv_mass: f32, speed: f32) -> (f32, f32, f32) {
     if speed == 0.0 {
-        (p / mass, 1.0 / mass, 1.0)
+        (p * inv_mass, inv_mass, 1.0)
     } else {
         let q = p / (mass * speed);
         let s = (1.0 + q * q).sqrt();
@@ -381,8 +384,9 @@ impl Model {
                     .sqrt();
                 for c in 0..2 {
                     let p = chain.p[c];
-                    chain.p[c] = p - h * g[c] - h * sp.sghmc_friction * p / sp.mass + scale * z[c];
-                    chain.theta[c] += h * chain.p[c] / sp.mass;
+                    chain.p[c] =
+                        p - h * g[c] - h * sp.sghmc_friction * p * sp.inv_mass + scale * z[c];
+                    chain.theta[c] += h * chain.p[c] * sp.inv_mass;
                 }
             }
             SamplerKind::Sgnht => {
@@ -392,11 +396,11 @@ impl Model {
                 for c in 0..2 {
                     let p = chain.p[c];
                     chain.p[c] = p - h * g[c] - h * chain.xi[c] * p + scale * z[c];
-                    chain.theta[c] += h * chain.p[c] / sp.mass;
+                    chain.theta[c] += h * chain.p[c] * sp.inv_mass;
                 }
                 let heat = [
-                    chain.p[0] * chain.p[0] / sp.mass - t,
-                    chain.p[1] * chain.p[1] / sp.mass - t,
+                    chain.p[0] * chain.p[0] * sp.inv_mass - t,
+                    chain.p[1] * chain.p[1] * sp.inv_mass - t,
                 ];
                 if sp.sgnht_shared_xi {
                     let mean = 0.5 * (heat[0] + heat[1]);
@@ -421,7 +425,7 @@ impl Model {
         let sp = &self.sampler;
         let m = sp.mass;
         for c in 0..2 {
-            let (k1, k2, _) = kinetic_derivatives(chain.p[c], m, sp.speed);
+            let (k1, k2, _) = kinetic_derivatives(chain.p[c], m, sp.inv_mass, sp.speed);
             chain.theta[c] += 0.5 * h * k1;
             chain.xi[c] = self.thermostat_half_step(chain.xi[c], k1, k2, h, t);
         }
@@ -431,9 +435,12 @@ impl Model {
             let xi = chain.xi[c];
             let beta = sp.friction_floor.max(xi);
             let alpha = (sp.friction_floor - xi).max(0.0);
-            let (_, _, s) = kinetic_derivatives(chain.p[c], m, sp.speed);
+            let (_, _, s) = kinetic_derivatives(chain.p[c], m, sp.inv_mass, sp.speed);
             // Exact OU step with friction φβ/s (s frozen over the step for hyperbolic K).
-            let x = sp.friction_sign * beta * h / s;
+            let mut x = sp.friction_sign * beta * h;
+            if sp.speed != 0.0 {
+                x /= s;
+            }
             let decay = (-x).exp();
             let drift = h * one_minus_exp_neg_over_x(x, decay);
             let variance = 2.0
@@ -443,7 +450,7 @@ impl Model {
                 * h
                 * one_minus_exp_neg_over_x(2.0 * x, decay * decay);
             chain.p[c] = decay * chain.p[c] - drift * g[c] + variance.sqrt() * z[c];
-            let (k1, k2, _) = kinetic_derivatives(chain.p[c], m, sp.speed);
+            let (k1, k2, _) = kinetic_derivatives(chain.p[c], m, sp.inv_mass, sp.speed);
             chain.xi[c] = self.thermostat_half_step(chain.xi[c], k1, k2, h, t);
             chain.theta[c] += 0.5 * h * k1;
         }
@@ -477,7 +484,13 @@ impl Model {
     /// p K'(p) per coordinate: its mean over chains is the kinetic temperature.
     #[inline(always)]
     pub fn kinetic_heat(&self, p: f32) -> f32 {
-        p * kinetic_derivatives(p, self.sampler.mass, self.sampler.speed).0
+        p * kinetic_derivatives(
+            p,
+            self.sampler.mass,
+            self.sampler.inv_mass,
+            self.sampler.speed,
+        )
+        .0
     }
 }
 
@@ -500,9 +513,9 @@ mod tests {
     #[test]
     fn hyperbolic_velocity_is_bounded() {
         for p in [0.0f32, 1.0, 1e3, 1e8] {
-            let (k1, k2, s) = kinetic_derivatives(p, 2.0, 0.5);
+            let (k1, k2, s) = kinetic_derivatives(p, 2.0, 0.5, 0.5);
             assert!(k1 <= 0.5 + 1e-6 && k2 > 0.0 && s >= 1.0);
         }
-        assert_eq!(kinetic_derivatives(3.0, 2.0, 0.0), (1.5, 0.5, 1.0));
+        assert_eq!(kinetic_derivatives(3.0, 2.0, 0.5, 0.0), (1.5, 0.5, 1.0));
     }
 }
