@@ -442,6 +442,8 @@ impl AtmcApp {
                     trail_diverged_at: &s.trail_diverged_at,
                     contours: if k == 0 { &contours } else { &empty },
                     log_scale: self.preset.view.log_scale,
+                    note: (k > 0 && !self.preset.sampler.kind.has_momentum())
+                        .then_some("this sampler has no momentum p\nand no thermostat ξ"),
                 };
                 let view = match k {
                     0 => &mut self.views.theta,
@@ -521,7 +523,7 @@ impl AtmcApp {
     }
 
     fn contours(&mut self, s: &Snapshot) -> Vec<[f64; 4]> {
-        let Some((grid, masses)) = &s.view_truth else {
+        let Some((grid, masses)) = &s.contour_truth else {
             return Vec::new();
         };
         if let Some((g, segs)) = &self.contour_cache

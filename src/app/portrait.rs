@@ -68,6 +68,8 @@ pub struct PortraitData<'a> {
     pub contours: &'a [[f64; 4]],
     /// Logarithmic colour scale.
     pub log_scale: bool,
+    /// A note drawn in the middle of an empty panel (e.g. SGLD has no momentum).
+    pub note: Option<&'a str>,
 }
 
 fn ticks(lo: f64, hi: f64) -> Vec<f64> {
@@ -173,6 +175,16 @@ pub fn show(
         if let Some(p) = points.last() {
             painter.circle_filled(*p, 2.0, Color32::from_rgb(190, 255, 205));
         }
+    }
+
+    if let Some(note) = data.note {
+        painter.text(
+            rect.center() + Vec2::new(0.0, rect.height() * 0.22),
+            egui::Align2::CENTER_CENTER,
+            note,
+            egui::FontId::proportional(14.0),
+            Color32::from_gray(170),
+        );
     }
 
     // Axes: ticks and labels inside the frame.

@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 pub const TRAIL_LENGTH: usize = 24;
 /// Ticks between two energy-distance evaluations of the time series.
 const DISTANCE_EVERY: u32 = 8;
+/// Cells per axis of the grid the target's contours are traced on.
+const CONTOUR_RESOLUTION: u32 = 160;
 /// Rows of the time series kept; older rows are thinned, never dropped.
 const MAX_SERIES_ROWS: usize = 8192;
 /// Shortest time between two ticks: the worker never outruns a 60 Hz display.
@@ -61,6 +63,8 @@ pub struct Snapshot {
     pub view_truth: Option<(Grid2, Vec<f64>)>,
     /// The sampler parameters the engine runs with.
     pub sampler: Option<SamplerParams>,
+    /// Exact cell masses on a fine grid over the first view (for smooth contours).
+    pub contour_truth: Option<(Grid2, Vec<f64>)>,
 }
 
 /// Instructions for the worker, applied in order.
@@ -175,6 +179,7 @@ struct Worker<R: Fn()> {
     target: Target,
     views: Vec<HistogramSpec>,
     view_truth: Option<(Grid2, Vec<f64>)>,
+    contour_truth: Option<(Grid2, Vec<f64>)>,
     playing: bool,
     pending_steps: u32,
     run_to: Option<u32>,
@@ -208,6 +213,7 @@ impl<R: Fn()> Worker<R> {
             target,
             views: Vec::new(),
             view_truth: None,
+            contour_truth: None,
             playing,
             pending_steps: 0,
             run_to: None,
@@ -321,6 +327,11 @@ impl<R: Fn()> Worker<R> {
         }
         let (masses, _) = self.target.cell_masses_with(&spec.grid, 2);
         self.view_truth = Some((spec.grid, masses));
+        let fine = spec
+            .grid
+            .with_resolution(CONTOUR_RESOLUTION, CONTOUR_RESOLUTION);
+        let (masses, _) = self.target.cell_masses_with(&fine, 2);
+        self.contour_truth = Some((fine, masses));
     }
 
     fn reset(&mut self) {
@@ -448,6 +459,7 @@ impl<R: Fn()> Worker<R> {
         s.chains = chains;
         s.run_to = self.run_to;
         s.view_truth.clone_from(&self.view_truth);
+        s.contour_truth.clone_from(&self.contour_truth);
         s.sampler = Some(model.sampler);
         drop(s);
         (self.repaint)();

@@ -11,8 +11,6 @@ use rayon::prelude::*;
 
 /// Chains per rayon task: large enough to amortise scheduling, small enough to balance.
 const CHUNK: usize = 2048;
-/// Chains stepped in lockstep within a task.
-const LANES: usize = 4;
 
 /// The CPU backend.
 #[derive(Clone, Debug)]
@@ -78,38 +76,21 @@ impl Engine for CpuEngine {
             .map(|(chunk_index, (chains, diverged_at))| {
                 let mut moments = Moments::default();
                 let first = chunk_index * CHUNK;
-                // Groups of LANES chains step in lockstep: their steps are independent, so
-                // the core overlaps their latency-bound Philox rounds and transcendentals.
-                for (g, (group, diverged_at)) in chains
-                    .chunks_mut(LANES)
-                    .zip(diverged_at.chunks_mut(LANES))
-                    .enumerate()
-                {
-                    let base = (first + g * LANES) as u32;
-                    let mut alive = [false; LANES];
-                    for (a, d) in alive.iter_mut().zip(diverged_at.iter()) {
-                        *a = *d == 0;
-                    }
-                    for k in 0..steps {
-                        if !alive.iter().any(|&a| a) {
-                            break;
-                        }
-                        let step = step0.wrapping_add(k);
-                        for (l, chain) in group.iter_mut().enumerate() {
-                            if alive[l]
-                                && model.step(chain, &RngCounter::new(seed, base + l as u32, step))
-                            {
-                                diverged_at[l] = step + 1;
-                                alive[l] = false;
+                for (j, (chain, diverged)) in chains.iter_mut().zip(diverged_at).enumerate() {
+                    let index = (first + j) as u32;
+                    if *diverged == 0 {
+                        for k in 0..steps {
+                            let step = step0.wrapping_add(k);
+                            if model.step(chain, &RngCounter::new(seed, index, step)) {
+                                *diverged = step + 1;
+                                break;
                             }
                         }
                     }
-                    for (chain, d) in group.iter().zip(diverged_at.iter()) {
-                        if *d == 0 {
-                            moments.add(chain, model);
-                        } else {
-                            moments.diverged += 1;
-                        }
+                    if *diverged == 0 {
+                        moments.add(chain, model);
+                    } else {
+                        moments.diverged += 1;
                     }
                 }
                 moments
