@@ -5,6 +5,7 @@
 pub mod grid;
 pub mod noise;
 pub mod ranges;
+pub mod real;
 pub mod rng;
 pub mod samplers;
 pub mod schedule;
@@ -13,9 +14,10 @@ pub mod targets;
 
 pub use grid::Grid2;
 pub use noise::{NoiseModel, NoiseSpec};
+pub use real::{Lanes, Real, RngLanes, StepRng};
 pub use rng::{RngCounter, Stream};
 pub use samplers::{
-    Chain2, Kinetic, Model, NoiseMass, SamplerKind, SamplerParams, SamplerSpec, XiUpdate,
+    Chain2, ChainOf, Kinetic, Model, NoiseMass, SamplerKind, SamplerParams, SamplerSpec, XiUpdate,
 };
 pub use schedule::{Schedule, ScheduleSpec};
 pub use targets::{Target, TargetSpec};

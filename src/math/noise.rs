@@ -1,6 +1,7 @@
 //! Synthetic gradient noise of toy targets (MATH.md §4): g̃ = ∇L(θ) + ε, with ε drawn per
 //! step, chain and coordinate from the gradient-noise stream.
 
+use super::real::Real;
 use serde::{Deserialize, Serialize};
 
 /// The gradient-noise model.
@@ -83,8 +84,8 @@ impl NoiseModel {
 
     /// Standard deviations of the noise at θ.
     #[inline(always)]
-    pub fn sigma_at(&self, theta: [f32; 2]) -> [f32; 2] {
-        let factor = 1.0 + self.kappa * (theta[0] * theta[0] + theta[1] * theta[1]).sqrt();
-        [self.sigma[0] * factor, self.sigma[1] * factor]
+    pub fn sigma_at<R: Real>(&self, theta: [R; 2]) -> [R; 2] {
+        let factor = (theta[0] * theta[0] + theta[1] * theta[1]).sqrt() * self.kappa + 1.0;
+        [factor * self.sigma[0], factor * self.sigma[1]]
     }
 }

@@ -7,6 +7,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::noise::NoiseModel;
+use super::real::{Lanes, Real, StepRng};
 use super::rng::{RngCounter, Stream};
 use super::schedule::Schedule;
 use super::targets::Target;
@@ -291,44 +292,68 @@ pub struct SamplerParams {
     pub divergence_bound: f32,
 }
 
-/// State of one 2-D chain.
+/// State of a 2-D chain, or of lanes of chains when `R` is [`Lanes`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Chain2 {
+pub struct ChainOf<R> {
     /// Position θ.
-    pub theta: [f32; 2],
+    pub theta: [R; 2],
     /// Momentum p.
-    pub p: [f32; 2],
+    pub p: [R; 2],
     /// Thermostat ξ.
-    pub xi: [f32; 2],
+    pub xi: [R; 2],
+}
+
+/// State of one 2-D chain.
+pub type Chain2 = ChainOf<f32>;
+
+impl<const N: usize> ChainOf<Lanes<N>> {
+    /// Lane `l` as a single chain.
+    #[inline(always)]
+    pub fn get(&self, l: usize) -> Chain2 {
+        Chain2 {
+            theta: self.theta.map(|v| v.0[l]),
+            p: self.p.map(|v| v.0[l]),
+            xi: self.xi.map(|v| v.0[l]),
+        }
+    }
+
+    /// Sets lane `l` to a single chain.
+    #[inline(always)]
+    pub fn set(&mut self, l: usize, c: &Chain2) {
+        for k in 0..2 {
+            self.theta[k].0[l] = c.theta[k];
+            self.p[k].0[l] = c.p[k];
+            self.xi[k].0[l] = c.xi[k];
+        }
+    }
 }
 
 /// (1 − e^{−x})/x given e^{−x}, accurate for small |x| (a Taylor series where 1 − e^{−x}
 /// would cancel), and 1 at x = 0: the friction-free limit. Written without `expm1` because
-/// WGSL has none; the shader uses the same branch and coefficients.
+/// WGSL has none; the shader uses the same selection and coefficients.
 #[inline(always)]
-pub fn one_minus_exp_neg_over_x(x: f32, exp_neg_x: f32) -> f32 {
-    if x.abs() < 0.25 {
-        // 1 − x/2 + x²/6 − x³/24 + x⁴/120 − x⁵/720 + x⁶/5040: error < x⁷/40320 < 2e-9.
-        1.0 + x
-            * (-1.0 / 2.0
-                + x * (1.0 / 6.0
-                    + x * (-1.0 / 24.0
-                        + x * (1.0 / 120.0 + x * (-1.0 / 720.0 + x * (1.0 / 5040.0))))))
-    } else {
-        (1.0 - exp_neg_x) / x
-    }
+pub fn one_minus_exp_neg_over_x<R: Real>(x: R, exp_neg_x: R) -> R {
+    // 1 − x/2 + x²/6 − x³/24 + x⁴/120 − x⁵/720 + x⁶/5040: error < x⁷/40320 < 2e-9.
+    let series = x
+        * (x * (x
+            * (x * (x * (x * (1.0 / 5040.0) + (-1.0 / 720.0)) + 1.0 / 120.0) + (-1.0 / 24.0))
+            + 1.0 / 6.0)
+            + (-1.0 / 2.0))
+        + 1.0;
+    let closed = (-exp_neg_x + 1.0) / x;
+    x.abs().select_lt(R::splat(0.25), series, closed)
 }
 
 /// K'(p) and K''(p) for the kinetic energy with speed limit `speed` (0: Gaussian), and the
 /// relativistic factor s = sqrt(1 + p²/(m²c²)) (1 for Gaussian).
 #[inline(always)]
-pub fn kinetic_derivatives(p: f32, mass: f32, inv_mass: f32, speed: f32) -> (f32, f32, f32) {
+pub fn kinetic_derivatives<R: Real>(p: R, mass: f32, inv_mass: f32, speed: f32) -> (R, R, R) {
     if speed == 0.0 {
-        (p * inv_mass, inv_mass, 1.0)
+        (p * inv_mass, R::splat(inv_mass), R::splat(1.0))
     } else {
         let q = p / (mass * speed);
-        let s = (1.0 + q * q).sqrt();
-        (p / (mass * s), 1.0 / (mass * s * s * s), s)
+        let s = (q * q + 1.0).sqrt();
+        (p / (s * mass), R::splat(1.0) / (s * mass * s * s), s)
     }
 }
 
@@ -348,7 +373,7 @@ pub struct Model {
 impl Model {
     /// g̃ = ∇L(θ) (minibatched for data targets) + synthetic noise (MATH.md §4).
     #[inline(always)]
-    pub fn stochastic_gradient(&self, theta: [f32; 2], rng: &RngCounter) -> [f32; 2] {
+    pub fn stochastic_gradient<R: Real, G: StepRng<R>>(&self, theta: [R; 2], rng: &G) -> [R; 2] {
         let mut g = self.target.gradient(theta, rng);
         if self.noise.is_active() {
             let z = rng.normal2(Stream::GradientNoise, 0);
@@ -359,12 +384,20 @@ impl Model {
         g
     }
 
-    /// Advances one chain by one step (global step index `step`). Returns `true` when the
-    /// chain diverged during this step (MATH.md §2): the caller freezes it.
+    /// Advances one chain by one step (global step index `rng.step`). Returns `true` when
+    /// the chain diverged during this step (MATH.md §2): the caller freezes it.
     #[inline(always)]
     pub fn step(&self, chain: &mut Chain2, rng: &RngCounter) -> bool {
+        self.advance(chain, rng);
+        self.is_diverged(chain)
+    }
+
+    /// One step of one chain or of lanes of chains: every formula of MATH.md §1–3 is here,
+    /// once. Divergence is the caller's to check.
+    #[inline(always)]
+    pub fn advance<R: Real, G: StepRng<R>>(&self, chain: &mut ChainOf<R>, rng: &G) {
         let sp = &self.sampler;
-        let (h, exploring) = self.schedule.at(sp.h, rng.step);
+        let (h, exploring) = self.schedule.at(sp.h, rng.step());
         let t = if exploring { 0.0 } else { sp.temperature };
         match sp.kind {
             SamplerKind::Atmc => self.atmc_step(chain, rng, h, t),
@@ -373,7 +406,7 @@ impl Model {
                 let z = rng.normal2(Stream::Injected, 0);
                 let scale = (2.0 * h * t).sqrt();
                 for c in 0..2 {
-                    chain.theta[c] += -h * g[c] + scale * z[c];
+                    chain.theta[c] += g[c] * -h + z[c] * scale;
                 }
             }
             SamplerKind::Sghmc => {
@@ -385,8 +418,8 @@ impl Model {
                 for c in 0..2 {
                     let p = chain.p[c];
                     chain.p[c] =
-                        p - h * g[c] - h * sp.sghmc_friction * p * sp.inv_mass + scale * z[c];
-                    chain.theta[c] += h * chain.p[c] * sp.inv_mass;
+                        p - g[c] * h - p * (h * sp.sghmc_friction) * sp.inv_mass + z[c] * scale;
+                    chain.theta[c] += chain.p[c] * h * sp.inv_mass;
                 }
             }
             SamplerKind::Sgnht => {
@@ -395,76 +428,73 @@ impl Model {
                 let scale = (2.0 * sp.sgnht_diffusion * h * t).sqrt();
                 for c in 0..2 {
                     let p = chain.p[c];
-                    chain.p[c] = p - h * g[c] - h * chain.xi[c] * p + scale * z[c];
-                    chain.theta[c] += h * chain.p[c] * sp.inv_mass;
+                    chain.p[c] = p - g[c] * h - chain.xi[c] * h * p + z[c] * scale;
+                    chain.theta[c] += chain.p[c] * h * sp.inv_mass;
                 }
                 let heat = [
                     chain.p[0] * chain.p[0] * sp.inv_mass - t,
                     chain.p[1] * chain.p[1] * sp.inv_mass - t,
                 ];
                 if sp.sgnht_shared_xi {
-                    let mean = 0.5 * (heat[0] + heat[1]);
-                    chain.xi = [chain.xi[0] + h * mean, chain.xi[1] + h * mean];
+                    let mean = (heat[0] + heat[1]) * 0.5;
+                    chain.xi = [chain.xi[0] + mean * h, chain.xi[1] + mean * h];
                 } else {
-                    chain.xi = [chain.xi[0] + h * heat[0], chain.xi[1] + h * heat[1]];
+                    chain.xi = [chain.xi[0] + heat[0] * h, chain.xi[1] + heat[1] * h];
                 }
             }
             SamplerKind::Sgd => {
                 let g = self.stochastic_gradient(chain.theta, rng);
                 for c in 0..2 {
-                    chain.theta[c] -= h * g[c];
+                    chain.theta[c] -= g[c] * h;
                 }
             }
         }
-        self.is_diverged(chain)
     }
 
     /// ATMC's Strang splitting (MATH.md §1) with the three printed defects as switches (§2).
     #[inline(always)]
-    fn atmc_step(&self, chain: &mut Chain2, rng: &RngCounter, h: f32, t: f32) {
+    fn atmc_step<R: Real, G: StepRng<R>>(&self, chain: &mut ChainOf<R>, rng: &G, h: f32, t: f32) {
         let sp = &self.sampler;
         let m = sp.mass;
+        let mut s = [R::splat(1.0); 2];
         for c in 0..2 {
-            let (k1, k2, _) = kinetic_derivatives(chain.p[c], m, sp.inv_mass, sp.speed);
-            chain.theta[c] += 0.5 * h * k1;
+            let (k1, k2, sc) = kinetic_derivatives(chain.p[c], m, sp.inv_mass, sp.speed);
+            s[c] = sc;
+            chain.theta[c] += k1 * (0.5 * h);
             chain.xi[c] = self.thermostat_half_step(chain.xi[c], k1, k2, h, t);
         }
         let g = self.stochastic_gradient(chain.theta, rng);
         let z = rng.normal2(Stream::Injected, 0);
         for c in 0..2 {
             let xi = chain.xi[c];
-            let beta = sp.friction_floor.max(xi);
-            let alpha = (sp.friction_floor - xi).max(0.0);
-            let (_, _, s) = kinetic_derivatives(chain.p[c], m, sp.inv_mass, sp.speed);
+            let beta = xi.max(R::splat(sp.friction_floor));
+            let alpha = (-xi + sp.friction_floor).max(R::splat(0.0));
             // Exact OU step with friction φβ/s (s frozen over the step for hyperbolic K).
-            let mut x = sp.friction_sign * beta * h;
+            let mut x = beta * (sp.friction_sign * h);
             if sp.speed != 0.0 {
-                x /= s;
+                x = x / s[c];
             }
             let decay = (-x).exp();
-            let drift = h * one_minus_exp_neg_over_x(x, decay);
-            let variance = 2.0
-                * alpha
-                * sp.noise_mass
-                * t
-                * h
-                * one_minus_exp_neg_over_x(2.0 * x, decay * decay);
+            let drift = one_minus_exp_neg_over_x(x, decay) * h;
+            let variance = alpha
+                * (2.0 * sp.noise_mass * t * h)
+                * one_minus_exp_neg_over_x(x * 2.0, decay * decay);
             chain.p[c] = decay * chain.p[c] - drift * g[c] + variance.sqrt() * z[c];
             let (k1, k2, _) = kinetic_derivatives(chain.p[c], m, sp.inv_mass, sp.speed);
             chain.xi[c] = self.thermostat_half_step(chain.xi[c], k1, k2, h, t);
-            chain.theta[c] += 0.5 * h * k1;
+            chain.theta[c] += k1 * (0.5 * h);
         }
     }
 
     /// Half a thermostat step, ξ += (h/2) m (K'² − T K''), or the printed overwrite
     /// ξ = h m (K'² − T K'').
     #[inline(always)]
-    fn thermostat_half_step(&self, xi: f32, k1: f32, k2: f32, h: f32, t: f32) -> f32 {
-        let heat = self.sampler.mass * (k1 * k1 - t * k2);
+    fn thermostat_half_step<R: Real>(&self, xi: R, k1: R, k2: R, h: f32, t: f32) -> R {
+        let heat = (k1 * k1 - k2 * t) * self.sampler.mass;
         if self.sampler.xi_overwrite {
-            h * heat
+            heat * h
         } else {
-            xi + 0.5 * h * heat
+            xi + heat * (0.5 * h)
         }
     }
 
@@ -484,13 +514,8 @@ impl Model {
     /// p K'(p) per coordinate: its mean over chains is the kinetic temperature.
     #[inline(always)]
     pub fn kinetic_heat(&self, p: f32) -> f32 {
-        p * kinetic_derivatives(
-            p,
-            self.sampler.mass,
-            self.sampler.inv_mass,
-            self.sampler.speed,
-        )
-        .0
+        let sp = &self.sampler;
+        p * kinetic_derivatives(p, sp.mass, sp.inv_mass, sp.speed).0
     }
 }
 

@@ -5,6 +5,7 @@
 //! densities, cell masses and exact samples are host-side f64.
 
 use super::grid::Grid2;
+use super::real::{Real, StepRng};
 use super::rng::{RngCounter, SequentialRng, Stream, index_below};
 use super::special::normal_cdf;
 use serde::{Deserialize, Serialize};
@@ -791,30 +792,28 @@ impl Target {
         (kind, c)
     }
 
-    /// Stochastic gradient of −log density at θ in f32 (minibatched for data targets; the
-    /// synthetic gradient noise of MATH.md §4 is added by the caller).
+    /// Stochastic gradient of −log density at θ in f32, for one chain or lanes of chains
+    /// (minibatched for data targets; the synthetic gradient noise of MATH.md §4 is added by
+    /// the caller).
     #[inline(always)]
-    pub fn gradient(&self, t: [f32; 2], rng: &RngCounter) -> [f32; 2] {
+    pub fn gradient<R: Real, G: StepRng<R>>(&self, t: [R; 2], rng: &G) -> [R; 2] {
         match self {
             Target::Gaussian(g) => {
                 let d0 = t[0] - g.mean[0] as f32;
                 let d1 = t[1] - g.mean[1] as f32;
                 let p = g.precision.map(|v| v as f32);
-                [p[0] * d0 + p[1] * d1, p[1] * d0 + p[2] * d1]
+                [d0 * p[0] + d1 * p[1], d0 * p[1] + d1 * p[2]]
             }
             Target::Banana { a, b, s } => {
                 let (a, b, s) = (*a as f32, *b as f32, *s as f32);
-                let r = (t[1] - b * (t[0] * t[0] - a * a)) / (s * s);
-                [t[0] / (a * a) - 2.0 * b * t[0] * r, r]
+                let r = (t[1] - (t[0] * t[0] - a * a) * b) / (s * s);
+                [t[0] / (a * a) - t[0] * r * (2.0 * b), r]
             }
             Target::Donut { radius, width } => {
                 let norm = (t[0] * t[0] + t[1] * t[1]).sqrt();
                 // The ring's gradient is undefined at the origin; 0 there is the symmetric choice.
-                let f = if norm > 1e-20 {
-                    (norm - *radius as f32) / ((*width * *width) as f32 * norm)
-                } else {
-                    0.0
-                };
+                let f = (norm - *radius as f32) / (norm * (*width * *width) as f32);
+                let f = norm.select_lt(R::splat(1e-20), R::splat(0.0), f);
                 [f * t[0], f * t[1]]
             }
             Target::Gmm25 { spacing, variance } => {
@@ -823,7 +822,7 @@ impl Target {
             Target::Funnel { sigma_v } => {
                 let s2 = (*sigma_v * *sigma_v) as f32;
                 let e = (-t[1]).exp();
-                [t[0] * e, t[1] / s2 - 0.5 * t[0] * t[0] * e + 0.5]
+                [t[0] * e, t[1] / s2 - t[0] * t[0] * e * 0.5 + 0.5]
             }
             Target::DoubleWell {
                 separation,
@@ -831,12 +830,23 @@ impl Target {
             } => {
                 let mu2 = (*separation * *separation) as f32;
                 let q = t[0] * t[0] / mu2 - 1.0;
-                [4.0 * *barrier as f32 * q * t[0] / mu2, t[1]]
+                [q * (4.0 * *barrier as f32) * t[0] / mu2, t[1]]
             }
-            Target::Logistic(l) => logistic_gradient(l, t, rng),
+            Target::Logistic(l) => {
+                // Each chain gathers its own minibatch: one lane at a time.
+                let mut lanes = [[0.0f32; 2]; MAX_LANES];
+                assert!(R::LANES <= MAX_LANES);
+                for (k, slot) in lanes.iter_mut().enumerate().take(R::LANES) {
+                    *slot = logistic_gradient(l, [t[0].lane(k), t[1].lane(k)], &rng.lane(k));
+                }
+                [R::from_fn(|k| lanes[k][0]), R::from_fn(|k| lanes[k][1])]
+            }
         }
     }
 }
+
+/// Most lanes a gradient evaluation handles.
+const MAX_LANES: usize = 16;
 
 /// Centre of component k of the 25-Gaussian mixture.
 fn gmm_centre(k: usize, spacing: f64) -> [f64; 2] {
@@ -848,15 +858,15 @@ fn gmm_centre(k: usize, spacing: f64) -> [f64; 2] {
 
 /// Gradient of −log Σₖ exp(−|θ − μₖ|²/(2v)): responsibilities by a stable log-sum-exp.
 #[inline(always)]
-fn gmm_gradient(t: [f32; 2], spacing: f32, variance: f32) -> [f32; 2] {
-    let mut d_min = f32::INFINITY;
+fn gmm_gradient<R: Real>(t: [R; 2], spacing: f32, variance: f32) -> [R; 2] {
+    let mut d_min = R::splat(f32::INFINITY);
     for k in 0..25 {
         let cx = (k % 5) as f32 * spacing - 2.0 * spacing;
         let cy = (k / 5) as f32 * spacing - 2.0 * spacing;
         let d = ((t[0] - cx) * (t[0] - cx) + (t[1] - cy) * (t[1] - cy)) / (2.0 * variance);
         d_min = d_min.min(d);
     }
-    let (mut w_sum, mut gx, mut gy) = (0.0f32, 0.0f32, 0.0f32);
+    let (mut w_sum, mut gx, mut gy) = (R::splat(0.0), R::splat(0.0), R::splat(0.0));
     for k in 0..25 {
         let cx = (k % 5) as f32 * spacing - 2.0 * spacing;
         let cy = (k / 5) as f32 * spacing - 2.0 * spacing;
@@ -866,7 +876,7 @@ fn gmm_gradient(t: [f32; 2], spacing: f32, variance: f32) -> [f32; 2] {
         gx += w * (t[0] - cx);
         gy += w * (t[1] - cy);
     }
-    [gx / (variance * w_sum), gy / (variance * w_sum)]
+    [gx / (w_sum * variance), gy / (w_sum * variance)]
 }
 
 /// ∇(−log prior) + (N/n) Σ_batch ∇(−log likelihood), each chain drawing its own batch with
