@@ -40,6 +40,7 @@ fn gpu_trajectories_match_cpu() {
             worst = worst.max((x.p[c] - y.p[c]).abs() / 10.0);
         }
     }
+    eprintln!("max |θ_gpu − θ_cpu| (and |p_gpu − p_cpu|/10) after 100 steps: {worst:e}");
     assert!(worst <= 1e-3, "max |θ_gpu − θ_cpu| = {worst}");
     assert_eq!(a.diverged_at, b.diverged_at);
     assert_eq!(rc.moments.alive, rg.moments.alive);
