@@ -185,40 +185,36 @@ pub fn every_sampler_runs_on_every_target(backend: BackendChoice) {
     }
 }
 
-macro_rules! on_backend {
-    ($backend:expr; $($name:ident),*) => {$(
-        #[test]
-        fn $name() {
-            super::$name($backend);
+/// One test per body and backend: `cpu::name` and `gpu::name`. The GPU runs the same
+/// bodies; the runner fails (no silent skip) when no adapter exists.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod cpu {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(super::BackendChoice::Cpu);
+                }
+            )*
         }
-    )*};
+        mod gpu {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(super::BackendChoice::Gpu);
+                }
+            )*
+        }
+    };
 }
 
-/// The GPU runs the same bodies. The runner fails (no silent skip) when no adapter exists.
-mod gpu {
-    use super::*;
-    on_backend!(BackendChoice::Gpu;
-        atmc_is_exact_under_gradient_noise,
-        atmc_matches_correlated_gaussian,
-        printed_friction_sign_explodes,
-        thermostat_overwrite_runs_hot,
-        missing_mass_is_hidden_by_the_thermostat,
-        baselines_behave_as_theory_says,
-        sgnht_samples_with_both_thermostats,
-        every_sampler_runs_on_every_target
-    );
-}
-
-mod cpu {
-    use super::*;
-    on_backend!(BackendChoice::Cpu;
-        atmc_is_exact_under_gradient_noise,
-        atmc_matches_correlated_gaussian,
-        printed_friction_sign_explodes,
-        thermostat_overwrite_runs_hot,
-        missing_mass_is_hidden_by_the_thermostat,
-        baselines_behave_as_theory_says,
-        sgnht_samples_with_both_thermostats,
-        every_sampler_runs_on_every_target
-    );
-}
+on_both_backends!(
+    atmc_is_exact_under_gradient_noise,
+    atmc_matches_correlated_gaussian,
+    printed_friction_sign_explodes,
+    thermostat_overwrite_runs_hot,
+    missing_mass_is_hidden_by_the_thermostat,
+    baselines_behave_as_theory_says,
+    sgnht_samples_with_both_thermostats,
+    every_sampler_runs_on_every_target,
+);

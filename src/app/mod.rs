@@ -54,6 +54,8 @@ pub struct AtmcApp {
     target_grid: Grid2,
     /// Smoothed frame time of the UI, seconds.
     frame_time: f32,
+    /// Offscreen pictures: leave out what depends on timing.
+    reproducible: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -167,6 +169,7 @@ impl AtmcApp {
             sent_views: Vec::new(),
             target_grid,
             frame_time: 0.0,
+            reproducible: false,
         };
         app.send_views();
         app
@@ -177,7 +180,8 @@ impl AtmcApp {
         &self.session
     }
 
-    fn specs(&self) -> Vec<HistogramSpec> {
+    /// The histograms the three portraits need.
+    pub fn specs(&self) -> Vec<HistogramSpec> {
         let c = self.preset.view.coordinate as u8;
         let r = portrait::resolution(self.preset.chains);
         vec![
@@ -347,7 +351,7 @@ impl AtmcApp {
                 );
                 ui.separator();
             }
-            if self.frame_time > 0.0 {
+            if self.frame_time > 0.0 && !self.reproducible {
                 ui.label(
                     RichText::new(format!("UI {:.0} ms/frame", 1e3 * self.frame_time)).small(),
                 );
@@ -551,10 +555,27 @@ impl AtmcApp {
     }
 
     fn update_auto_views(&mut self, s: &Snapshot) {
+        self.follow_views(s, 0.15);
+    }
+
+    fn follow_views(&mut self, s: &Snapshot, tolerance: f64) {
         let auto = auto_ranges(&self.target_grid, &self.preset, Some(s));
-        self.views.theta.follow(auto.theta);
-        self.views.phase.follow(auto.phase);
-        self.views.thermostat.follow(auto.thermostat);
+        self.views.theta.follow(auto.theta, tolerance);
+        self.views.phase.follow(auto.phase, tolerance);
+        self.views.thermostat.follow(auto.thermostat, tolerance);
+    }
+
+    /// Sets every auto-ranging view exactly to the range of the latest snapshot. Pictures of
+    /// step N then do not depend on which intermediate snapshots the UI happened to see.
+    pub fn settle_views(&mut self) {
+        let s = self.session.snapshot();
+        self.follow_views(&s, 0.0);
+        self.send_views();
+    }
+
+    /// Hides timing-dependent figures (frame time) so offscreen pictures are reproducible.
+    pub fn set_reproducible(&mut self, on: bool) {
+        self.reproducible = on;
     }
 
     fn open_preset_dialog(&mut self) {

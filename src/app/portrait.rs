@@ -36,8 +36,9 @@ impl ViewRange {
         Grid2::new(self.x, self.y, resolution, resolution)
     }
 
-    /// Moves an auto-ranging view to `wanted` when it differs noticeably (avoids jitter).
-    pub fn follow(&mut self, wanted: ([f64; 2], [f64; 2])) {
+    /// Moves an auto-ranging view to `wanted` when it differs by more than `tolerance` of
+    /// its width (a tolerance avoids jitter while the ensemble moves; 0 settles exactly).
+    pub fn follow(&mut self, wanted: ([f64; 2], [f64; 2]), tolerance: f64) {
         if !self.auto {
             return;
         }
@@ -45,7 +46,7 @@ impl ViewRange {
             let w = (b[1] - b[0]).abs().max(1e-12);
             ((a[0] - b[0]).abs() + (a[1] - b[1]).abs()) / w
         };
-        if off(self.x, wanted.0) > 0.15 || off(self.y, wanted.1) > 0.15 {
+        if off(self.x, wanted.0) > tolerance || off(self.y, wanted.1) > tolerance {
             self.x = wanted.0;
             self.y = wanted.1;
         }
@@ -303,9 +304,11 @@ mod tests {
     #[test]
     fn follow_ignores_small_moves() {
         let mut v = ViewRange::auto([-1.0, 1.0], [-1.0, 1.0]);
-        v.follow(([-1.05, 1.0], [-1.0, 1.0]));
+        v.follow(([-1.05, 1.0], [-1.0, 1.0]), 0.15);
         assert_eq!(v.x, [-1.0, 1.0]);
-        v.follow(([-3.0, 3.0], [-1.0, 1.0]));
+        v.follow(([-3.0, 3.0], [-1.0, 1.0]), 0.15);
         assert_eq!(v.x, [-3.0, 3.0]);
+        v.follow(([-3.05, 3.0], [-1.0, 1.0]), 0.0);
+        assert_eq!(v.x, [-3.05, 3.0]);
     }
 }

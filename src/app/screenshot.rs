@@ -59,37 +59,34 @@ pub fn run_to_step(
     let app = harness.state().as_ref().context("app not started")?;
     app.session().send(super::session::Command::RunTo(steps));
     let deadline = Instant::now() + Duration::from_secs(600);
-    // The worker publishes one snapshot per tick; the UI must show the last one, with the
-    // histograms of its current views.
-    loop {
-        harness.step();
-        let app = harness.state().as_ref().context("app not started")?;
-        let done = app.session().with_snapshot(|s| {
-            s.step >= steps
-                && s.run_to.is_none()
-                && s.histograms.len() == 3
-                && s.specs == app.specs()
-        });
-        if done {
-            break;
+    let wait = |harness: &mut AppHarness, what: &str, ready: &dyn Fn(&AtmcApp) -> bool| {
+        loop {
+            harness.step();
+            let app = harness.state().as_ref().context("app not started")?;
+            if ready(app) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("{what} did not happen within 10 minutes");
+            }
+            std::thread::sleep(Duration::from_millis(2));
         }
-        if std::env::var_os("ATMC_DEBUG").is_some() {
-            app.session().with_snapshot(|s| {
-                eprintln!(
-                    "step {} run_to {:?} hist {} specs_eq {} playing {}",
-                    s.step,
-                    s.run_to,
-                    s.histograms.len(),
-                    s.specs == app.specs(),
-                    s.playing
-                );
-            });
-        }
-        if Instant::now() > deadline {
-            bail!("the engine did not reach step {steps} within 10 minutes");
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    };
+    wait(harness, &format!("step {steps}"), &|app| {
+        app.session()
+            .with_snapshot(|s| s.step >= steps && s.run_to.is_none())
+    })?;
+    // The views follow the ensemble; settle them on the final snapshot, then wait for the
+    // histograms binned on exactly those views (still at step N: the worker is paused).
+    harness
+        .state_mut()
+        .as_mut()
+        .context("app not started")?
+        .settle_views();
+    wait(harness, "the final histograms", &|app| {
+        app.session()
+            .with_snapshot(|s| s.histograms.len() == 3 && s.specs == app.specs())
+    })?;
     for _ in 0..3 {
         harness.step();
     }
