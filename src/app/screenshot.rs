@@ -41,8 +41,11 @@ pub fn harness(
         .wgpu()
         .build_ui_state(
             move |ui, app: &mut Option<AtmcApp>| {
-                let app = app
-                    .get_or_insert_with(|| AtmcApp::new(ui.ctx(), preset.clone(), backend, false));
+                let app = app.get_or_insert_with(|| {
+                    let mut app = AtmcApp::new(ui.ctx(), preset.clone(), backend, false);
+                    app.set_reproducible(true);
+                    app
+                });
                 app.ui(ui);
             },
             None,

@@ -211,7 +211,8 @@ pub enum BackendChoice {
     Cpu,
     /// A GPU adapter (fails if there is none).
     Gpu,
-    /// A GPU if one is found, else the CPU with a notice.
+    /// A hardware GPU if one is found, else the CPU with a notice (a software rasteriser
+    /// such as llvmpipe counts as none: the CPU engine outruns it).
     Auto,
 }
 
@@ -237,27 +238,42 @@ pub fn create_engine_reusing(
     init: &InitSpec,
     seed: u64,
 ) -> anyhow::Result<(Box<dyn Engine>, Option<String>)> {
-    let mut gpu = |model| -> anyhow::Result<Box<dyn Engine>> {
-        let ctx = match device {
-            Some(ctx) => ctx.clone(),
-            None => device.insert(gpu::GpuContext::new()?).clone(),
-        };
+    let gpu_engine = |ctx: gpu::GpuContext, model| -> anyhow::Result<Box<dyn Engine>> {
         Ok(Box::new(gpu::GpuEngine::with_context(
             ctx, model, chains, init, seed,
         )?))
+    };
+    let open = |device: &mut Option<gpu::GpuContext>| -> anyhow::Result<gpu::GpuContext> {
+        match device {
+            Some(ctx) => Ok(ctx.clone()),
+            None => Ok(device.insert(gpu::GpuContext::new()?).clone()),
+        }
     };
     match choice {
         BackendChoice::Cpu => Ok((
             Box::new(cpu::CpuEngine::new(model, chains, init, seed)),
             None,
         )),
-        BackendChoice::Gpu => Ok((gpu(model)?, None)),
-        BackendChoice::Auto => match gpu(model.clone()) {
-            Ok(engine) => Ok((engine, None)),
-            Err(e) => Ok((
+        BackendChoice::Gpu => Ok((gpu_engine(open(device)?, model)?, None)),
+        BackendChoice::Auto => {
+            let reason = match open(device) {
+                // A software rasteriser (llvmpipe, SwiftShader, WARP) runs the shaders on the
+                // same cores as the CPU engine, several times slower than its SIMD lanes.
+                Ok(ctx) if ctx.adapter.device_type == wgpu::DeviceType::Cpu => format!(
+                    "only a software GPU ({}) was found; the CPU engine is faster here \
+                     (--backend gpu forces it)",
+                    ctx.adapter.name
+                ),
+                Ok(ctx) => match gpu_engine(ctx, model.clone()) {
+                    Ok(engine) => return Ok((engine, None)),
+                    Err(e) => format!("the GPU engine failed ({e:#})"),
+                },
+                Err(e) => format!("no usable GPU ({e:#})"),
+            };
+            Ok((
                 Box::new(cpu::CpuEngine::new(model, chains, init, seed)),
-                Some(format!("no usable GPU ({e:#}): running on the CPU engine")),
-            )),
-        },
+                Some(format!("{reason}: running on the CPU engine")),
+            ))
+        }
     }
 }
