@@ -26,6 +26,9 @@ pub struct BenchArgs {
     /// Seconds measured for `--ui`.
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
+    /// With `--ui`: keep the engine paused, to time the UI alone.
+    #[arg(long)]
+    paused: bool,
     /// Engine backend for `--ui`.
     #[arg(long, value_enum, default_value = "auto")]
     backend: crate::engine::BackendChoice,
@@ -40,9 +43,8 @@ fn bench_ui(args: &BenchArgs) -> anyhow::Result<()> {
     preset.view.steps_per_frame = args.steps_per_frame;
     let mut h = harness(preset, [1280, 720], 1.0, args.backend);
     let app = h.state().as_ref().expect("app started");
-    app.session().send(crate::app::session::Command::Play(
-        std::env::var_os("ATMC_BENCH_PAUSED").is_none(),
-    ));
+    app.session()
+        .send(crate::app::session::Command::Play(!args.paused));
     // Warm-up: shader compilation and the first histograms.
     let warm = Instant::now();
     while warm.elapsed().as_secs_f64() < 2.0 {
