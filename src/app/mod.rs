@@ -35,6 +35,28 @@ struct Status {
     error: bool,
 }
 
+/// Writes a text file, naming it in the error.
+fn write_file(path: &std::path::Path, contents: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    std::fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()))
+}
+
+impl Status {
+    /// "wrote PATH" on success, the error otherwise.
+    fn written(path: &std::path::Path, result: anyhow::Result<()>) -> Self {
+        match result {
+            Ok(()) => Status {
+                text: format!("wrote {}", path.display()),
+                error: false,
+            },
+            Err(e) => Status {
+                text: format!("{e:#}"),
+                error: true,
+            },
+        }
+    }
+}
+
 /// The app's state.
 pub struct AtmcApp {
     session: Session,
@@ -611,16 +633,10 @@ impl AtmcApp {
         else {
             return;
         };
-        self.status = Some(match std::fs::write(&path, self.preset.to_ron()) {
-            Ok(()) => Status {
-                text: format!("saved {}", path.display()),
-                error: false,
-            },
-            Err(e) => Status {
-                text: format!("cannot write {}: {e}", path.display()),
-                error: true,
-            },
-        });
+        self.status = Some(Status::written(
+            &path,
+            write_file(&path, &self.preset.to_ron()),
+        ));
     }
 
     fn export_csv_dialog(&mut self, s: &Snapshot) {
@@ -631,18 +647,8 @@ impl AtmcApp {
         else {
             return;
         };
-        self.status = Some(
-            match std::fs::write(&path, crate::runner::series_csv(&s.series)) {
-                Ok(()) => Status {
-                    text: format!("wrote {} rows to {}", s.series.len(), path.display()),
-                    error: false,
-                },
-                Err(e) => Status {
-                    text: format!("cannot write {}: {e}", path.display()),
-                    error: true,
-                },
-            },
-        );
+        let csv = crate::runner::series_csv(&s.series);
+        self.status = Some(Status::written(&path, write_file(&path, &csv)));
     }
 
     fn export_png_dialog(&mut self, ctx: &egui::Context, panel: Option<usize>, scale: u32) {
@@ -679,16 +685,7 @@ impl AtmcApp {
             request.scale,
             &request.path,
         );
-        self.status = Some(match result {
-            Ok(()) => Status {
-                text: format!("wrote {}", request.path.display()),
-                error: false,
-            },
-            Err(e) => Status {
-                text: format!("{e:#}"),
-                error: true,
-            },
-        });
+        self.status = Some(Status::written(&request.path, result));
     }
 }
 

@@ -143,22 +143,6 @@ impl Session {
     pub fn with_snapshot<R>(&self, f: impl FnOnce(&Snapshot) -> R) -> R {
         f(&self.shared.lock().expect("snapshot lock"))
     }
-
-    /// Blocks until the worker has reached `step` and is idle, or `timeout` passes. Used by
-    /// the screenshot command and the tests.
-    pub fn wait_for_step(&self, step: u32, timeout: Duration) -> bool {
-        let start = Instant::now();
-        while start.elapsed() < timeout {
-            {
-                let s = self.shared.lock().expect("snapshot lock");
-                if s.step >= step && s.run_to.is_none() && !s.histograms.is_empty() {
-                    return true;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        false
-    }
 }
 
 impl Drop for Session {
