@@ -73,9 +73,8 @@ fn advance(
             contribution[4] = chain.theta.x * chain.theta.x;
             contribution[5] = chain.theta.x * chain.theta.y;
             contribution[6] = chain.theta.y * chain.theta.y;
-            let heat = kinetic_heat(chain.p);
-            contribution[7] = heat.x;
-            contribution[8] = heat.y;
+            contribution[7] = kinetic_heat(chain.p.x);
+            contribution[8] = kinetic_heat(chain.p.y);
             contribution[9] = chain.xi.x;
             contribution[10] = chain.xi.y;
             for (var i = 0u; i < params.hist_count; i++) {

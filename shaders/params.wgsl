@@ -35,9 +35,17 @@ struct Params {
     batch_size: u32,
     groups_x: u32,
     inv_mass: f32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    // MLP posteriors (mlp.wgsl): weight layers, activation, parameters P per chain.
+    mlp_layers: u32,
+    mlp_activation: u32,
+    mlp_params: u32,
+    // Units per layer, from the 2 inputs to the classes.
+    mlp_sizes: array<vec4<u32>, 2>,
+    mlp_prior_precision: f32,
+    // Prediction: points, chains averaged over, the chain whose own map is drawn.
+    mlp_points: u32,
+    mlp_predict_chains: u32,
+    mlp_focus_chain: u32,
 }
 
 const SAMPLER_ATMC: u32 = 0u;

@@ -69,6 +69,11 @@ fn rng_normal2(rng: RngCounter, stream: u32, block: u32) -> vec2<f32> {
     return box_muller(b.x, b.y);
 }
 
+fn rng_normal4(rng: RngCounter, stream: u32, block: u32) -> vec4<f32> {
+    let b = rng_bits4(rng, stream, block);
+    return vec4<f32>(box_muller(b.x, b.y), box_muller(b.z, b.w));
+}
+
 // Uniform index in 0..n from one word (multiply-shift), as `index_below` in Rust.
 fn index_below(bits: u32, n: u32) -> u32 {
     return mul_hi_lo(bits, n).x;

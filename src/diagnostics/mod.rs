@@ -1,8 +1,10 @@
 //! Diagnostics (MATH.md §6): judge an ensemble of chains against the target's exact truth.
 //!
 //! [`RunRecorder`] consumes the engine's [`Report`]s block by block and produces the time
-//! series and the [`Summary`] of a run; [`mcmc`] holds R̂, ESS and the energy distance.
+//! series and the [`Summary`] of a run; [`mcmc`] holds R̂, ESS and the energy distance;
+//! [`classification`] scores classifiers (accuracy, NLL, calibration).
 
+pub mod classification;
 pub mod mcmc;
 
 use crate::engine::{ChainStates, Report};

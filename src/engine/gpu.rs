@@ -9,7 +9,7 @@
 use super::{
     BackendInfo, ChainStates, Engine, HistogramSpec, InitSpec, MAX_HISTOGRAMS, Moments, Report,
 };
-use crate::math::{Chain2, Model, SamplerKind, Target};
+use crate::math::{Chain2, Model, SamplerKind, SamplerParams, Schedule, Target};
 use anyhow::{Context, anyhow, bail};
 use bytemuck::{Pod, Zeroable};
 use wgpu::util::DeviceExt;
@@ -20,6 +20,7 @@ pub const SHADER_SOURCE: &str = concat!(
     include_str!("../../shaders/rng.wgsl"),
     include_str!("../../shaders/targets.wgsl"),
     include_str!("../../shaders/samplers.wgsl"),
+    include_str!("../../shaders/chain2.wgsl"),
     include_str!("../../shaders/engine.wgsl"),
 );
 
@@ -28,49 +29,116 @@ const WORKGROUP: u32 = 256;
 const PARTIAL_FIELDS: usize = 12;
 /// Longest dispatch: keeps each submission short enough for display watchdogs.
 const MAX_STEPS_PER_DISPATCH: u32 = 1024;
+/// Loop iterations one invocation may run: llvmpipe (lavapipe) ends an invocation after
+/// 65,535 loop iterations in all (LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of the
+/// shader), silently. Dispatches are cut to stay below it.
+const LOOP_BUDGET: u32 = 50_000;
 
-/// Uniform parameters; the layout of `Params` in `shaders/params.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-struct GpuParams {
-    seed_lo: u32,
-    seed_hi: u32,
-    step0: u32,
-    steps: u32,
-    chains: u32,
-    sampler_kind: u32,
-    target_kind: u32,
-    flags: u32,
-    h: f32,
-    mass: f32,
-    friction_floor: f32,
-    temperature: f32,
-    speed: f32,
-    friction_sign: f32,
-    noise_mass: f32,
-    divergence_bound: f32,
-    sghmc_friction: f32,
-    sghmc_noise_estimate: f32,
-    sgnht_diffusion: f32,
-    noise_kappa: f32,
-    noise_sigma0: f32,
-    noise_sigma1: f32,
-    cycle_len: u32,
-    explore_fraction: f32,
-    target_params: [f32; 8],
-    /// Per histogram: origin x, origin y, scale x, scale y.
-    hist_f: [[f32; 4]; MAX_HISTOGRAMS],
-    /// Per histogram: nx, ny, axes (x | y << 8), offset of its first cell.
-    hist_u: [[u32; 4]; MAX_HISTOGRAMS],
-    hist_count: u32,
-    data_n: u32,
-    batch_size: u32,
-    groups_x: u32,
-    inv_mass: f32,
-    _pad: [u32; 3],
+/// An upper bound on the loop iterations of one step of `model`: Philox rounds, the mixture's
+/// components, the logistic minibatch with its Philox draws.
+fn loop_iterations_per_step(model: &Model) -> u32 {
+    let batch = match &model.target {
+        Target::Logistic(l) => 4 * l.batch_size,
+        _ => 0,
+    };
+    // Three Philox calls of 10 rounds, two loops over 25 components, slack.
+    30 + 50 + 10 + batch
 }
 
-/// A chain as stored on the GPU (`Chain` in `shaders/samplers.wgsl`).
+/// Uniform parameters; the layout of `Params` in `shaders/params.wgsl`. The 2-D engine and
+/// the MLP engine share it, so the sampler fields have one host-side writer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub(crate) struct GpuParams {
+    pub(crate) seed_lo: u32,
+    pub(crate) seed_hi: u32,
+    pub(crate) step0: u32,
+    pub(crate) steps: u32,
+    pub(crate) chains: u32,
+    pub(crate) sampler_kind: u32,
+    pub(crate) target_kind: u32,
+    pub(crate) flags: u32,
+    pub(crate) h: f32,
+    pub(crate) mass: f32,
+    pub(crate) friction_floor: f32,
+    pub(crate) temperature: f32,
+    pub(crate) speed: f32,
+    pub(crate) friction_sign: f32,
+    pub(crate) noise_mass: f32,
+    pub(crate) divergence_bound: f32,
+    pub(crate) sghmc_friction: f32,
+    pub(crate) sghmc_noise_estimate: f32,
+    pub(crate) sgnht_diffusion: f32,
+    pub(crate) noise_kappa: f32,
+    pub(crate) noise_sigma0: f32,
+    pub(crate) noise_sigma1: f32,
+    pub(crate) cycle_len: u32,
+    pub(crate) explore_fraction: f32,
+    pub(crate) target_params: [f32; 8],
+    /// Per histogram: origin x, origin y, scale x, scale y.
+    pub(crate) hist_f: [[f32; 4]; MAX_HISTOGRAMS],
+    /// Per histogram: nx, ny, axes (x | y << 8), offset of its first cell.
+    pub(crate) hist_u: [[u32; 4]; MAX_HISTOGRAMS],
+    pub(crate) hist_count: u32,
+    pub(crate) data_n: u32,
+    pub(crate) batch_size: u32,
+    pub(crate) groups_x: u32,
+    pub(crate) inv_mass: f32,
+    pub(crate) mlp_layers: u32,
+    pub(crate) mlp_activation: u32,
+    pub(crate) mlp_params: u32,
+    pub(crate) mlp_sizes: [u32; 8],
+    pub(crate) mlp_prior_precision: f32,
+    pub(crate) mlp_points: u32,
+    pub(crate) mlp_predict_chains: u32,
+    pub(crate) mlp_focus_chain: u32,
+}
+
+impl GpuParams {
+    /// The parameters of a dispatch of `steps` steps from `step0` with everything
+    /// target-specific zero.
+    pub(crate) fn for_sampler(
+        sp: &SamplerParams,
+        schedule: &Schedule,
+        seed: u64,
+        step0: u32,
+        steps: u32,
+        chains: u32,
+    ) -> Self {
+        Self {
+            seed_lo: seed as u32,
+            seed_hi: (seed >> 32) as u32,
+            step0,
+            steps,
+            chains,
+            sampler_kind: match sp.kind {
+                SamplerKind::Atmc => 0,
+                SamplerKind::Sgld => 1,
+                SamplerKind::Sghmc => 2,
+                SamplerKind::Sgnht => 3,
+                SamplerKind::Sgd => 4,
+            },
+            flags: u32::from(sp.xi_overwrite) | (u32::from(sp.sgnht_shared_xi) << 1),
+            h: sp.h,
+            mass: sp.mass,
+            friction_floor: sp.friction_floor,
+            temperature: sp.temperature,
+            speed: sp.speed,
+            friction_sign: sp.friction_sign,
+            noise_mass: sp.noise_mass,
+            divergence_bound: sp.divergence_bound,
+            sghmc_friction: sp.sghmc_friction,
+            sghmc_noise_estimate: sp.sghmc_noise_estimate,
+            sgnht_diffusion: sp.sgnht_diffusion,
+            cycle_len: schedule.cycle_len,
+            explore_fraction: schedule.explore_fraction,
+            inv_mass: sp.inv_mass,
+            ..Zeroable::zeroed()
+        }
+    }
+}
+
+/// A chain as stored on the GPU (`Chain` in `shaders/chain2.wgsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 struct GpuChain {
@@ -172,6 +240,41 @@ impl GpuContext {
         })
     }
 
+    /// Copies `size` bytes at `offset` of `source` back to the host.
+    pub(crate) fn read_buffer(
+        &self,
+        source: &wgpu::Buffer,
+        offset: u64,
+        size: u64,
+    ) -> anyhow::Result<Vec<u8>> {
+        let device = &self.device;
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(source, offset, &staging, 0, size);
+        self.queue.submit([encoder.finish()]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| anyhow!("GPU device lost while reading back: {e}"))?;
+        rx.recv()
+            .context("readback callback dropped")?
+            .map_err(|e| anyhow!("cannot map the readback buffer: {e}"))?;
+        let bytes = staging
+            .get_mapped_range(..)
+            .map_err(|e| anyhow!("cannot read the readback buffer: {e:?}"))?
+            .to_vec();
+        staging.unmap();
+        Ok(bytes)
+    }
+
     /// A one-line description: adapter name, type and backend.
     pub fn describe(&self) -> String {
         format!(
@@ -206,7 +309,7 @@ pub struct GpuEngine {
     chains: u32,
 }
 
-fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+pub(crate) fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
     wgpu::BindGroupLayoutEntry {
         binding,
         visibility: wgpu::ShaderStages::COMPUTE,
@@ -440,36 +543,10 @@ impl GpuEngine {
             offset += spec.grid.cells() as u32 + 1;
         }
         GpuParams {
-            seed_lo: self.seed as u32,
-            seed_hi: (self.seed >> 32) as u32,
-            step0,
-            steps,
-            chains: self.chains,
-            sampler_kind: match sp.kind {
-                SamplerKind::Atmc => 0,
-                SamplerKind::Sgld => 1,
-                SamplerKind::Sghmc => 2,
-                SamplerKind::Sgnht => 3,
-                SamplerKind::Sgd => 4,
-            },
             target_kind: target,
-            flags: u32::from(sp.xi_overwrite) | (u32::from(sp.sgnht_shared_xi) << 1),
-            h: sp.h,
-            mass: sp.mass,
-            friction_floor: sp.friction_floor,
-            temperature: sp.temperature,
-            speed: sp.speed,
-            friction_sign: sp.friction_sign,
-            noise_mass: sp.noise_mass,
-            divergence_bound: sp.divergence_bound,
-            sghmc_friction: sp.sghmc_friction,
-            sghmc_noise_estimate: sp.sghmc_noise_estimate,
-            sgnht_diffusion: sp.sgnht_diffusion,
             noise_kappa: self.model.noise.kappa,
             noise_sigma0: self.model.noise.sigma[0],
             noise_sigma1: self.model.noise.sigma[1],
-            cycle_len: self.model.schedule.cycle_len,
-            explore_fraction: self.model.schedule.explore_fraction,
             target_params,
             hist_f,
             hist_u,
@@ -477,44 +554,15 @@ impl GpuEngine {
             data_n,
             batch_size,
             groups_x: self.buffers.groups[0],
-            inv_mass: sp.inv_mass,
-            _pad: [0; 3],
+            ..GpuParams::for_sampler(
+                sp,
+                &self.model.schedule,
+                self.seed,
+                step0,
+                steps,
+                self.chains,
+            )
         }
-    }
-
-    /// Copies `size` bytes at `offset` of `source` back to the host.
-    fn read_buffer(
-        &self,
-        source: &wgpu::Buffer,
-        offset: u64,
-        size: u64,
-    ) -> anyhow::Result<Vec<u8>> {
-        let device = &self.ctx.device;
-        let staging = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder = device.create_command_encoder(&Default::default());
-        encoder.copy_buffer_to_buffer(source, offset, &staging, 0, size);
-        self.ctx.queue.submit([encoder.finish()]);
-        let (tx, rx) = std::sync::mpsc::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-        device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| anyhow!("GPU device lost while reading back: {e}"))?;
-        rx.recv()
-            .context("readback callback dropped")?
-            .map_err(|e| anyhow!("cannot map the readback buffer: {e}"))?;
-        let bytes = staging
-            .get_mapped_range(..)
-            .map_err(|e| anyhow!("cannot read the readback buffer: {e:?}"))?
-            .to_vec();
-        staging.unmap();
-        Ok(bytes)
     }
 }
 
@@ -558,10 +606,12 @@ impl Engine for GpuEngine {
             self.histogram_slots = slots;
             self.rebind();
         }
-        let chunks = steps.div_ceil(MAX_STEPS_PER_DISPATCH).max(1);
+        let per_dispatch =
+            (LOOP_BUDGET / loop_iterations_per_step(&self.model)).clamp(1, MAX_STEPS_PER_DISPATCH);
+        let chunks = steps.div_ceil(per_dispatch).max(1);
         let mut done = 0;
         for chunk in 0..chunks {
-            let n = (steps - done).min(MAX_STEPS_PER_DISPATCH);
+            let n = (steps - done).min(per_dispatch);
             let last = chunk + 1 == chunks;
             let params = self.gpu_params(
                 self.step.wrapping_add(done),
@@ -587,7 +637,9 @@ impl Engine for GpuEngine {
         }
         self.step = self.step.wrapping_add(steps);
         let partial_bytes = self.buffers.partials.size();
-        let raw = self.read_buffer(&self.buffers.partials, 0, partial_bytes)?;
+        let raw = self
+            .ctx
+            .read_buffer(&self.buffers.partials, 0, partial_bytes)?;
         let partials: &[f32] = bytemuck::cast_slice(&raw);
         let mut moments = Moments::default();
         for p in partials.chunks_exact(PARTIAL_FIELDS) {
@@ -606,7 +658,9 @@ impl Engine for GpuEngine {
         }
         let mut result = Vec::with_capacity(histograms.len());
         if slots > 0 {
-            let raw = self.read_buffer(&self.histogram, 0, 4 * u64::from(slots))?;
+            let raw = self
+                .ctx
+                .read_buffer(&self.histogram, 0, 4 * u64::from(slots))?;
             let counts: &[u32] = bytemuck::cast_slice(&raw);
             let mut offset = 0;
             for spec in histograms {
@@ -632,13 +686,13 @@ impl Engine for GpuEngine {
             return Ok(ChainStates::default());
         }
         let size = std::mem::size_of::<GpuChain>() as u64;
-        let raw = self.read_buffer(
+        let raw = self.ctx.read_buffer(
             &self.buffers.chains,
             u64::from(start) * size,
             u64::from(end - start) * size,
         )?;
         let chains: &[GpuChain] = bytemuck::cast_slice(&raw);
-        let raw = self.read_buffer(
+        let raw = self.ctx.read_buffer(
             &self.buffers.diverged_at,
             4 * u64::from(start),
             4 * u64::from(end - start),

@@ -3,6 +3,8 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod mlp;
+pub mod mlp_gpu;
 pub mod moments;
 
 pub use moments::Moments;
@@ -243,37 +245,49 @@ pub fn create_engine_reusing(
             ctx, model, chains, init, seed,
         )?))
     };
-    let open = |device: &mut Option<gpu::GpuContext>| -> anyhow::Result<gpu::GpuContext> {
-        match device {
-            Some(ctx) => Ok(ctx.clone()),
-            None => Ok(device.insert(gpu::GpuContext::new()?).clone()),
-        }
-    };
+    let cpu_engine = |model| Box::new(cpu::CpuEngine::new(model, chains, init, seed));
     match choice {
-        BackendChoice::Cpu => Ok((
-            Box::new(cpu::CpuEngine::new(model, chains, init, seed)),
-            None,
-        )),
-        BackendChoice::Gpu => Ok((gpu_engine(open(device)?, model)?, None)),
+        BackendChoice::Cpu => Ok((cpu_engine(model), None)),
+        BackendChoice::Gpu => Ok((gpu_engine(open_device(device)?, model)?, None)),
         BackendChoice::Auto => {
-            let reason = match open(device) {
-                // A software rasteriser (llvmpipe, SwiftShader, WARP) runs the shaders on the
-                // same cores as the CPU engine, several times slower than its SIMD lanes.
-                Ok(ctx) if ctx.adapter.device_type == wgpu::DeviceType::Cpu => format!(
-                    "only a software GPU ({}) was found; the CPU engine is faster here \
-                     (--backend gpu forces it)",
-                    ctx.adapter.name
-                ),
+            let reason = match hardware_gpu(device) {
                 Ok(ctx) => match gpu_engine(ctx, model.clone()) {
                     Ok(engine) => return Ok((engine, None)),
                     Err(e) => format!("the GPU engine failed ({e:#})"),
                 },
-                Err(e) => format!("no usable GPU ({e:#})"),
+                Err(reason) => reason,
             };
-            Ok((
-                Box::new(cpu::CpuEngine::new(model, chains, init, seed)),
-                Some(format!("{reason}: running on the CPU engine")),
-            ))
+            Ok((cpu_engine(model), Some(fallback_notice(&reason))))
         }
     }
+}
+
+/// The device kept in `device`, opened on first use.
+pub(crate) fn open_device(device: &mut Option<gpu::GpuContext>) -> anyhow::Result<gpu::GpuContext> {
+    match device {
+        Some(ctx) => Ok(ctx.clone()),
+        None => Ok(device.insert(gpu::GpuContext::new()?).clone()),
+    }
+}
+
+/// For `auto`: the device when it is a hardware GPU, otherwise why the CPU engine runs
+/// instead. A software rasteriser (llvmpipe, SwiftShader, WARP) runs the shaders on the same
+/// cores as the CPU engine, several times slower than its SIMD lanes.
+pub(crate) fn hardware_gpu(
+    device: &mut Option<gpu::GpuContext>,
+) -> Result<gpu::GpuContext, String> {
+    match open_device(device) {
+        Ok(ctx) if ctx.adapter.device_type == wgpu::DeviceType::Cpu => Err(format!(
+            "only a software GPU ({}) was found; the CPU engine is faster here \
+             (--backend gpu forces it)",
+            ctx.adapter.name
+        )),
+        Ok(ctx) => Ok(ctx),
+        Err(e) => Err(format!("no usable GPU ({e:#})")),
+    }
+}
+
+/// The one-line notice of an `auto` fallback.
+pub(crate) fn fallback_notice(reason: &str) -> String {
+    format!("{reason}: running on the CPU engine")
 }

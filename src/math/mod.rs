@@ -2,7 +2,9 @@
 //! the counter-based RNG. No GPU, no UI: the CPU engine runs this code and the WGSL shaders
 //! mirror it function by function.
 
+pub mod datasets;
 pub mod grid;
+pub mod mlp;
 pub mod noise;
 pub mod ranges;
 pub mod real;
@@ -12,6 +14,7 @@ pub mod schedule;
 pub mod special;
 pub mod targets;
 
+pub use datasets::{DataSource, DataSpec, Dataset};
 pub use grid::Grid2;
 pub use noise::{NoiseModel, NoiseSpec};
 pub use real::{Lanes, Real, RngLanes, StepRng};

@@ -108,6 +108,14 @@ pub const FUNNEL_SIGMA: Range = Range::positive("funnel σ_v", 6.0);
 pub const BARRIER: Range = Range::closed("barrier height", 0.0, 100.0);
 /// Data points of data-based targets.
 pub const DATA_POINTS: Range = Range::closed("data points", 2.0, 1e5);
+/// Points of a generated classification data set.
+pub const DATASET_POINTS: Range = Range::closed("data-set points", 8.0, 20_000.0);
+/// Standard deviation of the jitter added to generated data points.
+pub const DATA_NOISE: Range = Range::closed("data noise", 0.0, 2.0);
+/// Fraction of a data set held out for testing.
+pub const TEST_FRACTION: Range = Range::closed("test fraction", 0.0, 0.9);
+/// Classes of a generated data set.
+pub const CLASSES: Range = Range::closed("classes", 2.0, 8.0);
 /// Minibatch size.
 pub const BATCH: Range = Range::closed("batch size", 0.0, 1e5);
 /// Number of chains.
@@ -178,6 +186,14 @@ ranged! {
     de_barrier: f64 => BARRIER;
     /// Deserialises a data-set size.
     de_data_points: u32 => DATA_POINTS;
+    /// Deserialises the size of a generated classification data set.
+    de_dataset_points: u32 => DATASET_POINTS;
+    /// Deserialises the jitter of generated data points.
+    de_data_noise: f32 => DATA_NOISE;
+    /// Deserialises a test fraction.
+    de_test_fraction: f32 => TEST_FRACTION;
+    /// Deserialises a number of classes.
+    de_classes: u32 => CLASSES;
     /// Deserialises a batch size.
     de_batch: u32 => BATCH;
     /// Deserialises a number of chains.

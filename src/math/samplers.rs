@@ -292,6 +292,137 @@ pub struct SamplerParams {
     pub divergence_bound: f32,
 }
 
+impl SamplerParams {
+    /// The step size h and temperature T at global step `step`: the schedule's h, and T = 0
+    /// in a cyclical schedule's exploration stage (MATH.md §3).
+    #[inline(always)]
+    pub fn step_size_and_temperature(&self, schedule: &Schedule, step: u32) -> (f32, f32) {
+        let (h, exploring) = schedule.at(self.h, step);
+        (h, if exploring { 0.0 } else { self.temperature })
+    }
+
+    /// ATMC's splitting (MATH.md §1) up to the gradient, for one coordinate: half a θ step
+    /// and half a thermostat step. Returns the relativistic factor s at the old p, which the
+    /// O-step freezes (1 for Gaussian K).
+    #[inline(always)]
+    pub fn atmc_first_half<R: Real>(&self, theta: &mut R, p: R, xi: &mut R, h: f32, t: f32) -> R {
+        let (k1, k2, s) = kinetic_derivatives(p, self.mass, self.inv_mass, self.speed);
+        *theta += k1 * (0.5 * h);
+        *xi = self.thermostat_half_step(*xi, k1, k2, h, t);
+        s
+    }
+
+    /// ATMC after the gradient g̃, for one coordinate: the exact OU momentum step with the
+    /// friction sign φ (MATH.md §2) and noise z ~ N(0, 1), then half a thermostat step and
+    /// half a θ step.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub fn atmc_second_half<R: Real>(
+        &self,
+        theta: &mut R,
+        p: &mut R,
+        xi: &mut R,
+        s: R,
+        g: R,
+        z: R,
+        h: f32,
+        t: f32,
+    ) {
+        let beta = xi.max(R::splat(self.friction_floor));
+        let alpha = (-*xi + self.friction_floor).max(R::splat(0.0));
+        // Exact OU step with friction φβ/s (s frozen over the step for hyperbolic K).
+        let mut x = beta * (self.friction_sign * h);
+        if self.speed != 0.0 {
+            x = x / s;
+        }
+        let decay = (-x).exp();
+        let drift = one_minus_exp_neg_over_x(x, decay) * h;
+        let variance = alpha
+            * (2.0 * self.noise_mass * t * h)
+            * one_minus_exp_neg_over_x(x * 2.0, decay * decay);
+        *p = decay * *p - drift * g + variance.sqrt() * z;
+        let (k1, k2, _) = kinetic_derivatives(*p, self.mass, self.inv_mass, self.speed);
+        *xi = self.thermostat_half_step(*xi, k1, k2, h, t);
+        *theta += k1 * (0.5 * h);
+    }
+
+    /// Half a thermostat step, ξ += (h/2) m (K'² − T K''), or the printed overwrite
+    /// ξ = h m (K'² − T K'').
+    #[inline(always)]
+    fn thermostat_half_step<R: Real>(&self, xi: R, k1: R, k2: R, h: f32, t: f32) -> R {
+        let heat = (k1 * k1 - k2 * t) * self.mass;
+        if self.xi_overwrite {
+            heat * h
+        } else {
+            xi + heat * (0.5 * h)
+        }
+    }
+
+    /// SGLD: θ ← θ − h g̃ + sqrt(2hT) z.
+    #[inline(always)]
+    pub fn sgld_update<R: Real>(&self, theta: &mut R, g: R, z: R, h: f32, t: f32) {
+        *theta += g * -h + z * (2.0 * h * t).sqrt();
+    }
+
+    /// SGHMC: p ← p − h g̃ − h C p/m + sqrt(2(C − B̂) h T) z; θ ← θ + h p/m.
+    #[inline(always)]
+    pub fn sghmc_update<R: Real>(&self, theta: &mut R, p: &mut R, g: R, z: R, h: f32, t: f32) {
+        let scale = (2.0 * (self.sghmc_friction - self.sghmc_noise_estimate) * h * t)
+            .max(0.0)
+            .sqrt();
+        let old = *p;
+        *p = old - g * h - old * (h * self.sghmc_friction) * self.inv_mass + z * scale;
+        *theta += *p * h * self.inv_mass;
+    }
+
+    /// SGNHT's momentum and position: p ← p − h g̃ − h ξ p + sqrt(2AhT) z; θ ← θ + h p/m.
+    /// Returns this coordinate's heat p²/m − T for [`Self::sgnht_thermostat`] (averaged
+    /// first when ξ is shared).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub fn sgnht_update<R: Real>(
+        &self,
+        theta: &mut R,
+        p: &mut R,
+        xi: R,
+        g: R,
+        z: R,
+        h: f32,
+        t: f32,
+    ) -> R {
+        let scale = (2.0 * self.sgnht_diffusion * h * t).sqrt();
+        let old = *p;
+        *p = old - g * h - xi * h * old + z * scale;
+        *theta += *p * h * self.inv_mass;
+        *p * *p * self.inv_mass - t
+    }
+
+    /// SGNHT's thermostat: ξ ← ξ + h · heat.
+    #[inline(always)]
+    pub fn sgnht_thermostat<R: Real>(&self, xi: R, heat: R, h: f32) -> R {
+        xi + heat * h
+    }
+
+    /// Plain SGD: θ ← θ − h g̃.
+    #[inline(always)]
+    pub fn sgd_update<R: Real>(&self, theta: &mut R, g: R, h: f32) {
+        *theta -= g * h;
+    }
+
+    /// Whether one coordinate is diverged: non-finite θ or ξ, or |p| above the bound.
+    #[inline(always)]
+    pub fn coordinate_diverged(&self, theta: f32, p: f32, xi: f32) -> bool {
+        // `<=` is false for NaN.
+        !(p.abs() <= self.divergence_bound && theta.is_finite() && xi.is_finite())
+    }
+
+    /// p K'(p) for one coordinate: its mean is the kinetic temperature.
+    #[inline(always)]
+    pub fn kinetic_heat(&self, p: f32) -> f32 {
+        p * kinetic_derivatives(p, self.mass, self.inv_mass, self.speed).0
+    }
+}
+
 /// State of a 2-D chain, or of lanes of chains when `R` is [`Lanes`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ChainOf<R> {
@@ -392,130 +523,79 @@ impl Model {
         self.is_diverged(chain)
     }
 
-    /// One step of one chain or of lanes of chains: every formula of MATH.md §1–3 is here,
-    /// once. Divergence is the caller's to check.
+    /// One step of one chain or of lanes of chains. The formulas live in the per-coordinate
+    /// updates of [`SamplerParams`], shared with the MLP posteriors; this only orders them
+    /// around the stochastic gradient. Divergence is the caller's to check.
     #[inline(always)]
     pub fn advance<R: Real, G: StepRng<R>>(&self, chain: &mut ChainOf<R>, rng: &G) {
         let sp = &self.sampler;
-        let (h, exploring) = self.schedule.at(sp.h, rng.step());
-        let t = if exploring { 0.0 } else { sp.temperature };
+        let (h, t) = sp.step_size_and_temperature(&self.schedule, rng.step());
+        let c = chain;
         match sp.kind {
-            SamplerKind::Atmc => self.atmc_step(chain, rng, h, t),
-            SamplerKind::Sgld => {
-                let g = self.stochastic_gradient(chain.theta, rng);
+            SamplerKind::Atmc => {
+                let mut s = [R::splat(1.0); 2];
+                for k in 0..2 {
+                    s[k] = sp.atmc_first_half(&mut c.theta[k], c.p[k], &mut c.xi[k], h, t);
+                }
+                let g = self.stochastic_gradient(c.theta, rng);
                 let z = rng.normal2(Stream::Injected, 0);
-                let scale = (2.0 * h * t).sqrt();
-                for c in 0..2 {
-                    chain.theta[c] += g[c] * -h + z[c] * scale;
+                for k in 0..2 {
+                    let (theta, p, xi) = (&mut c.theta[k], &mut c.p[k], &mut c.xi[k]);
+                    sp.atmc_second_half(theta, p, xi, s[k], g[k], z[k], h, t);
+                }
+            }
+            SamplerKind::Sgld => {
+                let g = self.stochastic_gradient(c.theta, rng);
+                let z = rng.normal2(Stream::Injected, 0);
+                for k in 0..2 {
+                    sp.sgld_update(&mut c.theta[k], g[k], z[k], h, t);
                 }
             }
             SamplerKind::Sghmc => {
-                let g = self.stochastic_gradient(chain.theta, rng);
+                let g = self.stochastic_gradient(c.theta, rng);
                 let z = rng.normal2(Stream::Injected, 0);
-                let scale = (2.0 * (sp.sghmc_friction - sp.sghmc_noise_estimate) * h * t)
-                    .max(0.0)
-                    .sqrt();
-                for c in 0..2 {
-                    let p = chain.p[c];
-                    chain.p[c] =
-                        p - g[c] * h - p * (h * sp.sghmc_friction) * sp.inv_mass + z[c] * scale;
-                    chain.theta[c] += chain.p[c] * h * sp.inv_mass;
+                for k in 0..2 {
+                    sp.sghmc_update(&mut c.theta[k], &mut c.p[k], g[k], z[k], h, t);
                 }
             }
             SamplerKind::Sgnht => {
-                let g = self.stochastic_gradient(chain.theta, rng);
+                let g = self.stochastic_gradient(c.theta, rng);
                 let z = rng.normal2(Stream::Injected, 0);
-                let scale = (2.0 * sp.sgnht_diffusion * h * t).sqrt();
-                for c in 0..2 {
-                    let p = chain.p[c];
-                    chain.p[c] = p - g[c] * h - chain.xi[c] * h * p + z[c] * scale;
-                    chain.theta[c] += chain.p[c] * h * sp.inv_mass;
+                let mut heat = [R::splat(0.0); 2];
+                for k in 0..2 {
+                    heat[k] =
+                        sp.sgnht_update(&mut c.theta[k], &mut c.p[k], c.xi[k], g[k], z[k], h, t);
                 }
-                let heat = [
-                    chain.p[0] * chain.p[0] * sp.inv_mass - t,
-                    chain.p[1] * chain.p[1] * sp.inv_mass - t,
-                ];
                 if sp.sgnht_shared_xi {
                     let mean = (heat[0] + heat[1]) * 0.5;
-                    chain.xi = [chain.xi[0] + mean * h, chain.xi[1] + mean * h];
-                } else {
-                    chain.xi = [chain.xi[0] + heat[0] * h, chain.xi[1] + heat[1] * h];
+                    heat = [mean, mean];
+                }
+                for k in 0..2 {
+                    c.xi[k] = sp.sgnht_thermostat(c.xi[k], heat[k], h);
                 }
             }
             SamplerKind::Sgd => {
-                let g = self.stochastic_gradient(chain.theta, rng);
-                for c in 0..2 {
-                    chain.theta[c] -= g[c] * h;
+                let g = self.stochastic_gradient(c.theta, rng);
+                for k in 0..2 {
+                    sp.sgd_update(&mut c.theta[k], g[k], h);
                 }
             }
-        }
-    }
-
-    /// ATMC's Strang splitting (MATH.md §1) with the three printed defects as switches (§2).
-    #[inline(always)]
-    fn atmc_step<R: Real, G: StepRng<R>>(&self, chain: &mut ChainOf<R>, rng: &G, h: f32, t: f32) {
-        let sp = &self.sampler;
-        let m = sp.mass;
-        let mut s = [R::splat(1.0); 2];
-        for c in 0..2 {
-            let (k1, k2, sc) = kinetic_derivatives(chain.p[c], m, sp.inv_mass, sp.speed);
-            s[c] = sc;
-            chain.theta[c] += k1 * (0.5 * h);
-            chain.xi[c] = self.thermostat_half_step(chain.xi[c], k1, k2, h, t);
-        }
-        let g = self.stochastic_gradient(chain.theta, rng);
-        let z = rng.normal2(Stream::Injected, 0);
-        for c in 0..2 {
-            let xi = chain.xi[c];
-            let beta = xi.max(R::splat(sp.friction_floor));
-            let alpha = (-xi + sp.friction_floor).max(R::splat(0.0));
-            // Exact OU step with friction φβ/s (s frozen over the step for hyperbolic K).
-            let mut x = beta * (sp.friction_sign * h);
-            if sp.speed != 0.0 {
-                x = x / s[c];
-            }
-            let decay = (-x).exp();
-            let drift = one_minus_exp_neg_over_x(x, decay) * h;
-            let variance = alpha
-                * (2.0 * sp.noise_mass * t * h)
-                * one_minus_exp_neg_over_x(x * 2.0, decay * decay);
-            chain.p[c] = decay * chain.p[c] - drift * g[c] + variance.sqrt() * z[c];
-            let (k1, k2, _) = kinetic_derivatives(chain.p[c], m, sp.inv_mass, sp.speed);
-            chain.xi[c] = self.thermostat_half_step(chain.xi[c], k1, k2, h, t);
-            chain.theta[c] += k1 * (0.5 * h);
-        }
-    }
-
-    /// Half a thermostat step, ξ += (h/2) m (K'² − T K''), or the printed overwrite
-    /// ξ = h m (K'² − T K'').
-    #[inline(always)]
-    fn thermostat_half_step<R: Real>(&self, xi: R, k1: R, k2: R, h: f32, t: f32) -> R {
-        let heat = (k1 * k1 - k2 * t) * self.sampler.mass;
-        if self.sampler.xi_overwrite {
-            heat * h
-        } else {
-            xi + heat * (0.5 * h)
         }
     }
 
     /// A chain is diverged when anything is non-finite or |p| exceeds the bound.
     #[inline(always)]
     pub fn is_diverged(&self, chain: &Chain2) -> bool {
-        let bound = self.sampler.divergence_bound;
-        let mut ok = true;
-        for c in 0..2 {
-            // `<=` is false for NaN.
-            ok &=
-                chain.p[c].abs() <= bound && chain.theta[c].is_finite() && chain.xi[c].is_finite();
-        }
-        !ok
+        (0..2).any(|c| {
+            self.sampler
+                .coordinate_diverged(chain.theta[c], chain.p[c], chain.xi[c])
+        })
     }
 
     /// p K'(p) per coordinate: its mean over chains is the kinetic temperature.
     #[inline(always)]
     pub fn kinetic_heat(&self, p: f32) -> f32 {
-        let sp = &self.sampler;
-        p * kinetic_derivatives(p, sp.mass, sp.inv_mass, sp.speed).0
+        self.sampler.kinetic_heat(p)
     }
 }
 

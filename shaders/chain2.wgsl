@@ -1,0 +1,77 @@
+// One step of one 2-D chain: mirrors `Model::advance` in src/math/samplers.rs, calling the
+// per-coordinate updates of samplers.wgsl in the same order.
+
+struct Chain {
+    theta: vec2<f32>,
+    p: vec2<f32>,
+    xi: vec2<f32>,
+}
+
+fn stochastic_gradient(theta: vec2<f32>, rng: RngCounter) -> vec2<f32> {
+    var g = target_gradient(theta, rng);
+    if (params.noise_sigma0 != 0.0 || params.noise_sigma1 != 0.0) {
+        let z = rng_normal2(rng, STREAM_GRADIENT_NOISE, 0u);
+        let factor = 1.0 + params.noise_kappa * sqrt(theta.x * theta.x + theta.y * theta.y);
+        let sigma = vec2<f32>(params.noise_sigma0 * factor, params.noise_sigma1 * factor);
+        g += sigma * z;
+    }
+    return g;
+}
+
+fn coord_of(chain: Chain, k: u32) -> Coord {
+    return Coord(chain.theta[k], chain.p[k], chain.xi[k], 1.0);
+}
+
+fn chain_of(a: Coord, b: Coord) -> Chain {
+    return Chain(vec2<f32>(a.theta, b.theta), vec2<f32>(a.p, b.p), vec2<f32>(a.xi, b.xi));
+}
+
+// Advances one chain by one step; returns true when it diverged.
+fn model_step(chain: ptr<function, Chain>, rng: RngCounter) -> bool {
+    let ht = step_size_and_temperature(rng.step);
+    let h = ht.x;
+    let t = ht.y;
+    var a = coord_of(*chain, 0u);
+    var b = coord_of(*chain, 1u);
+    switch params.sampler_kind {
+        case SAMPLER_ATMC: {
+            a = atmc_first_half(a, h, t);
+            b = atmc_first_half(b, h, t);
+            let g = stochastic_gradient(vec2<f32>(a.theta, b.theta), rng);
+            let z = rng_normal2(rng, STREAM_INJECTED, 0u);
+            a = atmc_second_half(a, g.x, z.x, h, t);
+            b = atmc_second_half(b, g.y, z.y, h, t);
+        }
+        case SAMPLER_SGLD: {
+            let g = stochastic_gradient((*chain).theta, rng);
+            let z = rng_normal2(rng, STREAM_INJECTED, 0u);
+            a.theta = sgld_update(a.theta, g.x, z.x, h, t);
+            b.theta = sgld_update(b.theta, g.y, z.y, h, t);
+        }
+        case SAMPLER_SGHMC: {
+            let g = stochastic_gradient((*chain).theta, rng);
+            let z = rng_normal2(rng, STREAM_INJECTED, 0u);
+            a = sghmc_update(a, g.x, z.x, h, t);
+            b = sghmc_update(b, g.y, z.y, h, t);
+        }
+        case SAMPLER_SGNHT: {
+            let g = stochastic_gradient((*chain).theta, rng);
+            let z = rng_normal2(rng, STREAM_INJECTED, 0u);
+            a = sgnht_update(a, g.x, z.x, h, t);
+            b = sgnht_update(b, g.y, z.y, h, t);
+            var heat = vec2<f32>(a.s, b.s);
+            if ((params.flags & FLAG_SGNHT_SHARED) != 0u) {
+                heat = vec2<f32>(0.5 * (heat.x + heat.y));
+            }
+            a.xi = sgnht_thermostat(a.xi, heat.x, h);
+            b.xi = sgnht_thermostat(b.xi, heat.y, h);
+        }
+        default: {
+            let g = stochastic_gradient((*chain).theta, rng);
+            a.theta = sgd_update(a.theta, g.x, h);
+            b.theta = sgd_update(b.theta, g.y, h);
+        }
+    }
+    *chain = chain_of(a, b);
+    return coordinate_diverged(a.theta, a.p, a.xi) || coordinate_diverged(b.theta, b.p, b.xi);
+}

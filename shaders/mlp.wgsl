@@ -1,0 +1,463 @@
+// Bayesian MLP posteriors: one invocation per chain (one network), mirroring
+// src/math/mlp.rs function by function. The state of every chain lives in one buffer of four
+// regions (θ, p, ξ, gradient scratch), each P × chains with the chain index fastest, so the
+// invocations of a workgroup read neighbouring words.
+//
+// One sampler step is several dispatches: the first half, the minibatch in slices, the second
+// half. llvmpipe (lavapipe) stops any shader invocation after 65,535 loop iterations in all
+// (LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of the shader), so no invocation may run
+// a whole minibatch of backward passes; `MlpGpuEngine` sizes the slices to stay below it. On
+// other GPUs the slices cost a few extra dispatches and nothing else.
+
+@group(0) @binding(1) var<storage, read_write> state: array<f32>;
+@group(0) @binding(2) var<storage, read_write> diverged_at: array<u32>;
+// Training points: (x, y, label, unused).
+@group(0) @binding(3) var<storage, read> data: array<vec4<f32>>;
+// Per workgroup: alive, diverged, then per weight layer Σ pK'(p) and Σ ξ (4 layers at most).
+@group(0) @binding(4) var<storage, read_write> partials: array<array<f32, 10>>;
+// Prediction inputs and outputs: per point, the sums of the class probabilities over the
+// chains and of their squares, the focus chain's probabilities, and the number of chains
+// summed (the host divides).
+@group(0) @binding(5) var<storage, read> points: array<vec2<f32>>;
+@group(0) @binding(6) var<storage, read_write> predictions: array<f32>;
+// What varies between the dispatches of one submission: the step, and the slice
+// [first, end) of minibatch slots or chains this dispatch covers.
+struct Slice {
+    step: u32,
+    first: u32,
+    end: u32,
+    // 1 when this prediction dispatch also stores the focus chain's probabilities.
+    with_focus: u32,
+}
+@group(0) @binding(7) var<uniform> slice: Slice;
+
+const MLP_WORKGROUP: u32 = 64u;
+const MAX_WIDTH: u32 = 32u;
+const MAX_CLASSES: u32 = 8u;
+const MAX_LAYERS: u32 = 4u;
+// The input, three hidden layers of 32 and the logits (`MAX_ACTIVATIONS` in Rust).
+const ACTIVATIONS: u32 = 106u;
+const ACT_TANH: u32 = 0u;
+const ACT_RELU: u32 = 1u;
+const SELU_LAMBDA: f32 = 1.050701;
+const SELU_ALPHA: f32 = 1.6732632;
+
+const REGION_THETA: u32 = 0u;
+const REGION_P: u32 = 1u;
+const REGION_XI: u32 = 2u;
+const REGION_GRAD: u32 = 3u;
+
+fn state_index(region: u32, i: u32, chain: u32) -> u32 {
+    return (region * params.mlp_params + i) * params.chains + chain;
+}
+
+fn theta_at(i: u32, chain: u32) -> f32 {
+    return state[state_index(REGION_THETA, i, chain)];
+}
+
+fn layer_size(k: u32) -> u32 {
+    return params.mlp_sizes[k / 4u][k % 4u];
+}
+
+fn classes() -> u32 {
+    return layer_size(params.mlp_layers);
+}
+
+// Offset of weight layer l's matrix (`Architecture::layer`).
+fn layer_offset(l: u32) -> u32 {
+    var offset = 0u;
+    for (var k = 0u; k < l; k++) {
+        offset += (layer_size(k) + 1u) * layer_size(k + 1u);
+    }
+    return offset;
+}
+
+fn activation_apply(a: f32) -> f32 {
+    switch params.mlp_activation {
+        case ACT_TANH: {
+            return tanh(clamp(a, -15.0, 15.0));
+        }
+        case ACT_RELU: {
+            return max(a, 0.0);
+        }
+        default: {
+            if (a > 0.0) {
+                return SELU_LAMBDA * a;
+            }
+            return SELU_LAMBDA * SELU_ALPHA * (exp(min(a, 0.0)) - 1.0);
+        }
+    }
+}
+
+fn activation_derivative_from_output(y: f32) -> f32 {
+    switch params.mlp_activation {
+        case ACT_TANH: {
+            return 1.0 - y * y;
+        }
+        case ACT_RELU: {
+            return select(0.0, 1.0, y > 0.0);
+        }
+        default: {
+            return select(y + SELU_LAMBDA * SELU_ALPHA, SELU_LAMBDA, y > 0.0);
+        }
+    }
+}
+
+// Runs chain `chain`'s network on x, leaving every layer's output in `acts`; returns the
+// offset of the logits.
+fn forward_into(chain: u32, x: vec2<f32>, acts: ptr<function, array<f32, ACTIVATIONS>>) -> u32 {
+    (*acts)[0] = x.x;
+    (*acts)[1] = x.y;
+    var input = 0u;
+    var offset = 0u;
+    let layers = params.mlp_layers;
+    for (var l = 0u; l < layers; l++) {
+        let n_in = layer_size(l);
+        let n_out = layer_size(l + 1u);
+        let output = input + n_in;
+        let biases = offset + n_in * n_out;
+        for (var o = 0u; o < n_out; o++) {
+            var a = theta_at(biases + o, chain);
+            for (var i = 0u; i < n_in; i++) {
+                a += theta_at(offset + o * n_in + i, chain) * (*acts)[input + i];
+            }
+            if (l + 1u < layers) {
+                a = activation_apply(a);
+            }
+            (*acts)[output + o] = a;
+        }
+        input = output;
+        offset = biases + n_out;
+    }
+    return input;
+}
+
+fn softmax_at(acts: ptr<function, array<f32, ACTIVATIONS>>, logits: u32) -> array<f32, MAX_CLASSES> {
+    let k = classes();
+    var m = -3.4028235e38;
+    for (var c = 0u; c < k; c++) {
+        m = max(m, (*acts)[logits + c]);
+    }
+    var probs: array<f32, MAX_CLASSES>;
+    var sum = 0.0;
+    for (var c = 0u; c < k; c++) {
+        probs[c] = exp((*acts)[logits + c] - m);
+        sum += probs[c];
+    }
+    let inv = 1.0 / sum;
+    for (var c = 0u; c < k; c++) {
+        probs[c] *= inv;
+    }
+    return probs;
+}
+
+// Adds ∇θ CE of one example to the chain's gradient region: one backward pass.
+fn accumulate_example(chain: u32, x: vec2<f32>, y: u32, acts: ptr<function, array<f32, ACTIVATIONS>>) {
+    let logits = forward_into(chain, x, acts);
+    let probs = softmax_at(acts, logits);
+    var delta: array<f32, MAX_WIDTH>;
+    for (var c = 0u; c < classes(); c++) {
+        delta[c] = probs[c] - select(0.0, 1.0, c == y);
+    }
+    var output = logits;
+    for (var back = 0u; back < params.mlp_layers; back++) {
+        let l = params.mlp_layers - 1u - back;
+        let n_in = layer_size(l);
+        let n_out = layer_size(l + 1u);
+        let weights = layer_offset(l);
+        let biases = weights + n_in * n_out;
+        let input = output - n_in;
+        for (var o = 0u; o < n_out; o++) {
+            let d = delta[o];
+            let b = state_index(REGION_GRAD, biases + o, chain);
+            state[b] += d;
+            for (var i = 0u; i < n_in; i++) {
+                let w = state_index(REGION_GRAD, weights + o * n_in + i, chain);
+                state[w] += d * (*acts)[input + i];
+            }
+        }
+        if (l > 0u) {
+            var previous: array<f32, MAX_WIDTH>;
+            for (var i = 0u; i < n_in; i++) {
+                var sum = 0.0;
+                for (var o = 0u; o < n_out; o++) {
+                    sum += theta_at(weights + o * n_in + i, chain) * delta[o];
+                }
+                previous[i] = sum * activation_derivative_from_output((*acts)[input + i]);
+            }
+            delta = previous;
+        }
+        output = input;
+    }
+}
+
+fn chain_rng(chain: u32) -> RngCounter {
+    return RngCounter(vec2<u32>(params.seed_lo, params.seed_hi), chain, slice.step);
+}
+
+// The example of minibatch slot j (`MlpPosterior::batch_index`).
+fn batch_index(j: u32, rng: RngCounter) -> u32 {
+    if (params.batch_size >= params.data_n) {
+        return j;
+    }
+    let bits = rng_bits4(rng, STREAM_MINIBATCH, j / 4u);
+    return index_below(bits[j % 4u], params.data_n);
+}
+
+fn zero_gradient(chain: u32) {
+    for (var i = 0u; i < params.mlp_params; i++) {
+        state[state_index(REGION_GRAD, i, chain)] = 0.0;
+    }
+}
+
+// Σ over minibatch slots [slice.first, slice.end) of ∇CE, added to the gradient region.
+fn accumulate_slice(chain: u32) {
+    let rng = chain_rng(chain);
+    var acts: array<f32, ACTIVATIONS>;
+    for (var j = slice.first; j < slice.end; j++) {
+        let point = data[batch_index(j, rng)];
+        accumulate_example(chain, point.xy, u32(point.z), &acts);
+    }
+}
+
+// g̃ = θ/σ² + (N/n) Σ_batch ∇CE (`MlpPosterior::stochastic_gradient`, after the sum).
+fn finish_gradient(chain: u32) {
+    let scale = f32(params.data_n) / f32(params.batch_size);
+    for (var i = 0u; i < params.mlp_params; i++) {
+        let g = state_index(REGION_GRAD, i, chain);
+        state[g] = theta_at(i, chain) * params.mlp_prior_precision + state[g] * scale;
+    }
+}
+
+fn load_coord(i: u32, chain: u32) -> Coord {
+    return Coord(
+        state[state_index(REGION_THETA, i, chain)],
+        state[state_index(REGION_P, i, chain)],
+        state[state_index(REGION_XI, i, chain)],
+        1.0,
+    );
+}
+
+fn store_coord(i: u32, chain: u32, c: Coord) {
+    state[state_index(REGION_THETA, i, chain)] = c.theta;
+    state[state_index(REGION_P, i, chain)] = c.p;
+    state[state_index(REGION_XI, i, chain)] = c.xi;
+}
+
+fn gradient_at(i: u32, chain: u32) -> f32 {
+    return state[state_index(REGION_GRAD, i, chain)];
+}
+
+// `MlpModel::advance` up to the gradient: ATMC's first half; every sampler clears the sum.
+fn sampler_first_half(chain: u32) {
+    if (params.sampler_kind == SAMPLER_ATMC) {
+        let ht = step_size_and_temperature(slice.step);
+        for (var i = 0u; i < params.mlp_params; i++) {
+            store_coord(i, chain, atmc_first_half(load_coord(i, chain), ht.x, ht.y));
+        }
+    }
+    zero_gradient(chain);
+}
+
+// `MlpModel::advance` after the gradient; returns true when the network diverged.
+fn sampler_second_half(chain: u32) -> bool {
+    finish_gradient(chain);
+    let rng = chain_rng(chain);
+    let ht = step_size_and_temperature(slice.step);
+    let h = ht.x;
+    let t = ht.y;
+    let n = params.mlp_params;
+    var z4 = vec4<f32>(0.0);
+    switch params.sampler_kind {
+        case SAMPLER_ATMC: {
+            for (var i = 0u; i < n; i++) {
+                if (i % 4u == 0u) {
+                    z4 = rng_normal4(rng, STREAM_INJECTED, i / 4u);
+                }
+                var c = load_coord(i, chain);
+                // p is unchanged since the first half: s there is s here.
+                c.s = kinetic_derivatives(c.p, params.mass, params.inv_mass, params.speed).s;
+                store_coord(i, chain, atmc_second_half(c, gradient_at(i, chain), z4[i % 4u], h, t));
+            }
+        }
+        case SAMPLER_SGLD: {
+            for (var i = 0u; i < n; i++) {
+                if (i % 4u == 0u) {
+                    z4 = rng_normal4(rng, STREAM_INJECTED, i / 4u);
+                }
+                let k = state_index(REGION_THETA, i, chain);
+                state[k] = sgld_update(state[k], gradient_at(i, chain), z4[i % 4u], h, t);
+            }
+        }
+        case SAMPLER_SGHMC: {
+            for (var i = 0u; i < n; i++) {
+                if (i % 4u == 0u) {
+                    z4 = rng_normal4(rng, STREAM_INJECTED, i / 4u);
+                }
+                let c = sghmc_update(load_coord(i, chain), gradient_at(i, chain), z4[i % 4u], h, t);
+                store_coord(i, chain, c);
+            }
+        }
+        case SAMPLER_SGNHT: {
+            var heat_sum = 0.0;
+            for (var i = 0u; i < n; i++) {
+                if (i % 4u == 0u) {
+                    z4 = rng_normal4(rng, STREAM_INJECTED, i / 4u);
+                }
+                let c = sgnht_update(load_coord(i, chain), gradient_at(i, chain), z4[i % 4u], h, t);
+                store_coord(i, chain, c);
+                // The heat of each parameter replaces its gradient once used.
+                state[state_index(REGION_GRAD, i, chain)] = c.s;
+                heat_sum += c.s;
+            }
+            let shared_xi = (params.flags & FLAG_SGNHT_SHARED) != 0u;
+            for (var i = 0u; i < n; i++) {
+                let heat = select(gradient_at(i, chain), heat_sum / f32(n), shared_xi);
+                let k = state_index(REGION_XI, i, chain);
+                state[k] = sgnht_thermostat(state[k], heat, h);
+            }
+        }
+        default: {
+            for (var i = 0u; i < n; i++) {
+                let k = state_index(REGION_THETA, i, chain);
+                state[k] = sgd_update(state[k], gradient_at(i, chain), h);
+            }
+        }
+    }
+    var diverged = false;
+    for (var i = 0u; i < n; i++) {
+        let c = load_coord(i, chain);
+        diverged = diverged || coordinate_diverged(c.theta, c.p, c.xi);
+    }
+    return diverged;
+}
+
+fn alive(chain: u32) -> bool {
+    return chain < params.chains && diverged_at[chain] == 0u;
+}
+
+@compute @workgroup_size(64)
+fn mlp_first_half(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (alive(id.x)) {
+        sampler_first_half(id.x);
+    }
+}
+
+@compute @workgroup_size(64)
+fn mlp_accumulate(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (alive(id.x)) {
+        accumulate_slice(id.x);
+    }
+}
+
+@compute @workgroup_size(64)
+fn mlp_second_half(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (alive(id.x) && sampler_second_half(id.x)) {
+        diverged_at[id.x] = slice.step + 1u;
+    }
+}
+
+// The gradient alone, for tests: clear, then the slices, then this.
+@compute @workgroup_size(64)
+fn mlp_clear_gradient(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (id.x < params.chains) {
+        zero_gradient(id.x);
+    }
+}
+
+@compute @workgroup_size(64)
+fn mlp_finish_gradient(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (id.x < params.chains) {
+        finish_gradient(id.x);
+    }
+}
+
+@compute @workgroup_size(64)
+fn mlp_accumulate_all(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (id.x < params.chains) {
+        accumulate_slice(id.x);
+    }
+}
+
+var<workgroup> mlp_scratch: array<array<f32, 10>, MLP_WORKGROUP>;
+
+// Per-layer kinetic temperature and ξ sums of the alive chains, reduced per workgroup.
+@compute @workgroup_size(64)
+fn mlp_statistics(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let index = workgroup.x * MLP_WORKGROUP + lane;
+    var contribution: array<f32, 10>;
+    if (alive(index)) {
+        contribution[0] = 1.0;
+        var offset = 0u;
+        for (var l = 0u; l < params.mlp_layers; l++) {
+            let end = offset + (layer_size(l) + 1u) * layer_size(l + 1u);
+            for (var i = offset; i < end; i++) {
+                contribution[2u + 2u * l] += kinetic_heat(state[state_index(REGION_P, i, index)]);
+                contribution[3u + 2u * l] += state[state_index(REGION_XI, i, index)];
+            }
+            offset = end;
+        }
+    } else if (index < params.chains) {
+        contribution[1] = 1.0;
+    }
+    mlp_scratch[lane] = contribution;
+    workgroupBarrier();
+    for (var stride = MLP_WORKGROUP / 2u; stride > 0u; stride = stride / 2u) {
+        if (lane < stride) {
+            for (var f = 0u; f < 10u; f++) {
+                mlp_scratch[lane][f] += mlp_scratch[lane + stride][f];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u) {
+        partials[workgroup.x] = mlp_scratch[0];
+    }
+}
+
+// Adds the class probabilities of the alive chains in [slice.first, slice.end) at one point
+// to its sums (the buffer starts cleared); one dispatch also stores the focus chain's own
+// probabilities.
+@compute @workgroup_size(64)
+fn mlp_predict(@builtin(global_invocation_id) id: vec3<u32>) {
+    let index = id.x;
+    if (index >= params.mlp_points) {
+        return;
+    }
+    let k = classes();
+    let base = index * (3u * k + 1u);
+    let x = points[index];
+    var acts: array<f32, ACTIVATIONS>;
+    var sum: array<f32, MAX_CLASSES>;
+    var square: array<f32, MAX_CLASSES>;
+    for (var c = 0u; c < k; c++) {
+        sum[c] = predictions[base + c];
+        square[c] = predictions[base + k + c];
+    }
+    var count = predictions[base + 3u * k];
+    for (var chain = slice.first; chain < slice.end; chain++) {
+        if (diverged_at[chain] != 0u) {
+            continue;
+        }
+        let probs = softmax_at(&acts, forward_into(chain, x, &acts));
+        for (var c = 0u; c < k; c++) {
+            sum[c] += probs[c];
+            square[c] += probs[c] * probs[c];
+        }
+        count += 1.0;
+    }
+    for (var c = 0u; c < k; c++) {
+        predictions[base + c] = sum[c];
+        predictions[base + k + c] = square[c];
+    }
+    predictions[base + 3u * k] = count;
+    if (slice.with_focus != 0u) {
+        let own = softmax_at(&acts, forward_into(params.mlp_focus_chain, x, &acts));
+        for (var c = 0u; c < k; c++) {
+            predictions[base + 2u * k + c] = own[c];
+        }
+    }
+}

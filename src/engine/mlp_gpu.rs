@@ -1,0 +1,658 @@
+//! The GPU engine for MLP posteriors: `shaders/mlp.wgsl`, one invocation per network.
+//!
+//! Sampler parameters travel in the same uniform block as the 2-D engine's, so a slider
+//! change is one small write. A step is a first-half dispatch, the minibatch in slices and a
+//! second-half dispatch (the shader says why: llvmpipe's loop limit); one submission carries
+//! many steps, each dispatch finding its step and slice at a dynamic uniform offset. An
+//! advance reads back per-workgroup layer statistics only; predictions, single parameters and
+//! weights are read on request.
+
+use super::BackendInfo;
+use super::gpu::{GpuContext, GpuParams, storage_entry};
+use super::mlp::{MAX_LAYERS, MlpEngine, MlpReport, ParameterStates, Prediction, initial_regions};
+use crate::math::mlp::{Architecture, MlpInit, MlpModel};
+use anyhow::{bail, ensure};
+use bytemuck::{Pod, Zeroable};
+use wgpu::util::DeviceExt;
+
+/// The WGSL of the MLP engine, composed from the files that mirror `src/math`.
+pub const MLP_SHADER_SOURCE: &str = concat!(
+    include_str!("../../shaders/params.wgsl"),
+    include_str!("../../shaders/rng.wgsl"),
+    include_str!("../../shaders/samplers.wgsl"),
+    include_str!("../../shaders/mlp.wgsl"),
+);
+
+const WORKGROUP: u32 = 64;
+/// Partial sums per workgroup (`partials` in `shaders/mlp.wgsl`).
+const PARTIAL_FIELDS: usize = 2 + 2 * MAX_LAYERS;
+/// Steps per submission: short submissions keep display watchdogs and the UI's queue happy.
+const STEPS_PER_SUBMISSION: u32 = 16;
+/// Loop iterations one invocation may run: llvmpipe ends an invocation after 65,535 in all.
+const LOOP_BUDGET: usize = 50_000;
+
+/// `Slice` in `shaders/mlp.wgsl`: the step and the slice of one dispatch.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct Slice {
+    step: u32,
+    first: u32,
+    end: u32,
+    with_focus: u32,
+}
+
+impl Slice {
+    fn whole(step: u32) -> Self {
+        Self {
+            step,
+            ..Self::zeroed()
+        }
+    }
+}
+
+/// The entry points of `shaders/mlp.wgsl`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Entry {
+    FirstHalf,
+    Accumulate,
+    SecondHalf,
+    ClearGradient,
+    AccumulateAll,
+    FinishGradient,
+    Statistics,
+    Predict,
+}
+
+impl Entry {
+    const ALL: [Entry; 8] = [
+        Entry::FirstHalf,
+        Entry::Accumulate,
+        Entry::SecondHalf,
+        Entry::ClearGradient,
+        Entry::AccumulateAll,
+        Entry::FinishGradient,
+        Entry::Statistics,
+        Entry::Predict,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Entry::FirstHalf => "mlp_first_half",
+            Entry::Accumulate => "mlp_accumulate",
+            Entry::SecondHalf => "mlp_second_half",
+            Entry::ClearGradient => "mlp_clear_gradient",
+            Entry::AccumulateAll => "mlp_accumulate_all",
+            Entry::FinishGradient => "mlp_finish_gradient",
+            Entry::Statistics => "mlp_statistics",
+            Entry::Predict => "mlp_predict",
+        }
+    }
+}
+
+/// Loop iterations of one forward pass in `forward_into` and `softmax_at` (an upper bound).
+fn forward_iterations(arch: &Architecture) -> usize {
+    let (mut outputs, mut products) = (0, 0);
+    for l in 0..arch.layers() {
+        let layout = arch.layer(l);
+        outputs += layout.outputs;
+        products += layout.outputs * layout.inputs;
+    }
+    arch.layers() + outputs + products + 4 * arch.classes()
+}
+
+/// Loop iterations of one example in `accumulate_example`, with its Philox draw.
+fn example_iterations(arch: &Architecture) -> usize {
+    let layers = arch.layers();
+    let (mut inputs, mut outputs, mut products) = (0, 0, 0);
+    for l in 0..layers {
+        let layout = arch.layer(l);
+        inputs += layout.inputs;
+        outputs += layout.outputs;
+        products += layout.outputs * layout.inputs;
+    }
+    // Forward; backward (biases and weights, the δ of the layer below); layer offsets; Philox.
+    forward_iterations(arch) + layers + outputs + 2 * products + inputs + layers * layers + 10
+}
+
+/// The GPU backend for MLP posteriors.
+pub struct MlpGpuEngine {
+    ctx: GpuContext,
+    pipelines: Vec<(Entry, wgpu::ComputePipeline)>,
+    layout: wgpu::BindGroupLayout,
+    params: wgpu::Buffer,
+    slices: wgpu::Buffer,
+    slice_capacity: u64,
+    slice_stride: u64,
+    state: wgpu::Buffer,
+    diverged_at: wgpu::Buffer,
+    data: wgpu::Buffer,
+    partials: wgpu::Buffer,
+    points: wgpu::Buffer,
+    predictions: wgpu::Buffer,
+    point_capacity: u32,
+    bind_group: wgpu::BindGroup,
+    model: MlpModel,
+    chains: u32,
+    seed: u64,
+    step: u32,
+}
+
+fn storage_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: size.max(16),
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
+fn uniform_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
+fn uniform_entry(binding: u32, dynamic: bool, size: u64) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: dynamic,
+            min_binding_size: wgpu::BufferSize::new(size),
+        },
+        count: None,
+    }
+}
+
+impl MlpGpuEngine {
+    /// `chains` networks on an existing device.
+    pub fn with_context(
+        ctx: GpuContext,
+        model: MlpModel,
+        chains: u32,
+        init: &MlpInit,
+        seed: u64,
+    ) -> anyhow::Result<Self> {
+        let device = &ctx.device;
+        let params_count = model.posterior.params() as u64;
+        let state_bytes = 16 * params_count * u64::from(chains);
+        let limit = device.limits().max_storage_buffer_binding_size;
+        if state_bytes > limit {
+            bail!(
+                "{chains} networks of {params_count} parameters need {} MiB of GPU state; \
+                 {} allows {} MiB: use fewer chains or a smaller network",
+                state_bytes >> 20,
+                ctx.describe(),
+                limit >> 20
+            );
+        }
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("atmc-lab mlp"),
+            source: wgpu::ShaderSource::Wgsl(MLP_SHADER_SOURCE.into()),
+        });
+        let slice_size = std::mem::size_of::<Slice>() as u64;
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("mlp"),
+            entries: &[
+                uniform_entry(0, false, std::mem::size_of::<GpuParams>() as u64),
+                storage_entry(1, false),
+                storage_entry(2, false),
+                storage_entry(3, true),
+                storage_entry(4, false),
+                storage_entry(5, true),
+                storage_entry(6, false),
+                uniform_entry(7, true, slice_size),
+            ],
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("mlp"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipelines = Entry::ALL
+            .iter()
+            .map(|&entry| {
+                let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(entry.name()),
+                    layout: Some(&pipeline_layout),
+                    module: &module,
+                    entry_point: Some(entry.name()),
+                    compilation_options: Default::default(),
+                    cache: None,
+                });
+                (entry, pipeline)
+            })
+            .collect();
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            bail!("the MLP shaders do not compile on {}: {e}", ctx.describe());
+        }
+        let params = uniform_buffer(
+            device,
+            "mlp params",
+            std::mem::size_of::<GpuParams>() as u64,
+        );
+        let slice_stride =
+            u64::from(device.limits().min_uniform_buffer_offset_alignment).max(slice_size);
+        let slice_capacity = 64;
+        let slices = uniform_buffer(device, "mlp slices", slice_capacity * slice_stride);
+        let state = storage_buffer(device, "mlp state", state_bytes);
+        let diverged_at = storage_buffer(device, "mlp diverged", 4 * u64::from(chains));
+        let data = Self::data_buffer(device, &model);
+        let groups = u64::from(chains.div_ceil(WORKGROUP));
+        let partials = storage_buffer(device, "mlp partials", 4 * PARTIAL_FIELDS as u64 * groups);
+        let points = storage_buffer(device, "mlp points", 8);
+        let predictions = storage_buffer(device, "mlp predictions", 4 * 25);
+        let bind_group = Self::bind_group(
+            device,
+            &layout,
+            [
+                &params,
+                &state,
+                &diverged_at,
+                &data,
+                &partials,
+                &points,
+                &predictions,
+                &slices,
+            ],
+        );
+        let mut engine = Self {
+            ctx,
+            pipelines,
+            layout,
+            params,
+            slices,
+            slice_capacity,
+            slice_stride,
+            state,
+            diverged_at,
+            data,
+            partials,
+            points,
+            predictions,
+            point_capacity: 1,
+            bind_group,
+            model,
+            chains,
+            seed,
+            step: 0,
+        };
+        engine.reset(init, seed)?;
+        Ok(engine)
+    }
+
+    fn data_buffer(device: &wgpu::Device, model: &MlpModel) -> wgpu::Buffer {
+        let post = &model.posterior;
+        let rows: Vec<[f32; 4]> = post
+            .inputs
+            .iter()
+            .zip(&post.labels)
+            .map(|(x, &y)| [x[0], x[1], y as f32, 0.0])
+            .collect();
+        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("mlp data"),
+            contents: bytemuck::cast_slice(&rows),
+            usage: wgpu::BufferUsages::STORAGE,
+        })
+    }
+
+    fn bind_group(
+        device: &wgpu::Device,
+        layout: &wgpu::BindGroupLayout,
+        buffers: [&wgpu::Buffer; 8],
+    ) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                // The slices are bound one at a time, at a dynamic offset.
+                resource: if i == 7 {
+                    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: b,
+                        offset: 0,
+                        size: wgpu::BufferSize::new(std::mem::size_of::<Slice>() as u64),
+                    })
+                } else {
+                    b.as_entire_binding()
+                },
+            })
+            .collect();
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("mlp"),
+            layout,
+            entries: &entries,
+        })
+    }
+
+    fn rebind(&mut self) {
+        self.bind_group = Self::bind_group(
+            &self.ctx.device,
+            &self.layout,
+            [
+                &self.params,
+                &self.state,
+                &self.diverged_at,
+                &self.data,
+                &self.partials,
+                &self.points,
+                &self.predictions,
+                &self.slices,
+            ],
+        );
+    }
+
+    /// The uniform parameters shared by the dispatches of one submission.
+    fn gpu_params(&self) -> GpuParams {
+        let m = &self.model;
+        let post = &m.posterior;
+        let mut sizes = [0u32; 8];
+        for (s, &n) in sizes.iter_mut().zip(&post.arch.sizes) {
+            *s = n as u32;
+        }
+        GpuParams {
+            data_n: post.inputs.len() as u32,
+            batch_size: post.batch_size,
+            mlp_layers: post.arch.layers() as u32,
+            mlp_activation: post.arch.activation.index(),
+            mlp_params: post.params() as u32,
+            mlp_sizes: sizes,
+            mlp_prior_precision: post.prior_precision,
+            ..GpuParams::for_sampler(
+                &m.sampler,
+                &m.schedule,
+                self.seed,
+                self.step,
+                0,
+                self.chains,
+            )
+        }
+    }
+
+    /// Writes `params`, then runs `dispatches` (entry point, slice, invocations) in order in
+    /// one submission, each seeing its own slice at a dynamic offset.
+    fn submit(&mut self, params: &GpuParams, dispatches: &[(Entry, Slice, u32)]) {
+        let needed = dispatches.len() as u64;
+        if needed > self.slice_capacity {
+            self.slice_capacity = needed.next_power_of_two();
+            self.slices = uniform_buffer(
+                &self.ctx.device,
+                "mlp slices",
+                self.slice_capacity * self.slice_stride,
+            );
+            self.rebind();
+        }
+        let stride = self.slice_stride as usize;
+        let mut bytes = vec![0u8; dispatches.len() * stride];
+        for (i, (_, slice, _)) in dispatches.iter().enumerate() {
+            bytes[i * stride..][..std::mem::size_of::<Slice>()]
+                .copy_from_slice(bytemuck::bytes_of(slice));
+        }
+        let queue = &self.ctx.queue;
+        queue.write_buffer(&self.params, 0, bytemuck::bytes_of(params));
+        queue.write_buffer(&self.slices, 0, &bytes);
+        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            for (i, (entry, _, invocations)) in dispatches.iter().enumerate() {
+                let pipeline = &self
+                    .pipelines
+                    .iter()
+                    .find(|(e, _)| e == entry)
+                    .expect("every entry has a pipeline")
+                    .1;
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, &self.bind_group, &[(i * stride) as u32]);
+                pass.dispatch_workgroups(invocations.div_ceil(WORKGROUP).max(1), 1, 1);
+            }
+        }
+        queue.submit([encoder.finish()]);
+    }
+
+    /// The minibatch slots of one step in slices that keep each invocation within the loop
+    /// budget.
+    fn batch_slices(&self, step: u32) -> impl Iterator<Item = Slice> + use<> {
+        let post = &self.model.posterior;
+        let per = (LOOP_BUDGET / example_iterations(&post.arch)).max(1) as u32;
+        let batch = post.batch_size;
+        (0..batch).step_by(per as usize).map(move |first| Slice {
+            step,
+            first,
+            end: (first + per).min(batch),
+            with_focus: 0,
+        })
+    }
+
+    /// Region `region` (0 θ, 1 p, 2 ξ, 3 gradient) of parameter `param`, across chains.
+    fn read_region(&self, region: u64, param: u64) -> anyhow::Result<Vec<f32>> {
+        let n = u64::from(self.chains);
+        let params = self.model.posterior.params() as u64;
+        let offset = 4 * (region * params + param) * n;
+        let raw = self.ctx.read_buffer(&self.state, offset, 4 * n)?;
+        Ok(bytemuck::cast_slice(&raw).to_vec())
+    }
+
+    /// A whole region, transposed to chain-major.
+    fn read_region_chain_major(&self, region: u64) -> anyhow::Result<Vec<f32>> {
+        let n = self.chains as usize;
+        let params = self.model.posterior.params();
+        let bytes = 4 * (params * n) as u64;
+        let raw = self.ctx.read_buffer(&self.state, region * bytes, bytes)?;
+        let flat: &[f32] = bytemuck::cast_slice(&raw);
+        let mut out = vec![0.0; params * n];
+        for (i, column) in flat.chunks_exact(n).enumerate() {
+            for (chain, &v) in column.iter().enumerate() {
+                out[chain * params + i] = v;
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl MlpEngine for MlpGpuEngine {
+    fn backend(&self) -> BackendInfo {
+        BackendInfo {
+            kind: "gpu",
+            device: self.ctx.describe(),
+        }
+    }
+
+    fn chains(&self) -> u32 {
+        self.chains
+    }
+
+    fn steps_done(&self) -> u32 {
+        self.step
+    }
+
+    fn model(&self) -> &MlpModel {
+        &self.model
+    }
+
+    fn set_model(&mut self, model: MlpModel) -> anyhow::Result<()> {
+        ensure!(
+            model.posterior.arch == self.model.posterior.arch,
+            "the architecture changed: make a new engine"
+        );
+        let data_changed = model.posterior.inputs != self.model.posterior.inputs
+            || model.posterior.labels != self.model.posterior.labels;
+        self.model = model;
+        if data_changed {
+            self.data = Self::data_buffer(&self.ctx.device, &self.model);
+            self.rebind();
+        }
+        Ok(())
+    }
+
+    fn advance(&mut self, steps: u32) -> anyhow::Result<MlpReport> {
+        let chains = self.chains;
+        let params = self.gpu_params();
+        let mut done = 0;
+        loop {
+            let n = (steps - done).min(STEPS_PER_SUBMISSION);
+            let mut dispatches = Vec::new();
+            for k in 0..n {
+                let step = self.step.wrapping_add(done + k);
+                dispatches.push((Entry::FirstHalf, Slice::whole(step), chains));
+                for slice in self.batch_slices(step) {
+                    dispatches.push((Entry::Accumulate, slice, chains));
+                }
+                dispatches.push((Entry::SecondHalf, Slice::whole(step), chains));
+            }
+            done += n;
+            let last = done == steps;
+            if last {
+                dispatches.push((Entry::Statistics, Slice::zeroed(), chains));
+            }
+            self.submit(&params, &dispatches);
+            if last {
+                break;
+            }
+        }
+        self.step = self.step.wrapping_add(steps);
+        let raw = self
+            .ctx
+            .read_buffer(&self.partials, 0, self.partials.size())?;
+        let partials: &[f32] = bytemuck::cast_slice(&raw);
+        let arch = &self.model.posterior.arch;
+        let layers = arch.layers();
+        let (mut alive, mut diverged) = (0u64, 0u64);
+        let mut sums = vec![[0.0f64; 2]; layers];
+        for p in partials.chunks_exact(PARTIAL_FIELDS) {
+            alive += p[0] as u64;
+            diverged += p[1] as u64;
+            for (l, s) in sums.iter_mut().enumerate() {
+                s[0] += f64::from(p[2 + 2 * l]);
+                s[1] += f64::from(p[3 + 2 * l]);
+            }
+        }
+        let sizes = arch.layer_params();
+        Ok(MlpReport::from_sums(
+            self.step, alive, diverged, &sums, &sizes,
+        ))
+    }
+
+    fn gradients(&mut self) -> anyhow::Result<Vec<f32>> {
+        let params = self.gpu_params();
+        let whole = Slice::whole(self.step);
+        let mut dispatches = vec![(Entry::ClearGradient, whole, self.chains)];
+        for slice in self.batch_slices(self.step) {
+            dispatches.push((Entry::AccumulateAll, slice, self.chains));
+        }
+        dispatches.push((Entry::FinishGradient, whole, self.chains));
+        self.submit(&params, &dispatches);
+        self.read_region_chain_major(3)
+    }
+
+    fn read_parameter(&mut self, param: usize) -> anyhow::Result<ParameterStates> {
+        let params = self.model.posterior.params();
+        ensure!(param < params, "parameter {param} of {params}");
+        let raw = self
+            .ctx
+            .read_buffer(&self.diverged_at, 0, 4 * u64::from(self.chains))?;
+        Ok(ParameterStates {
+            theta: self.read_region(0, param as u64)?,
+            p: self.read_region(1, param as u64)?,
+            xi: self.read_region(2, param as u64)?,
+            diverged_at: bytemuck::cast_slice(&raw).to_vec(),
+        })
+    }
+
+    fn read_weights(&mut self, first: u32, count: u32) -> anyhow::Result<Vec<f32>> {
+        let params = self.model.posterior.params();
+        let start = first.min(self.chains) as usize;
+        let end = first.saturating_add(count).min(self.chains) as usize;
+        let all = self.read_region_chain_major(0)?;
+        Ok(all[start * params..end * params].to_vec())
+    }
+
+    fn predict(
+        &mut self,
+        points: &[[f32; 2]],
+        chains: u32,
+        focus: u32,
+    ) -> anyhow::Result<Prediction> {
+        let k = self.model.posterior.arch.classes();
+        let count = points.len() as u32;
+        if count == 0 {
+            return Ok(Prediction {
+                classes: k,
+                ..Default::default()
+            });
+        }
+        let stride = 3 * k + 1;
+        let bytes = 4 * (stride * count as usize) as u64;
+        if count > self.point_capacity {
+            let device = &self.ctx.device;
+            self.points = storage_buffer(device, "mlp points", 8 * u64::from(count));
+            self.predictions = storage_buffer(device, "mlp predictions", bytes);
+            self.point_capacity = count;
+            self.rebind();
+        }
+        let queue = &self.ctx.queue;
+        queue.write_buffer(&self.points, 0, bytemuck::cast_slice(points));
+        let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+        encoder.clear_buffer(&self.predictions, 0, Some(bytes));
+        queue.submit([encoder.finish()]);
+        let mut params = self.gpu_params();
+        params.mlp_points = count;
+        params.mlp_focus_chain = focus.min(self.chains.saturating_sub(1));
+        let chains = chains.min(self.chains);
+        let per = (LOOP_BUDGET / forward_iterations(&self.model.posterior.arch)).max(1) as u32;
+        let mut dispatches: Vec<_> = (0..chains)
+            .step_by(per as usize)
+            .map(|first| {
+                let slice = Slice {
+                    step: self.step,
+                    first,
+                    end: (first + per).min(chains),
+                    with_focus: 0,
+                };
+                (Entry::Predict, slice, count)
+            })
+            .collect();
+        // One dispatch also draws the focus chain's own map (a dispatch of its own when no
+        // chains are averaged).
+        if dispatches.is_empty() {
+            dispatches.push((Entry::Predict, Slice::whole(self.step), count));
+        }
+        if let Some((_, slice, _)) = dispatches.last_mut() {
+            slice.with_focus = 1;
+        }
+        self.submit(&params, &dispatches);
+        let raw = self.ctx.read_buffer(&self.predictions, 0, bytes)?;
+        let flat: &[f32] = bytemuck::cast_slice(&raw);
+        let mut out = Prediction {
+            classes: k,
+            chains_used: flat[3 * k] as u32,
+            ..Default::default()
+        };
+        // Sums to means as the CPU engine does: times 1/count.
+        let inv = 1.0 / out.chains_used.max(1) as f32;
+        for row in flat.chunks_exact(stride) {
+            out.mean.extend(row[..k].iter().map(|v| v * inv));
+            out.mean_square
+                .extend(row[k..2 * k].iter().map(|v| v * inv));
+            out.focus.extend_from_slice(&row[2 * k..3 * k]);
+        }
+        Ok(out)
+    }
+
+    fn reset(&mut self, init: &MlpInit, seed: u64) -> anyhow::Result<()> {
+        self.seed = seed;
+        self.step = 0;
+        let regions = initial_regions(&self.model, init, seed, self.chains);
+        let queue = &self.ctx.queue;
+        queue.write_buffer(&self.state, 0, bytemuck::cast_slice(&regions));
+        let zeros = vec![0u32; self.chains as usize];
+        queue.write_buffer(&self.diverged_at, 0, bytemuck::cast_slice(&zeros));
+        Ok(())
+    }
+}

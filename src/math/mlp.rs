@@ -1,0 +1,789 @@
+//! Bayesian multilayer perceptrons on 2-D classification data (MATH.md §4, §7): every chain is
+//! one network, and the ensemble of chains is the posterior.
+//!
+//! L(θ) = |θ|²/(2σ²) + Σᵢ CE(f_θ(xᵢ), yᵢ), a Gaussian prior and the softmax likelihood. The
+//! stochastic gradient is ∇log prior + (N/n) Σ over a minibatch each chain draws for itself.
+//! The sampler updates are the per-coordinate ones of [`SamplerParams`], unchanged: every
+//! weight has its own p and ξ. `shaders/mlp.wgsl` mirrors this file function by function.
+
+// Index loops on purpose: they read like the WGSL they are checked against.
+#![allow(clippy::needless_range_loop)]
+
+use super::datasets::{DataSpec, Dataset};
+use super::rng::{RngCounter, Stream, index_below};
+use super::samplers::{SamplerKind, SamplerParams, kinetic_derivatives};
+use super::schedule::Schedule;
+use serde::{Deserialize, Serialize};
+
+/// Widest hidden layer.
+pub const MAX_WIDTH: usize = 32;
+/// Most hidden layers.
+pub const MAX_HIDDEN_LAYERS: usize = 3;
+/// Most classes of a data set.
+pub const MAX_CLASSES: usize = 8;
+const _: () = assert!(
+    MAX_CLASSES <= MAX_WIDTH,
+    "deltas of the logits fit the hidden buffer"
+);
+/// Most activations one forward pass keeps: the input, every hidden layer and the logits
+/// (`ACTIVATIONS` in `shaders/mlp.wgsl`).
+pub const MAX_ACTIVATIONS: usize = 2 + MAX_HIDDEN_LAYERS * MAX_WIDTH + MAX_CLASSES;
+
+/// SELU's λ and α (Klambauer et al. 2017).
+const SELU_LAMBDA: f32 = 1.050_701;
+const SELU_ALPHA: f32 = 1.673_263_2;
+
+/// Hidden-layer nonlinearity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Activation {
+    /// tanh.
+    #[default]
+    Tanh,
+    /// max(0, x).
+    Relu,
+    /// Scaled exponential linear unit.
+    Selu,
+}
+
+impl Activation {
+    /// Every activation, for menus.
+    pub const ALL: [Activation; 3] = [Activation::Tanh, Activation::Relu, Activation::Selu];
+
+    /// Display name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Activation::Tanh => "tanh",
+            Activation::Relu => "ReLU",
+            Activation::Selu => "SELU",
+        }
+    }
+
+    /// Index used by the shader.
+    pub fn index(self) -> u32 {
+        self as u32
+    }
+
+    /// The activation of a pre-activation.
+    #[inline(always)]
+    pub fn apply(self, a: f32) -> f32 {
+        match self {
+            // Clamped: tanh(±15) is ±1 in f32 already, and some GPU tanh implementations
+            // return NaN for large arguments (e^{2x} overflows).
+            Activation::Tanh => a.clamp(-15.0, 15.0).tanh(),
+            Activation::Relu => a.max(0.0),
+            Activation::Selu => {
+                if a > 0.0 {
+                    SELU_LAMBDA * a
+                } else {
+                    SELU_LAMBDA * SELU_ALPHA * (a.min(0.0).exp() - 1.0)
+                }
+            }
+        }
+    }
+
+    /// The derivative, written in terms of the output y = f(a), so the backward pass needs
+    /// only the stored activations.
+    #[inline(always)]
+    pub fn derivative_from_output(self, y: f32) -> f32 {
+        match self {
+            Activation::Tanh => 1.0 - y * y,
+            Activation::Relu => {
+                if y > 0.0 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            // y = λα(eᵃ − 1) for a ≤ 0, so f'(a) = λαeᵃ = y + λα.
+            Activation::Selu => {
+                if y > 0.0 {
+                    SELU_LAMBDA
+                } else {
+                    y + SELU_LAMBDA * SELU_ALPHA
+                }
+            }
+        }
+    }
+}
+
+/// Layer sizes and nonlinearity: 2 inputs, 1–3 hidden layers of up to 32 units, a softmax
+/// over the classes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Architecture {
+    /// Units per layer, from the 2 inputs to the classes.
+    pub sizes: Vec<usize>,
+    /// Hidden nonlinearity.
+    pub activation: Activation,
+}
+
+/// Where one weight layer's parameters sit in the flat parameter vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayerLayout {
+    /// Inputs of the layer.
+    pub inputs: usize,
+    /// Outputs of the layer.
+    pub outputs: usize,
+    /// Offset of the weight matrix (row-major, `outputs × inputs`).
+    pub weights: usize,
+    /// Offset of the biases.
+    pub biases: usize,
+}
+
+impl Architecture {
+    /// An architecture; `hidden` must have 1–3 layers of 1–32 units and `classes` 2–8.
+    pub fn new(hidden: &[u32], classes: u32, activation: Activation) -> Result<Self, String> {
+        if hidden.is_empty() || hidden.len() > MAX_HIDDEN_LAYERS {
+            return Err(format!(
+                "hidden = {hidden:?}: an MLP has 1 to {MAX_HIDDEN_LAYERS} hidden layers"
+            ));
+        }
+        if let Some(w) = hidden.iter().find(|&&w| w == 0 || w as usize > MAX_WIDTH) {
+            return Err(format!(
+                "hidden layer of {w} units: allowed 1 to {MAX_WIDTH}"
+            ));
+        }
+        if !(2..=MAX_CLASSES as u32).contains(&classes) {
+            return Err(format!("{classes} classes: allowed 2 to {MAX_CLASSES}"));
+        }
+        let mut sizes = vec![2];
+        sizes.extend(hidden.iter().map(|&w| w as usize));
+        sizes.push(classes as usize);
+        Ok(Self { sizes, activation })
+    }
+
+    /// Number of weight layers.
+    pub fn layers(&self) -> usize {
+        self.sizes.len() - 1
+    }
+
+    /// Number of classes.
+    pub fn classes(&self) -> usize {
+        *self.sizes.last().expect("an output layer")
+    }
+
+    /// The layout of weight layer `l`.
+    pub fn layer(&self, l: usize) -> LayerLayout {
+        let mut offset = 0;
+        for k in 0..l {
+            offset += (self.sizes[k] + 1) * self.sizes[k + 1];
+        }
+        let (inputs, outputs) = (self.sizes[l], self.sizes[l + 1]);
+        LayerLayout {
+            inputs,
+            outputs,
+            weights: offset,
+            biases: offset + inputs * outputs,
+        }
+    }
+
+    /// Parameters (weights and biases) of each weight layer, input side first.
+    pub fn layer_params(&self) -> Vec<usize> {
+        (0..self.layers())
+            .map(|l| (self.sizes[l] + 1) * self.sizes[l + 1])
+            .collect()
+    }
+
+    /// Total number of parameters P.
+    pub fn params(&self) -> usize {
+        let last = self.layer(self.layers() - 1);
+        last.biases + last.outputs
+    }
+
+    /// The weight layer a parameter belongs to.
+    pub fn layer_of(&self, param: usize) -> usize {
+        (0..self.layers())
+            .find(|&l| {
+                let layout = self.layer(l);
+                param < layout.biases + layout.outputs
+            })
+            .unwrap_or(self.layers() - 1)
+    }
+
+    /// A readable name: `W2[3,1]` (layer 2, unit 3, input 1) or `b1[5]`.
+    pub fn param_name(&self, param: usize) -> String {
+        let l = self.layer_of(param);
+        let layout = self.layer(l);
+        if param < layout.biases {
+            let k = param - layout.weights;
+            format!("W{}[{},{}]", l + 1, k / layout.inputs, k % layout.inputs)
+        } else {
+            format!("b{}[{}]", l + 1, param - layout.biases)
+        }
+    }
+
+    /// `2-16-16-2 tanh`.
+    pub fn describe(&self) -> String {
+        let sizes: Vec<String> = self.sizes.iter().map(|s| s.to_string()).collect();
+        format!("{} {}", sizes.join("-"), self.activation.name())
+    }
+}
+
+/// A network posterior as written in a preset: data set, architecture, prior, minibatch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MlpSpec {
+    /// The data set.
+    #[serde(default)]
+    pub data: DataSpec,
+    /// Units of each hidden layer (1–3 layers of 1–32).
+    #[serde(default = "d_hidden")]
+    pub hidden: Vec<u32>,
+    /// Hidden nonlinearity.
+    #[serde(default)]
+    pub activation: Activation,
+    /// Standard deviation σ of the Gaussian prior on every weight and bias.
+    #[serde(default = "one", deserialize_with = "crate::math::ranges::de_sigma")]
+    pub prior_scale: f64,
+    /// Minibatch size n drawn by each chain at each step (0: the full training set).
+    #[serde(
+        default = "d_batch",
+        deserialize_with = "crate::math::ranges::de_batch"
+    )]
+    pub batch_size: u32,
+}
+
+fn d_hidden() -> Vec<u32> {
+    vec![16, 16]
+}
+fn d_batch() -> u32 {
+    32
+}
+
+impl Default for MlpSpec {
+    fn default() -> Self {
+        Self {
+            data: DataSpec::default(),
+            hidden: d_hidden(),
+            activation: Activation::Tanh,
+            prior_scale: 1.0,
+            batch_size: d_batch(),
+        }
+    }
+}
+
+impl MlpSpec {
+    /// Builds the data set and the posterior over the network's weights.
+    pub fn build(&self) -> Result<(MlpPosterior, Dataset), String> {
+        let data = self.data.build()?;
+        let arch = Architecture::new(&self.hidden, data.classes, self.activation)?;
+        let posterior = MlpPosterior::new(arch, &data, self.prior_scale as f32, self.batch_size);
+        Ok((posterior, data))
+    }
+}
+
+/// The posterior over one network's weights: architecture, data, prior and minibatch size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MlpPosterior {
+    /// The network.
+    pub arch: Architecture,
+    /// Training inputs.
+    pub inputs: Vec<[f32; 2]>,
+    /// Training labels.
+    pub labels: Vec<u32>,
+    /// 1/σ² of the Gaussian prior.
+    pub prior_precision: f32,
+    /// Minibatch size n (equal to N for full batch).
+    pub batch_size: u32,
+}
+
+/// Activations of one forward pass, reused across examples.
+#[derive(Clone, Debug)]
+pub struct Workspace {
+    activations: [f32; MAX_ACTIVATIONS],
+    delta: [f32; MAX_WIDTH],
+    delta_prev: [f32; MAX_WIDTH],
+}
+
+impl Default for Workspace {
+    fn default() -> Self {
+        Self {
+            activations: [0.0; MAX_ACTIVATIONS],
+            delta: [0.0; MAX_WIDTH],
+            delta_prev: [0.0; MAX_WIDTH],
+        }
+    }
+}
+
+impl MlpPosterior {
+    /// The posterior of `arch` on the training part of `data` with prior scale σ and
+    /// minibatch size `batch_size` (0 or ≥ N: full batch).
+    pub fn new(arch: Architecture, data: &Dataset, prior_scale: f32, batch_size: u32) -> Self {
+        let n = data.train_x.len() as u32;
+        Self {
+            arch,
+            inputs: data.train_x.clone(),
+            labels: data.train_y.clone(),
+            prior_precision: 1.0 / (prior_scale * prior_scale),
+            batch_size: if batch_size == 0 {
+                n
+            } else {
+                batch_size.min(n)
+            },
+        }
+    }
+
+    /// Number of parameters.
+    pub fn params(&self) -> usize {
+        self.arch.params()
+    }
+
+    /// Runs the network on `x`, leaving every layer's output in `ws` (the logits last), and
+    /// returns the offset of the logits.
+    #[inline]
+    fn forward_into(&self, theta: &[f32], x: [f32; 2], ws: &mut Workspace) -> usize {
+        let act = self.arch.activation;
+        ws.activations[0] = x[0];
+        ws.activations[1] = x[1];
+        let mut input = 0;
+        let layers = self.arch.layers();
+        for l in 0..layers {
+            let layout = self.arch.layer(l);
+            let output = input + layout.inputs;
+            for o in 0..layout.outputs {
+                let row = &theta[layout.weights + o * layout.inputs..][..layout.inputs];
+                let mut a = theta[layout.biases + o];
+                for (w, v) in row.iter().zip(&ws.activations[input..output]) {
+                    a += w * v;
+                }
+                ws.activations[output + o] = if l + 1 < layers { act.apply(a) } else { a };
+            }
+            input = output;
+        }
+        input
+    }
+
+    /// Class probabilities (softmax of the logits) of the network `theta` at `x`.
+    pub fn predict(&self, theta: &[f32], x: [f32; 2], ws: &mut Workspace, probs: &mut [f32]) {
+        let logits = self.forward_into(theta, x, ws);
+        softmax(&ws.activations[logits..logits + self.arch.classes()], probs);
+    }
+
+    /// Adds ∇θ CE(f_θ(x), y) to `acc`: one backward pass.
+    #[inline]
+    fn accumulate_example(
+        &self,
+        theta: &[f32],
+        x: [f32; 2],
+        y: u32,
+        ws: &mut Workspace,
+        acc: &mut [f32],
+    ) {
+        let logits = self.forward_into(theta, x, ws);
+        let k = self.arch.classes();
+        // ∂CE/∂logits = softmax − onehot(y).
+        let mut probs = [0.0f32; MAX_CLASSES];
+        softmax(&ws.activations[logits..logits + k], &mut probs[..k]);
+        for c in 0..k {
+            ws.delta[c] = probs[c] - if c as u32 == y { 1.0 } else { 0.0 };
+        }
+        let act = self.arch.activation;
+        let mut output = logits;
+        for l in (0..self.arch.layers()).rev() {
+            let layout = self.arch.layer(l);
+            let input = output - layout.inputs;
+            for o in 0..layout.outputs {
+                let d = ws.delta[o];
+                acc[layout.biases + o] += d;
+                let row = &mut acc[layout.weights + o * layout.inputs..][..layout.inputs];
+                for (g, v) in row.iter_mut().zip(&ws.activations[input..output]) {
+                    *g += d * v;
+                }
+            }
+            if l > 0 {
+                for i in 0..layout.inputs {
+                    let mut back = 0.0;
+                    for o in 0..layout.outputs {
+                        back += theta[layout.weights + o * layout.inputs + i] * ws.delta[o];
+                    }
+                    ws.delta_prev[i] = back * act.derivative_from_output(ws.activations[input + i]);
+                }
+                ws.delta[..layout.inputs].copy_from_slice(&ws.delta_prev[..layout.inputs]);
+            }
+            output = input;
+        }
+    }
+
+    /// The training example of minibatch slot `j` for the chain and step of `rng`: drawn with
+    /// replacement from the minibatch stream (four indices per Philox call), or `j` itself
+    /// for full batches. The logistic target draws its batches the same way.
+    #[inline(always)]
+    pub fn batch_index(&self, j: u32, rng: &RngCounter) -> usize {
+        let n = self.inputs.len() as u32;
+        if self.batch_size >= n {
+            j as usize
+        } else {
+            let bits = rng.bits4(Stream::Minibatch, j / 4);
+            index_below(bits[(j % 4) as usize], n) as usize
+        }
+    }
+
+    /// g̃ = θ/σ² + (N/n) Σ_batch ∇CE: the stochastic gradient of the chain and step of `rng`.
+    pub fn stochastic_gradient(
+        &self,
+        theta: &[f32],
+        rng: &RngCounter,
+        ws: &mut Workspace,
+        grad: &mut [f32],
+    ) {
+        grad.fill(0.0);
+        for j in 0..self.batch_size {
+            let i = self.batch_index(j, rng);
+            self.accumulate_example(theta, self.inputs[i], self.labels[i], ws, grad);
+        }
+        let scale = self.inputs.len() as f32 / self.batch_size as f32;
+        for (g, t) in grad.iter_mut().zip(theta) {
+            *g = *t * self.prior_precision + *g * scale;
+        }
+    }
+
+    /// L(θ) = |θ|²/(2σ²) + Σᵢ CE over the full training set, in f64 (finite differences).
+    pub fn neg_log_posterior(&self, theta: &[f32]) -> f64 {
+        let mut ws = Workspace::default();
+        let k = self.arch.classes();
+        let mut total: f64 = theta
+            .iter()
+            .map(|&t| 0.5 * f64::from(t) * f64::from(t) * f64::from(self.prior_precision))
+            .sum();
+        for (x, &y) in self.inputs.iter().zip(&self.labels) {
+            let logits = self.forward_into(theta, *x, &mut ws);
+            let z = &ws.activations[logits..logits + k];
+            let max = z
+                .iter()
+                .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+            let lse = max
+                + z.iter()
+                    .map(|&v| (f64::from(v) - max).exp())
+                    .sum::<f64>()
+                    .ln();
+            total += lse - f64::from(z[y as usize]);
+        }
+        total
+    }
+}
+
+/// Numerically stable softmax.
+#[inline]
+pub fn softmax(logits: &[f32], probs: &mut [f32]) {
+    let max = logits.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    let mut sum = 0.0;
+    for (p, &z) in probs.iter_mut().zip(logits) {
+        *p = (z - max).exp();
+        sum += *p;
+    }
+    let inv = 1.0 / sum;
+    for p in probs.iter_mut() {
+        *p *= inv;
+    }
+}
+
+/// How chains start: weights ~ N(0, (scale/√fan-in)²), biases 0, p ~ N(0, mT) for samplers
+/// with a momentum, ξ as given for samplers with a thermostat.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MlpInit {
+    /// Multiplier on the 1/√fan-in weight scale.
+    #[serde(
+        default = "one",
+        deserialize_with = "crate::math::ranges::de_init_scale"
+    )]
+    pub scale: f64,
+    /// Initial thermostat ξ of every parameter.
+    #[serde(default)]
+    pub xi: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Default for MlpInit {
+    fn default() -> Self {
+        Self {
+            scale: 1.0,
+            xi: 0.0,
+        }
+    }
+}
+
+/// A chain's state in three slices of P parameters each.
+#[derive(Debug)]
+pub struct ChainSlices<'a> {
+    /// Weights θ.
+    pub theta: &'a mut [f32],
+    /// Momenta p.
+    pub p: &'a mut [f32],
+    /// Thermostats ξ.
+    pub xi: &'a mut [f32],
+}
+
+/// The runtime model of an MLP posterior run: sampler, schedule and posterior.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MlpModel {
+    /// Sampler parameters.
+    pub sampler: SamplerParams,
+    /// Step-size schedule.
+    pub schedule: Schedule,
+    /// The posterior.
+    pub posterior: MlpPosterior,
+}
+
+impl MlpModel {
+    /// Writes the initial state of `chain` (a pure function of seed and chain): the weights
+    /// from the init stream at step 0, the momenta from step 1.
+    pub fn initial_state(&self, init: &MlpInit, seed: u64, chain: u32, c: ChainSlices<'_>) {
+        let sp = &self.sampler;
+        let arch = &self.posterior.arch;
+        RngCounter::new(seed, chain, 0).fill_normals(Stream::Init, c.theta);
+        for l in 0..arch.layers() {
+            let layout = arch.layer(l);
+            let scale = init.scale as f32 / (layout.inputs as f32).sqrt();
+            for t in &mut c.theta[layout.weights..layout.biases] {
+                *t *= scale;
+            }
+            c.theta[layout.biases..layout.biases + layout.outputs].fill(0.0);
+        }
+        let p_scale = if sp.kind.has_momentum() {
+            (sp.mass * sp.temperature).sqrt()
+        } else {
+            0.0
+        };
+        RngCounter::new(seed, chain, 1).fill_normals(Stream::Init, c.p);
+        for p in c.p.iter_mut() {
+            *p *= p_scale;
+        }
+        let xi = if sp.kind.has_thermostat() {
+            init.xi as f32
+        } else {
+            0.0
+        };
+        c.xi.fill(xi);
+    }
+
+    /// Advances one chain by one step (global step index `rng.step`); `grad` is scratch of P
+    /// values. Returns `true` when the chain diverged (any parameter, MATH.md §2).
+    pub fn advance(
+        &self,
+        c: ChainSlices<'_>,
+        rng: &RngCounter,
+        ws: &mut Workspace,
+        grad: &mut [f32],
+    ) -> bool {
+        let sp = &self.sampler;
+        let (h, t) = sp.step_size_and_temperature(&self.schedule, rng.step);
+        let n = c.theta.len();
+        let post = &self.posterior;
+        match sp.kind {
+            SamplerKind::Atmc => {
+                for i in 0..n {
+                    sp.atmc_first_half(&mut c.theta[i], c.p[i], &mut c.xi[i], h, t);
+                }
+                post.stochastic_gradient(c.theta, rng, ws, grad);
+                for_each_normal(rng, n, |i, z| {
+                    // p is unchanged since the first half: its relativistic factor s there
+                    // is the one here (recomputed rather than stored: one scratch fewer).
+                    let s = kinetic_derivatives(c.p[i], sp.mass, sp.inv_mass, sp.speed).2;
+                    let (theta, p, xi) = (&mut c.theta[i], &mut c.p[i], &mut c.xi[i]);
+                    sp.atmc_second_half(theta, p, xi, s, grad[i], z, h, t);
+                });
+            }
+            SamplerKind::Sgld => {
+                post.stochastic_gradient(c.theta, rng, ws, grad);
+                for_each_normal(rng, n, |i, z| {
+                    sp.sgld_update(&mut c.theta[i], grad[i], z, h, t)
+                });
+            }
+            SamplerKind::Sghmc => {
+                post.stochastic_gradient(c.theta, rng, ws, grad);
+                for_each_normal(rng, n, |i, z| {
+                    sp.sghmc_update(&mut c.theta[i], &mut c.p[i], grad[i], z, h, t)
+                });
+            }
+            SamplerKind::Sgnht => {
+                post.stochastic_gradient(c.theta, rng, ws, grad);
+                // The heat of each parameter replaces its gradient once used.
+                for_each_normal(rng, n, |i, z| {
+                    grad[i] =
+                        sp.sgnht_update(&mut c.theta[i], &mut c.p[i], c.xi[i], grad[i], z, h, t);
+                });
+                if sp.sgnht_shared_xi {
+                    let mean = grad.iter().sum::<f32>() / n as f32;
+                    grad.fill(mean);
+                }
+                for i in 0..n {
+                    c.xi[i] = sp.sgnht_thermostat(c.xi[i], grad[i], h);
+                }
+            }
+            SamplerKind::Sgd => {
+                post.stochastic_gradient(c.theta, rng, ws, grad);
+                for i in 0..n {
+                    sp.sgd_update(&mut c.theta[i], grad[i], h);
+                }
+            }
+        }
+        (0..n).any(|i| sp.coordinate_diverged(c.theta[i], c.p[i], c.xi[i]))
+    }
+}
+
+/// Calls `f(i, zᵢ)` for i in 0..n with the injected-noise normals of the step: coordinate i
+/// takes lane i mod 4 of Philox block i/4, as the 2-D chains do.
+#[inline(always)]
+fn for_each_normal(rng: &RngCounter, n: usize, mut f: impl FnMut(usize, f32)) {
+    for block in 0..n.div_ceil(4) {
+        let z = rng.normal4(Stream::Injected, block as u32);
+        for (lane, &zl) in z.iter().enumerate() {
+            let i = block * 4 + lane;
+            if i < n {
+                f(i, zl);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::datasets::{DataSource, DataSpec};
+
+    fn posterior(activation: Activation, hidden: &[u32], batch: u32) -> MlpPosterior {
+        let data = DataSpec {
+            source: DataSource::TwoMoons,
+            points: 60,
+            noise: 0.2,
+            test_fraction: 0.25,
+            seed: 3,
+        }
+        .build()
+        .expect("two moons");
+        let arch = Architecture::new(hidden, data.classes, activation).unwrap();
+        MlpPosterior::new(arch, &data, 1.5, batch)
+    }
+
+    fn random_theta(post: &MlpPosterior, seed: u64) -> Vec<f32> {
+        let mut theta = vec![0.0; post.params()];
+        RngCounter::new(seed, 0, 0).fill_normals(Stream::Init, &mut theta);
+        theta.iter().map(|t| 0.7 * t).collect()
+    }
+
+    impl MlpPosterior {
+        /// Which hidden units are positive, over all training examples.
+        fn hidden_signs(&self, theta: &[f32]) -> Vec<bool> {
+            let mut ws = Workspace::default();
+            let mut signs = Vec::new();
+            for x in &self.inputs {
+                let logits = self.forward_into(theta, *x, &mut ws);
+                signs.extend(ws.activations[2..logits].iter().map(|&a| a > 0.0));
+            }
+            signs
+        }
+    }
+
+    #[test]
+    fn layout_counts_and_names() {
+        let arch = Architecture::new(&[16, 16], 2, Activation::Tanh).unwrap();
+        assert_eq!(arch.params(), 2 * 16 + 16 + 16 * 16 + 16 + 16 * 2 + 2);
+        assert_eq!(arch.param_name(0), "W1[0,0]");
+        assert_eq!(arch.param_name(3), "W1[1,1]");
+        assert_eq!(arch.param_name(32), "b1[0]");
+        assert_eq!(arch.param_name(48), "W2[0,0]");
+        assert_eq!(arch.param_name(arch.params() - 1), "b3[1]");
+        assert_eq!(arch.layer_of(47), 0);
+        assert_eq!(arch.layer_of(48), 1);
+        assert_eq!(arch.describe(), "2-16-16-2 tanh");
+        assert!(Architecture::new(&[], 2, Activation::Tanh).is_err());
+        assert!(Architecture::new(&[33], 2, Activation::Tanh).is_err());
+        assert!(Architecture::new(&[8, 8, 8, 8], 2, Activation::Tanh).is_err());
+    }
+
+    #[test]
+    fn analytic_gradient_matches_finite_differences() {
+        for activation in Activation::ALL {
+            let post = posterior(activation, &[8, 6], 0);
+            let theta = random_theta(&post, 11);
+            let mut grad = vec![0.0; post.params()];
+            let mut ws = Workspace::default();
+            post.stochastic_gradient(&theta, &RngCounter::new(1, 0, 0), &mut ws, &mut grad);
+            let scale = grad.iter().fold(0.0f32, |m, g| m.max(g.abs()));
+            let mut worst = 0.0f64;
+            let mut kinks = 0;
+            for i in 0..post.params() {
+                // Central differences in f64 of the f32 network: step 1e-2 balances the
+                // truncation error against f32 rounding of L; ReLU and SELU have kinks at 0, so a
+                // small step meets fewer kinks.
+                let eps = if activation == Activation::Relu {
+                    1e-3f32
+                } else {
+                    1e-2
+                };
+                let mut plus = theta.clone();
+                plus[i] += eps;
+                let mut minus = theta.clone();
+                minus[i] -= eps;
+                let (lp, lm) = (
+                    post.neg_log_posterior(&plus),
+                    post.neg_log_posterior(&minus),
+                );
+                if activation != Activation::Tanh
+                    && post.hidden_signs(&plus) != post.hidden_signs(&minus)
+                {
+                    // A unit crosses 0 within ±eps: a kink of ReLU (or of SELU's derivative).
+                    kinks += 1;
+                    continue;
+                }
+                let fd = (lp - lm) / (2.0 * f64::from(eps));
+                let err = (fd - f64::from(grad[i])).abs() / f64::from(scale);
+                worst = worst.max(err);
+            }
+            assert!(kinks * 4 < post.params(), "{kinks} kinks");
+            eprintln!(
+                "{activation:?}: worst relative error {worst:.1e}, {kinks} parameters skipped at kinks"
+            );
+            assert!(
+                worst < 5e-4,
+                "{activation:?}: worst error {worst:e} of max |g| {scale}"
+            );
+        }
+    }
+
+    #[test]
+    fn minibatch_gradient_is_unbiased() {
+        let full = posterior(Activation::Tanh, &[8], 0);
+        let mini = posterior(Activation::Tanh, &[8], 5);
+        let theta = random_theta(&full, 5);
+        let mut ws = Workspace::default();
+        let mut exact = vec![0.0; full.params()];
+        full.stochastic_gradient(&theta, &RngCounter::new(0, 0, 0), &mut ws, &mut exact);
+        let mut mean = vec![0.0f64; full.params()];
+        let draws = 20_000;
+        let mut g = vec![0.0; full.params()];
+        for step in 0..draws {
+            mini.stochastic_gradient(&theta, &RngCounter::new(9, 3, step), &mut ws, &mut g);
+            for (m, v) in mean.iter_mut().zip(&g) {
+                *m += f64::from(*v) / f64::from(draws);
+            }
+        }
+        let scale = exact.iter().fold(0.0f32, |m, g| m.max(g.abs()));
+        for (m, e) in mean.iter().zip(&exact) {
+            assert!(
+                (m - f64::from(*e)).abs() < 0.03 * f64::from(scale),
+                "{m} vs {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn activations_and_their_derivatives() {
+        for act in Activation::ALL {
+            for a in [-3.0f32, -0.4, 0.3, 2.5] {
+                let y = act.apply(a);
+                let h = 1e-3;
+                let fd = (f64::from(act.apply(a + h)) - f64::from(act.apply(a - h))) / 2e-3;
+                let d = act.derivative_from_output(y);
+                assert!(
+                    (fd - f64::from(d)).abs() < 2e-3,
+                    "{act:?} at {a}: {fd} vs {d}"
+                );
+            }
+        }
+        assert!(Activation::Tanh.apply(1e30).is_finite());
+    }
+}

@@ -1,0 +1,172 @@
+//! The MLP engines: the GPU engine against its oracle, the CPU engine, for gradients,
+//! trajectories and predictions. GPU tests run on whatever adapter wgpu finds (lavapipe in
+//! CI) and fail loudly when there is none.
+
+use atmc_lab::engine::gpu::GpuContext;
+use atmc_lab::engine::mlp::{MlpCpuEngine, MlpEngine};
+use atmc_lab::engine::mlp_gpu::MlpGpuEngine;
+use atmc_lab::math::mlp::{Activation, MlpInit, MlpModel, MlpSpec};
+use atmc_lab::math::{DataSource, DataSpec, SamplerKind, SamplerSpec, ScheduleSpec};
+
+fn model(kind: SamplerKind, activation: Activation, batch: u32) -> MlpModel {
+    let spec = MlpSpec {
+        data: DataSpec {
+            source: DataSource::TwoMoons,
+            points: 120,
+            noise: 0.2,
+            test_fraction: 0.25,
+            seed: 4,
+        },
+        hidden: vec![16, 16],
+        activation,
+        prior_scale: 1.0,
+        batch_size: batch,
+    };
+    let (posterior, _) = spec.build().expect("two moons");
+    let mut sampler = SamplerSpec::new(kind);
+    // SGLD moves θ by h·g̃ directly (the others by ~h²): a smaller h keeps the comparison
+    // away from the chaotic regime where f32 rounding grows.
+    sampler.h = if kind == SamplerKind::Sgld {
+        0.002
+    } else {
+        0.01
+    };
+    MlpModel {
+        sampler: sampler.params(),
+        schedule: ScheduleSpec::Constant.schedule(),
+        posterior,
+    }
+}
+
+fn gpu(model: MlpModel, chains: u32) -> MlpGpuEngine {
+    let ctx = GpuContext::new().unwrap_or_else(|e| {
+        panic!(
+            "no usable GPU adapter: {e:#}\n\
+             install Mesa's software Vulkan (apt-get install mesa-vulkan-drivers libvulkan1)"
+        )
+    });
+    MlpGpuEngine::with_context(ctx, model, chains, &MlpInit::default(), 7).expect("engine")
+}
+
+/// Largest |a − b| relative to max(|b|, floor · max|b|) over all entries.
+fn worst_relative(a: &[f32], b: &[f32], floor: f32) -> f32 {
+    let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs() / y.abs().max(floor * scale))
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn gpu_gradients_match_cpu() {
+    for activation in Activation::ALL {
+        for batch in [0, 16] {
+            let m = model(SamplerKind::Atmc, activation, batch);
+            let chains = 256;
+            let mut cpu = MlpCpuEngine::new(m.clone(), chains, &MlpInit::default(), 7);
+            let mut gpu = gpu(m, chains);
+            assert_eq!(
+                cpu.read_weights(0, chains).unwrap(),
+                gpu.read_weights(0, chains).unwrap(),
+                "initial weights differ"
+            );
+            let a = gpu.gradients().unwrap();
+            let b = cpu.gradients().unwrap();
+            // Relative to each entry, with a floor of 1e-3 of the largest gradient where an
+            // entry is a sum that cancels to almost nothing.
+            let worst = worst_relative(&a, &b, 1e-3);
+            println!("{activation:?}, batch {batch}: max relative gradient error {worst:.2e}");
+            assert!(worst <= 1e-4, "{activation:?}, batch {batch}: {worst:e}");
+        }
+    }
+}
+
+#[test]
+fn gpu_trajectories_match_cpu_for_every_sampler() {
+    for (kind, _) in SamplerKind::ALL {
+        let m = model(kind, Activation::Tanh, 16);
+        let chains = 128;
+        let mut cpu = MlpCpuEngine::new(m.clone(), chains, &MlpInit::default(), 7);
+        let mut gpu = gpu(m, chains);
+        let rc = cpu.advance(50).unwrap();
+        let rg = gpu.advance(50).unwrap();
+        assert_eq!((rc.alive, rc.diverged), (rg.alive, rg.diverged), "{kind:?}");
+        let a = gpu.read_weights(0, chains).unwrap();
+        let b = cpu.read_weights(0, chains).unwrap();
+        let worst = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        println!("{kind:?}: max |θ_gpu − θ_cpu| after 50 steps {worst:.2e}");
+        assert!(worst <= 1e-3, "{kind:?}: {worst:e}");
+        let t = (rc.overall.kinetic_temperature - rg.overall.kinetic_temperature).abs();
+        assert!(
+            t <= 1e-3 * rc.overall.kinetic_temperature.max(1.0),
+            "{kind:?}: {t}"
+        );
+    }
+}
+
+#[test]
+fn gpu_predictions_match_cpu() {
+    let m = model(SamplerKind::Atmc, Activation::Selu, 16);
+    let chains = 200;
+    let mut cpu = MlpCpuEngine::new(m.clone(), chains, &MlpInit::default(), 7);
+    let mut gpu = gpu(m, chains);
+    cpu.advance(20).unwrap();
+    gpu.advance(20).unwrap();
+    let points: Vec<[f32; 2]> = (0..300)
+        .map(|i| [(i % 20) as f32 * 0.3 - 3.0, (i / 20) as f32 * 0.4 - 3.0])
+        .collect();
+    let a = gpu.predict(&points, 150, 3).unwrap();
+    let b = cpu.predict(&points, 150, 3).unwrap();
+    assert_eq!(a.chains_used, b.chains_used);
+    assert_eq!(a.chains_used, 150);
+    for (x, y) in [
+        (&a.mean, &b.mean),
+        (&a.mean_square, &b.mean_square),
+        (&a.focus, &b.focus),
+    ] {
+        let worst = x
+            .iter()
+            .zip(y)
+            .map(|(p, q)| (p - q).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-3, "{worst}");
+    }
+    for row in a.mean.chunks(2) {
+        assert!((row[0] + row[1] - 1.0).abs() < 1e-5);
+    }
+}
+
+#[test]
+fn printed_friction_sign_explodes_networks() {
+    let mut m = model(SamplerKind::Atmc, Activation::Tanh, 16);
+    m.sampler.friction_sign = -1.0;
+    let mut cpu = MlpCpuEngine::new(m, 64, &MlpInit::default(), 7);
+    let report = cpu.advance(300).unwrap();
+    assert!(
+        report.diverged >= 60,
+        "only {} of 64 networks diverged",
+        report.diverged
+    );
+    // Frozen networks stay frozen.
+    let before = cpu.read_weights(0, 64).unwrap();
+    cpu.advance(10).unwrap();
+    let after = cpu.read_weights(0, 64).unwrap();
+    let params = cpu.model().posterior.params();
+    let p = cpu.read_parameter(0).unwrap();
+    for (chain, &d) in p.diverged_at.iter().enumerate() {
+        if d != 0 {
+            let r = chain * params..(chain + 1) * params;
+            assert_eq!(
+                before[r.clone()]
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect::<Vec<_>>(),
+                after[r].iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            );
+        }
+    }
+}
