@@ -144,6 +144,72 @@ fn bad_input_exits_2_with_one_message() {
 }
 
 #[test]
+fn run_an_mlp_preset_prints_its_json_line() {
+    let out = atmc_lab(&[
+        "run",
+        "two-moons",
+        "--chains",
+        "64",
+        "--steps",
+        "200",
+        "--backend",
+        "cpu",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = last_json(&out);
+    assert_eq!(v["kind"], "mlp");
+    assert_eq!(v["chains"], 64);
+    assert_eq!(v["steps"], 200);
+    assert_eq!(v["backend"], "cpu");
+    let test = &v["posterior_predictive"]["test"];
+    for key in ["accuracy", "nll", "ece"] {
+        let x = test[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("posterior_predictive.test.{key} missing in {v}"));
+        assert!(x.is_finite() && x >= 0.0, "{key} = {x}");
+    }
+    // 200 steps already separate the moons far better than chance.
+    assert!(test["accuracy"].as_f64().unwrap() > 0.7, "{test}");
+    let sgd = v["baseline_sgd"]["test"]["accuracy"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&sgd), "{sgd}");
+
+    // 2-D options are refused on an MLP preset, with the reason.
+    let out = atmc_lab(&["run", "two-moons", "--target", "donut"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--target and --noise belong to 2-D presets") && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
+#[test]
+fn an_mlp_run_with_every_network_diverged_reports_no_predictive() {
+    let out = atmc_lab(&[
+        "run",
+        "spirals-printed",
+        "--chains",
+        "16",
+        "--backend",
+        "cpu",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = last_json(&out);
+    assert_eq!(v["diverged_fraction"], 1.0);
+    assert!(v["posterior_predictive"].is_null(), "{v}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no alive networks"), "{err}");
+}
+
+#[test]
 fn presets_lists_every_shipped_preset() {
     let out = atmc_lab(&["presets"]);
     assert!(out.status.success());
@@ -154,6 +220,8 @@ fn presets_lists_every_shipped_preset() {
         "thermostat-vs-noise",
         "cyclical-gmm25",
         "logistic",
+        "two-moons",
+        "spirals-printed",
     ] {
         assert!(
             text.lines().any(|l| l.starts_with(name)),

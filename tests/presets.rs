@@ -1,15 +1,29 @@
 //! Presets: the shipped ones parse and round-trip; malformed ones give one clear message with
 //! file, line:column and (for numbers) the allowed range.
 
-use atmc_lab::preset::{Preset, SHIPPED};
+use atmc_lab::preset::{AnyPreset, MlpPreset, Preset, SHIPPED};
 
 #[test]
 fn shipped_presets_parse_and_round_trip() {
     assert!(SHIPPED.len() >= 5);
+    let (mut toys, mut mlps) = (0, 0);
     for (name, text) in SHIPPED {
-        let p = Preset::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
-        assert!(!p.name.is_empty() && !p.description.is_empty(), "{name}");
-        let again = Preset::parse(&p.to_ron(), "round-trip").unwrap_or_else(|e| panic!("{e}"));
+        let p = AnyPreset::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+        let description = match &p {
+            AnyPreset::Toy(t) => {
+                toys += 1;
+                &t.description
+            }
+            AnyPreset::Mlp(m) => {
+                mlps += 1;
+                // The data set is generated or read only by build(): a shipped preset must
+                // build too.
+                m.build().unwrap_or_else(|e| panic!("{name}: {e}"));
+                &m.description
+            }
+        };
+        assert!(!p.name().is_empty() && !description.is_empty(), "{name}");
+        let again = AnyPreset::parse(&p.to_ron(), "round-trip").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(p, again, "{name} does not round-trip");
         // The files on disk are the compiled-in ones.
         let on_disk =
@@ -17,6 +31,8 @@ fn shipped_presets_parse_and_round_trip() {
                 .unwrap();
         assert_eq!(&on_disk, text);
     }
+    // Both kinds are shipped, so both parsers were exercised above.
+    assert!(toys >= 5 && mlps >= 2, "{toys} 2-D and {mlps} MLP presets");
 }
 
 #[test]
@@ -238,4 +254,116 @@ fn loading_a_missing_file_names_it_and_the_shipped_presets() {
     );
     assert!(msg.contains("default"), "{msg}");
     assert!(Preset::load("printed").is_ok());
+    let err = AnyPreset::load("/no/such/preset.ron")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("/no/such/preset.ron:1:1: cannot read") && err.contains("two-moons"),
+        "{err}"
+    );
+    assert!(matches!(
+        AnyPreset::load("two-moons"),
+        Ok(AnyPreset::Mlp(_))
+    ));
+    assert!(matches!(AnyPreset::load("printed"), Ok(AnyPreset::Toy(_))));
+}
+
+/// (what is wrong, MLP preset text, expected line, expected column, text the message must
+/// contain). Columns point at the offending field (validation) or value (parsing).
+const MALFORMED_MLP: &[(&str, &str, usize, usize, &str)] = &[
+    (
+        "hidden layer of 40 units",
+        "MlpPreset(\n  sampler: (kind: Atmc),\n  network: (hidden: [16, 40]),\n)",
+        3,
+        13,
+        "hidden layer of 40 units: allowed 1 to 32",
+    ),
+    (
+        "4 hidden layers",
+        "MlpPreset(sampler: (kind: Atmc),\n network: (hidden: [8, 8, 8, 8]))",
+        2,
+        12,
+        "hidden = [8, 8, 8, 8]: an MLP has 1 to 3 hidden layers",
+    ),
+    (
+        "70000 networks",
+        "MlpPreset(sampler: (kind: Atmc),\n chains: 70000)",
+        2,
+        10,
+        "networks = 70000 is out of range: allowed [1, 65536]",
+    ),
+    (
+        "unknown activation",
+        "MlpPreset(sampler: (kind: Atmc),\n network: (activation: Sigmoid))",
+        2,
+        24,
+        "Sigmoid",
+    ),
+    (
+        "parameter beyond the network",
+        // 2-4-2: (2 + 1)·4 + (4 + 1)·2 = 22 parameters, indices 0..=21.
+        "MlpPreset(sampler: (kind: Atmc),\n network: (hidden: [4]),\n view: (parameter: 22))",
+        3,
+        9,
+        "parameter = 22 is out of range: the network has 22 parameters",
+    ),
+    (
+        "focus network beyond the ensemble",
+        "MlpPreset(sampler: (kind: Atmc), chains: 8,\n view: (focus_chain: 8))",
+        2,
+        9,
+        "focus_chain = 8 is out of range: there are 8 networks",
+    ),
+    (
+        "unknown data source",
+        "MlpPreset(sampler: (kind: Atmc),\n network: (data: (source: Moons)))",
+        2,
+        27,
+        "Moons",
+    ),
+    (
+        "missing sampler",
+        // RON reports a missing field at the closing parenthesis.
+        "MlpPreset(network: (hidden: [8]))",
+        1,
+        33,
+        "missing field named `sampler`",
+    ),
+];
+
+#[test]
+fn malformed_mlp_presets_give_one_clear_located_message() {
+    let mut problems = Vec::new();
+    for (what, text, line, column, needle) in MALFORMED_MLP {
+        let err = match AnyPreset::parse(text, "bad.ron") {
+            Ok(p) => {
+                problems.push(format!("{what}: parsed as {p:?}"));
+                continue;
+            }
+            Err(e) => e,
+        };
+        let msg = err.to_string();
+        let at = format!("bad.ron:{line}:{column}: ");
+        if !msg.starts_with(&at) || !msg.contains(needle) || msg.lines().count() != 1 {
+            problems.push(format!("{what} (want {at}…'{needle}'): {msg}"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_missing_csv_data_file_fails_at_build_naming_the_path() {
+    let path = "/no/such/dir/points.csv";
+    let text = format!(
+        "MlpPreset(sampler: (kind: Atmc), network: (data: (source: Csv(path: \"{path}\"))))"
+    );
+    // The file is read when the data set is built, not when the preset is parsed (the app
+    // parses presets it may never run).
+    let preset = MlpPreset::parse(&text, "csv.ron").unwrap_or_else(|e| panic!("{e}"));
+    let err = preset.build().unwrap_err();
+    assert!(
+        err.contains(&format!("cannot read data file {path}")),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }

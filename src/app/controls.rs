@@ -2,8 +2,8 @@
 //! [`Preset`]; the app decides what the change means for the running chains.
 
 use crate::math::{
-    Kinetic, NoiseMass, NoiseSpec, SamplerKind, ScheduleSpec, TargetSpec, XiUpdate, ranges,
-    targets::TARGET_NAMES,
+    Kinetic, NoiseMass, NoiseSpec, SamplerKind, SamplerSpec, ScheduleSpec, TargetSpec, XiUpdate,
+    ranges, targets::TARGET_NAMES,
 };
 use crate::preset::Preset;
 use egui::{Color32, RichText, Slider, Ui};
@@ -19,7 +19,8 @@ pub struct Actions {
     pub reset: bool,
 }
 
-fn warn(ui: &mut Ui, text: &str) {
+/// A warning line in the control panel.
+pub(crate) fn warn(ui: &mut Ui, text: &str) {
     ui.label(
         RichText::new(text)
             .color(Color32::from_rgb(255, 150, 80))
@@ -27,7 +28,8 @@ fn warn(ui: &mut Ui, text: &str) {
     );
 }
 
-fn slider(
+/// A slider whose ends stay inside `range`; true when it changed.
+pub(crate) fn slider(
     ui: &mut Ui,
     value: &mut f64,
     range: ranges::Range,
@@ -43,8 +45,8 @@ fn slider(
         .changed()
 }
 
-/// Draws the controls. `playing` labels the play button.
-pub fn show(ui: &mut Ui, p: &mut Preset, playing: bool) -> Actions {
+/// Play/pause, step and reset buttons. `playing` labels the play button.
+pub fn transport(ui: &mut Ui, playing: bool, reset_label: &str) -> Actions {
     let mut actions = Actions::default();
     ui.horizontal(|ui| {
         let label = if playing { "❚❚ Pause" } else { "▶ Play" };
@@ -57,10 +59,16 @@ pub fn show(ui: &mut Ui, p: &mut Preset, playing: bool) -> Actions {
         {
             actions.step = true;
         }
-        if ui.button("↺ Reset chains").clicked() {
+        if ui.button(reset_label).clicked() {
             actions.reset = true;
         }
     });
+    actions
+}
+
+/// Draws the controls. `playing` labels the play button.
+pub fn show(ui: &mut Ui, p: &mut Preset, playing: bool) -> Actions {
+    let actions = transport(ui, playing, "↺ Reset chains");
     ui.add(
         Slider::new(&mut p.view.steps_per_frame, 1..=2000)
             .logarithmic(true)
@@ -89,7 +97,7 @@ pub fn show(ui: &mut Ui, p: &mut Preset, playing: bool) -> Actions {
     ui.separator();
     egui::CollapsingHeader::new(RichText::new("Sampler").strong())
         .default_open(true)
-        .show(ui, |ui| sampler_controls(ui, p));
+        .show(ui, |ui| sampler_controls(ui, &mut p.sampler));
     egui::CollapsingHeader::new(RichText::new("Target").strong())
         .default_open(true)
         .show(ui, |ui| target_controls(ui, &mut p.target));
@@ -115,8 +123,8 @@ pub fn show(ui: &mut Ui, p: &mut Preset, playing: bool) -> Actions {
     actions
 }
 
-fn sampler_controls(ui: &mut Ui, p: &mut Preset) {
-    let s = &mut p.sampler;
+/// Every parameter of the sampler, ATMC's printed switches included.
+pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
     egui::ComboBox::from_label("sampler")
         .selected_text(s.kind.name().to_uppercase())
         .show_ui(ui, |ui| {
@@ -422,7 +430,8 @@ fn noise_controls(ui: &mut Ui, n: &mut NoiseSpec) {
     }
 }
 
-fn schedule_controls(ui: &mut Ui, s: &mut ScheduleSpec, steps: u32) {
+/// Constant or cyclical step size.
+pub fn schedule_controls(ui: &mut Ui, s: &mut ScheduleSpec, steps: u32) {
     let mut cyclical = matches!(s, ScheduleSpec::Cyclical { .. });
     ui.horizontal(|ui| {
         ui.selectable_value(&mut cyclical, false, "constant");

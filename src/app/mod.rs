@@ -4,14 +4,16 @@
 pub mod colormap;
 pub mod contours;
 pub mod controls;
+pub mod mlp;
 pub mod plots;
 pub mod portrait;
 pub mod screenshot;
 pub mod session;
+pub mod worker;
 
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
 use crate::math::Grid2;
-use crate::preset::{Preset, SHIPPED};
+use crate::preset::{AnyPreset, MlpPreset, Preset, SHIPPED};
 use colormap::Colormap;
 use egui::{Color32, RichText};
 use portrait::{PortraitData, ViewRange};
@@ -57,9 +59,23 @@ impl Status {
     }
 }
 
+/// The two halves of the lab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workspace {
+    /// 2-D toy posteriors: phase portraits of θ, p and ξ.
+    Toy,
+    /// Bayesian MLPs on 2-D classification data.
+    Mlp,
+}
+
 /// The app's state.
 pub struct AtmcApp {
     session: Session,
+    /// Which half of the lab is shown (the other one is paused).
+    pub workspace: Workspace,
+    /// The MLP view, created when first shown.
+    pub mlp: Option<mlp::MlpPanel>,
+    backend: BackendChoice,
     /// The preset being edited (the controls' model).
     pub preset: Preset,
     applied: Preset,
@@ -123,6 +139,23 @@ fn auto_ranges(target_grid: &Grid2, preset: &Preset, snapshot: Option<&Snapshot>
     }
 }
 
+/// The red banner of a momentum explosion with its reset button; true when it was clicked.
+pub(crate) fn explosion_banner(ui: &mut egui::Ui, text: &str, reset_label: &str) -> bool {
+    let frame = egui::Frame::new()
+        .fill(Color32::from_rgb(120, 20, 20))
+        .inner_margin(6.0)
+        .corner_radius(4.0);
+    frame
+        .show(ui, |ui| {
+            ui.horizontal(|ui| {
+                ui.label(RichText::new(text).color(Color32::WHITE).strong());
+                ui.button(reset_label).clicked()
+            })
+            .inner
+        })
+        .inner
+}
+
 /// Where Debian's fonts-dejavu-core puts its fonts (Greek, subscripts and symbols that
 /// egui's built-in font lacks). Loaded at run time, never shipped.
 const FALLBACK_FONTS: &[(&str, &str, egui::FontFamily)] = &[
@@ -178,6 +211,9 @@ impl AtmcApp {
         };
         let mut app = Self {
             session,
+            workspace: Workspace::Toy,
+            mlp: None,
+            backend,
             applied: preset.clone(),
             preset,
             views,
@@ -195,6 +231,72 @@ impl AtmcApp {
         };
         app.send_views();
         app
+    }
+
+    /// The app on either kind of preset: an MLP preset opens the MLP view (the 2-D view
+    /// waits, paused, on the default preset).
+    pub fn with_preset(
+        ctx: &egui::Context,
+        preset: AnyPreset,
+        backend: BackendChoice,
+        playing: bool,
+    ) -> Self {
+        match preset {
+            AnyPreset::Toy(p) => Self::new(ctx, p, backend, playing),
+            AnyPreset::Mlp(p) => {
+                let mut app = Self::new(ctx, Preset::default_preset(), backend, false);
+                app.mlp = Some(mlp::MlpPanel::new(ctx, p, backend, playing));
+                app.workspace = Workspace::Mlp;
+                app
+            }
+        }
+    }
+
+    /// Shows one half of the lab and pauses the other, so they do not share the cores.
+    pub fn switch_to(&mut self, ctx: &egui::Context, workspace: Workspace) {
+        if workspace == self.workspace {
+            return;
+        }
+        match workspace {
+            Workspace::Mlp => {
+                self.session.send(Command::Play(false));
+                let backend = self.backend;
+                self.mlp.get_or_insert_with(|| {
+                    let preset = match AnyPreset::load("two-moons") {
+                        Ok(AnyPreset::Mlp(p)) => p,
+                        _ => MlpPreset::parse("MlpPreset(sampler: (kind: Atmc))", "built-in")
+                            .expect("the minimal MLP preset parses"),
+                    };
+                    mlp::MlpPanel::new(ctx, preset, backend, false)
+                });
+            }
+            Workspace::Toy => {
+                if let Some(m) = &self.mlp {
+                    m.session().send(mlp::session::MlpCommand::Play(false));
+                }
+            }
+        }
+        self.workspace = workspace;
+    }
+
+    /// Loads an MLP preset into the MLP view and shows it.
+    pub fn load_mlp_preset(&mut self, ctx: &egui::Context, preset: MlpPreset) {
+        self.switch_to(ctx, Workspace::Mlp);
+        match &mut self.mlp {
+            Some(m) => m.load_preset(preset),
+            None => self.mlp = Some(mlp::MlpPanel::new(ctx, preset, self.backend, false)),
+        }
+    }
+
+    /// Loads either kind of preset into its view.
+    pub fn load_any(&mut self, ctx: &egui::Context, preset: AnyPreset) {
+        match preset {
+            AnyPreset::Toy(p) => {
+                self.switch_to(ctx, Workspace::Toy);
+                self.load_preset(p);
+            }
+            AnyPreset::Mlp(p) => self.load_mlp_preset(ctx, p),
+        }
     }
 
     /// The worker's handle (tests and the screenshot command wait on it).
@@ -259,27 +361,33 @@ impl AtmcApp {
 
     /// The whole UI, for eframe and for the offscreen harness alike.
     pub fn ui(&mut self, ui: &mut egui::Ui) {
-        let snapshot = self.session.snapshot();
         let dt = ui.input(|i| i.unstable_dt);
         self.frame_time = if self.frame_time == 0.0 {
             dt
         } else {
             0.9 * self.frame_time + 0.1 * dt
         };
+        self.handle_screenshot_events(ui.ctx());
+        match (self.workspace, self.mlp.is_some()) {
+            (Workspace::Mlp, true) => self.mlp_ui(ui),
+            _ => self.toy_ui(ui),
+        }
+    }
+
+    fn toy_ui(&mut self, ui: &mut egui::Ui) {
+        let snapshot = self.session.snapshot();
         ui.ctx().input(|i| {
             if i.key_pressed(egui::Key::Space) {
                 self.session.send(Command::Play(!snapshot.playing));
             }
         });
-        self.handle_screenshot_events(ui.ctx());
-
         // Panels leave their background to the window's clear colour (the same colour):
         // a software rasteriser spends most of a frame filling full-window rectangles.
         let style = ui.style().clone();
         let bar = egui::Frame::side_top_panel(&style).fill(Color32::TRANSPARENT);
         egui::Panel::top("menu")
             .frame(bar)
-            .show(ui, |ui| self.menu_bar(ui, &snapshot));
+            .show(ui, |ui| self.menu_bar(ui, Some(&snapshot)));
         egui::Panel::bottom("status")
             .frame(bar)
             .show(ui, |ui| self.status_bar(ui, &snapshot));
@@ -307,25 +415,70 @@ impl AtmcApp {
             .show(ui, |ui| self.central(ui, &snapshot));
     }
 
-    fn menu_bar(&mut self, ui: &mut egui::Ui, snapshot: &Snapshot) {
+    fn mlp_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(panel) = self.mlp.as_ref() else {
+            return;
+        };
+        let snapshot = panel.session().snapshot();
+        if ui.ctx().input(|i| i.key_pressed(egui::Key::Space)) {
+            panel.toggle_play(&snapshot);
+        }
+        let style = ui.style().clone();
+        let bar = egui::Frame::side_top_panel(&style).fill(Color32::TRANSPARENT);
+        egui::Panel::top("menu")
+            .frame(bar)
+            .show(ui, |ui| self.menu_bar(ui, None));
+        let status = self
+            .mlp
+            .as_ref()
+            .map(|m| m.status_text(&snapshot))
+            .unwrap_or_default();
+        egui::Panel::bottom("status").frame(bar).show(ui, |ui| {
+            ui.horizontal(|ui| {
+                ui.label(RichText::new(status).small());
+                self.status_tail(ui);
+            });
+        });
+        let Some(panel) = self.mlp.as_mut() else {
+            return;
+        };
+        egui::Panel::left("controls")
+            .frame(bar)
+            .exact_size(CONTROLS_WIDTH)
+            .resizable(false)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| panel.controls(ui, &snapshot));
+            });
+        panel.apply_changes(false);
+        egui::CentralPanel::default()
+            .frame(egui::Frame::central_panel(&style).fill(Color32::TRANSPARENT))
+            .show(ui, |ui| panel.central(ui, &snapshot));
+    }
+
+    fn menu_bar(&mut self, ui: &mut egui::Ui, snapshot: Option<&Snapshot>) {
         egui::MenuBar::new().ui(ui, |ui| {
             ui.menu_button("Presets", |ui| {
                 for (name, text) in SHIPPED {
-                    if let Ok(p) = Preset::parse(text, name)
-                        && ui
-                            .button(format!("{name}: {}", p.name))
-                            .on_hover_text(&p.description)
+                    if let Ok(p) = AnyPreset::parse(text, name) {
+                        let (title, description) = match &p {
+                            AnyPreset::Toy(t) => (&t.name, &t.description),
+                            AnyPreset::Mlp(m) => (&m.name, &m.description),
+                        };
+                        if ui
+                            .button(format!("{name}: {title}"))
+                            .on_hover_text(description)
                             .clicked()
-                    {
-                        self.load_preset(p);
-                        ui.close();
+                        {
+                            ui.close();
+                            self.load_any(ui.ctx(), p);
+                        }
                     }
                 }
             });
             ui.menu_button("File", |ui| {
                 if ui.button("Open preset…").clicked() {
                     ui.close();
-                    self.open_preset_dialog();
+                    self.open_preset_dialog(ui.ctx());
                 }
                 if ui.button("Save preset…").clicked() {
                     ui.close();
@@ -337,21 +490,39 @@ impl AtmcApp {
                     self.export_csv_dialog(snapshot);
                 }
                 ui.menu_button("Export PNG", |ui| {
-                    for (label, panel) in [
-                        ("window", None),
-                        ("θ₁–θ₂ panel", Some(0)),
-                        ("θᵢ–pᵢ panel", Some(1)),
-                        ("pᵢ–ξᵢ panel", Some(2)),
-                    ] {
+                    let panels: &[(&str, Option<usize>)] = match self.workspace {
+                        Workspace::Toy => &[
+                            ("window", None),
+                            ("θ₁–θ₂ panel", Some(0)),
+                            ("θᵢ–pᵢ panel", Some(1)),
+                            ("pᵢ–ξᵢ panel", Some(2)),
+                        ],
+                        Workspace::Mlp => &[
+                            ("window", None),
+                            ("posterior-predictive map", Some(0)),
+                            ("uncertainty map", Some(1)),
+                            ("one network's map", Some(2)),
+                        ],
+                    };
+                    for (label, panel) in panels {
                         for scale in [1, 2, 3] {
                             if ui.button(format!("{label} at {scale}×…")).clicked() {
                                 ui.close();
-                                self.export_png_dialog(ui.ctx(), panel, scale);
+                                self.export_png_dialog(ui.ctx(), *panel, scale);
                             }
                         }
                     }
                 });
             });
+            ui.separator();
+            let mut workspace = self.workspace;
+            ui.selectable_value(&mut workspace, Workspace::Toy, "2-D posteriors")
+                .on_hover_text(
+                    "Thousands of chains on 2-D toy posteriors: phase portraits of θ, p, ξ",
+                );
+            ui.selectable_value(&mut workspace, Workspace::Mlp, "Bayesian MLPs")
+                .on_hover_text("Thousands of small networks on 2-D classification data");
+            self.switch_to(ui.ctx(), workspace);
         });
     }
 
@@ -373,21 +544,24 @@ impl AtmcApp {
                 );
                 ui.separator();
             }
-            if self.frame_time > 0.0 && !self.reproducible {
-                ui.label(
-                    RichText::new(format!("UI {:.0} ms/frame", 1e3 * self.frame_time)).small(),
-                );
-                ui.separator();
-            }
-            if let Some(status) = &self.status {
-                let color = if status.error {
-                    Color32::from_rgb(255, 110, 90)
-                } else {
-                    Color32::from_rgb(140, 220, 140)
-                };
-                ui.label(RichText::new(&status.text).small().color(color));
-            }
+            self.status_tail(ui);
         });
+    }
+
+    /// Frame time and the last file written or loaded.
+    fn status_tail(&self, ui: &mut egui::Ui) {
+        if self.frame_time > 0.0 && !self.reproducible {
+            ui.label(RichText::new(format!("UI {:.0} ms/frame", 1e3 * self.frame_time)).small());
+            ui.separator();
+        }
+        if let Some(status) = &self.status {
+            let color = if status.error {
+                Color32::from_rgb(255, 110, 90)
+            } else {
+                Color32::from_rgb(140, 220, 140)
+            };
+            ui.label(RichText::new(&status.text).small().color(color));
+        }
     }
 
     fn central(&mut self, ui: &mut egui::Ui, s: &Snapshot) {
@@ -395,29 +569,17 @@ impl AtmcApp {
             ui.label(RichText::new(format!("⚠ {notice}")).color(Color32::from_rgb(255, 200, 80)));
         }
         if s.moments.diverged > 0 {
-            let frame = egui::Frame::new()
-                .fill(Color32::from_rgb(120, 20, 20))
-                .inner_margin(6.0)
-                .corner_radius(4.0);
-            frame.show(ui, |ui| {
-                ui.horizontal(|ui| {
-                    let total = s.moments.diverged + s.moments.alive;
-                    ui.label(
-                        RichText::new(format!(
-                            "⚠ Momentum explosion: {} of {} chains diverged ({:.1}%), first seen at step {}. Diverged chains are frozen and excluded from every statistic.",
-                            s.moments.diverged,
-                            total,
-                            100.0 * s.moments.diverged_fraction(),
-                            s.first_divergence.unwrap_or(s.step)
-                        ))
-                        .color(Color32::WHITE)
-                        .strong(),
-                    );
-                    if ui.button("↺ Reset chains").clicked() {
-                        self.session.send(Command::Reset);
-                    }
-                });
-            });
+            let total = s.moments.diverged + s.moments.alive;
+            let text = format!(
+                "⚠ Momentum explosion: {} of {} chains diverged ({:.1}%), first seen at step {}. Diverged chains are frozen and excluded from every statistic.",
+                s.moments.diverged,
+                total,
+                100.0 * s.moments.diverged_fraction(),
+                s.first_divergence.unwrap_or(s.step)
+            );
+            if explosion_banner(ui, &text, "↺ Reset chains") {
+                self.session.send(Command::Reset);
+            }
         }
         self.update_auto_views(s);
         let spacing = ui.spacing().item_spacing.x;
@@ -600,7 +762,7 @@ impl AtmcApp {
         self.reproducible = on;
     }
 
-    fn open_preset_dialog(&mut self) {
+    fn open_preset_dialog(&mut self, ctx: &egui::Context) {
         let Some(path) = rfd::FileDialog::new()
             .add_filter("atmc-lab preset", &["ron"])
             .set_directory("presets")
@@ -608,13 +770,13 @@ impl AtmcApp {
         else {
             return;
         };
-        match Preset::load(&path.to_string_lossy()) {
+        match AnyPreset::load(&path.to_string_lossy()) {
             Ok(p) => {
                 self.status = Some(Status {
                     text: format!("loaded {}", path.display()),
                     error: false,
                 });
-                self.load_preset(p);
+                self.load_any(ctx, p);
             }
             Err(e) => {
                 self.status = Some(Status {
@@ -633,13 +795,14 @@ impl AtmcApp {
         else {
             return;
         };
-        self.status = Some(Status::written(
-            &path,
-            write_file(&path, &self.preset.to_ron()),
-        ));
+        let text = match (self.workspace, &self.mlp) {
+            (Workspace::Mlp, Some(m)) => m.preset.to_ron(),
+            _ => self.preset.to_ron(),
+        };
+        self.status = Some(Status::written(&path, write_file(&path, &text)));
     }
 
-    fn export_csv_dialog(&mut self, s: &Snapshot) {
+    fn export_csv_dialog(&mut self, s: Option<&Snapshot>) {
         let Some(path) = rfd::FileDialog::new()
             .add_filter("CSV", &["csv"])
             .set_file_name("atmc-lab-series.csv")
@@ -647,7 +810,13 @@ impl AtmcApp {
         else {
             return;
         };
-        let csv = crate::runner::series_csv(&s.series);
+        let csv = match (s, &self.mlp) {
+            (Some(s), _) => crate::runner::series_csv(&s.series),
+            (None, Some(m)) => m
+                .session()
+                .with_snapshot(|s| crate::diagnostics::mlp::series_csv(&s.series)),
+            (None, None) => String::new(),
+        };
         self.status = Some(Status::written(&path, write_file(&path, &csv)));
     }
 
@@ -677,7 +846,12 @@ impl AtmcApp {
         let (Some(image), Some(request)) = (image, self.pending_screenshot.take()) else {
             return;
         };
-        let crop = request.panel.map(|k| self.panel_rects[k]);
+        let crop = request
+            .panel
+            .and_then(|k| match (self.workspace, &self.mlp) {
+                (Workspace::Mlp, Some(m)) => m.panel_rects.get(k).copied(),
+                _ => self.panel_rects.get(k).copied(),
+            });
         let result = screenshot::save_color_image(
             &image,
             crop,
@@ -702,7 +876,7 @@ impl eframe::App for AtmcApp {
 
 /// Opens the desktop app on `preset`. Tries the wgpu renderer first and falls back to glow
 /// (OpenGL) when it cannot start.
-pub fn run_native(preset: Preset, backend: BackendChoice) -> anyhow::Result<()> {
+pub fn run_native(preset: AnyPreset, backend: BackendChoice) -> anyhow::Result<()> {
     let options = |renderer| eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("atmc-lab")
@@ -711,10 +885,15 @@ pub fn run_native(preset: Preset, backend: BackendChoice) -> anyhow::Result<()> 
         renderer,
         ..Default::default()
     };
-    let make = |preset: Preset| -> eframe::AppCreator<'static> {
+    let make = |preset: AnyPreset| -> eframe::AppCreator<'static> {
         Box::new(move |cc| {
             cc.egui_ctx.set_visuals(egui::Visuals::dark());
-            Ok(Box::new(AtmcApp::new(&cc.egui_ctx, preset, backend, true)))
+            Ok(Box::new(AtmcApp::with_preset(
+                &cc.egui_ctx,
+                preset,
+                backend,
+                true,
+            )))
         })
     };
     match eframe::run_native(

@@ -7,7 +7,8 @@ use egui_plot::{HLine, Legend, Line, Plot, PlotPoints};
 const ACCENT: Color32 = Color32::from_rgb(255, 170, 60);
 const TRUTH: Color32 = Color32::from_rgb(120, 200, 255);
 
-fn small_plot(id: &str, width: f32, height: f32) -> Plot<'static> {
+/// A plot of the given size that follows its data (no pan or zoom).
+pub(crate) fn fixed_plot(id: &str, width: f32, height: f32) -> Plot<'static> {
     Plot::new(id.to_owned())
         .width(width)
         .height(height)
@@ -15,7 +16,11 @@ fn small_plot(id: &str, width: f32, height: f32) -> Plot<'static> {
         .allow_zoom(false)
         .allow_drag(false)
         .allow_boxed_zoom(false)
-        .legend(Legend::default())
+}
+
+/// [`fixed_plot`] with a legend.
+pub(crate) fn small_plot(id: &str, width: f32, height: f32) -> Plot<'static> {
+    fixed_plot(id, width, height).legend(Legend::default())
 }
 
 fn series(rows: &[SeriesRow], f: impl Fn(&SeriesRow) -> f64) -> PlotPoints<'static> {

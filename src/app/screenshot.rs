@@ -1,9 +1,9 @@
 //! Pictures of the app: the offscreen renderer behind `atmc-lab screenshot` (egui_kittest on
 //! wgpu, no window or display needed) and the PNG writer behind the app's export menu.
 
-use super::AtmcApp;
+use super::{AtmcApp, Workspace};
 use crate::engine::BackendChoice;
-use crate::preset::Preset;
+use crate::preset::AnyPreset;
 use anyhow::{Context, anyhow, bail};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 /// Renders the full UI offscreen after the preset has run `steps` steps, at `size` logical
 /// points and `pixels_per_point`. Deterministic: the chains at step N do not depend on timing.
 pub fn render_offscreen(
-    preset: Preset,
+    preset: impl Into<AnyPreset>,
     steps: u32,
     size: [u32; 2],
     pixels_per_point: f32,
@@ -29,11 +29,12 @@ pub type AppHarness = egui_kittest::Harness<'static, Option<AtmcApp>>;
 
 /// The app in an offscreen harness, paused at step 0.
 pub fn harness(
-    preset: Preset,
+    preset: impl Into<AnyPreset>,
     size: [u32; 2],
     pixels_per_point: f32,
     backend: BackendChoice,
 ) -> AppHarness {
+    let preset = preset.into();
     let mut harness = egui_kittest::Harness::builder()
         .with_size(egui::vec2(size[0] as f32, size[1] as f32))
         .with_pixels_per_point(pixels_per_point)
@@ -42,7 +43,7 @@ pub fn harness(
         .build_ui_state(
             move |ui, app: &mut Option<AtmcApp>| {
                 let app = app.get_or_insert_with(|| {
-                    let mut app = AtmcApp::new(ui.ctx(), preset.clone(), backend, false);
+                    let mut app = AtmcApp::with_preset(ui.ctx(), preset.clone(), backend, false);
                     app.set_reproducible(true);
                     app
                 });
@@ -60,8 +61,37 @@ pub fn run_to_step(
     steps: u32,
 ) -> anyhow::Result<()> {
     let app = harness.state().as_ref().context("app not started")?;
-    app.session().send(super::session::Command::RunTo(steps));
     let deadline = Instant::now() + Duration::from_secs(600);
+    if let (Workspace::Mlp, Some(panel)) = (app.workspace, &app.mlp) {
+        // The maps are evaluated at multiples of `map_every` and at the final step.
+        panel
+            .session()
+            .send(super::mlp::session::MlpCommand::RunTo(steps));
+        loop {
+            harness.step();
+            let app = harness.state().as_ref().context("app not started")?;
+            let done = app.mlp.as_ref().is_some_and(|m| {
+                m.session().with_snapshot(|s| {
+                    s.error.is_some()
+                        || (s.step >= steps
+                            && s.run_to.is_none()
+                            && s.map.as_ref().is_some_and(|m| m.step == s.step))
+                })
+            });
+            if done {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("step {steps} did not happen within 10 minutes");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        for _ in 0..3 {
+            harness.step();
+        }
+        return Ok(());
+    }
+    app.session().send(super::session::Command::RunTo(steps));
     let wait = |harness: &mut AppHarness, what: &str, ready: &dyn Fn(&AtmcApp) -> bool| {
         loop {
             harness.step();

@@ -5,6 +5,7 @@
 //! Every random number is a function of (seed, chain, step), so where the tick boundaries fall
 //! does not change the chains: a preset run to step N gives the same state every time.
 
+use super::worker::{QuitCommand, WorkerHandle};
 use crate::diagnostics::{SERIES_DISTANCE_CHAINS, SeriesRow, Truth};
 use crate::engine::{
     BackendChoice, BackendInfo, ChainStates, Engine, HistogramSpec, Moments, create_engine,
@@ -13,7 +14,7 @@ use crate::engine::{
 use crate::math::{Chain2, Grid2, SamplerParams, Target};
 use crate::preset::Preset;
 use std::collections::VecDeque;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -93,10 +94,12 @@ pub enum Command {
 }
 
 /// The UI's handle on the worker.
-pub struct Session {
-    commands: Sender<Command>,
-    shared: Arc<Mutex<Snapshot>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+pub type Session = WorkerHandle<Command, Snapshot>;
+
+impl QuitCommand for Command {
+    fn quit() -> Self {
+        Command::Quit
+    }
 }
 
 impl Session {
@@ -108,49 +111,14 @@ impl Session {
         playing: bool,
         repaint: impl Fn() + Send + 'static,
     ) -> Self {
-        let (tx, rx) = channel();
-        let shared = Arc::new(Mutex::new(Snapshot {
+        let initial = Snapshot {
             playing,
             chains: preset.chains,
             ..Snapshot::default()
-        }));
-        let worker_shared = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("atmc-lab engine".into())
-            .spawn(move || {
-                let mut worker = Worker::new(preset, backend, playing, worker_shared, repaint);
-                worker.run(rx);
-            })
-            .expect("spawn the engine thread");
-        Self {
-            commands: tx,
-            shared,
-            thread: Some(thread),
-        }
-    }
-
-    /// Sends a command (ignored once the worker has stopped).
-    pub fn send(&self, command: Command) {
-        let _ = self.commands.send(command);
-    }
-
-    /// A copy of the latest snapshot.
-    pub fn snapshot(&self) -> Snapshot {
-        self.shared.lock().expect("snapshot lock").clone()
-    }
-
-    /// Reads the latest snapshot without copying it.
-    pub fn with_snapshot<R>(&self, f: impl FnOnce(&Snapshot) -> R) -> R {
-        f(&self.shared.lock().expect("snapshot lock"))
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = self.commands.send(Command::Quit);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        };
+        WorkerHandle::spawn("atmc-lab engine", initial, move |rx, shared| {
+            Worker::new(preset, backend, playing, shared, repaint).run(rx);
+        })
     }
 }
 

@@ -1,8 +1,12 @@
-//! `atmc-lab bench`: chain-steps per second of 2-D ATMC on the correlated Gaussian.
+//! `atmc-lab bench`: chain-steps per second of 2-D ATMC on the correlated Gaussian, or with
+//! `--mlp` whole-network stochastic gradients per second of Bayesian MLPs.
 
 use crate::engine::gpu::{GpuContext, GpuEngine};
+use crate::engine::mlp::{MlpCpuEngine, MlpEngine};
+use crate::engine::mlp_gpu::MlpGpuEngine;
 use crate::engine::{Engine, InitSpec, cpu::CpuEngine};
-use crate::math::{SamplerKind, SamplerSpec, TargetSpec};
+use crate::math::mlp::{Activation, MlpInit, MlpModel, MlpSpec};
+use crate::math::{DataSource, DataSpec, SamplerKind, SamplerSpec, TargetSpec, ranges};
 use crate::preset::Preset;
 use crate::preset::ViewHints;
 use std::time::Instant;
@@ -10,12 +14,16 @@ use std::time::Instant;
 /// Options of the benchmark.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// Number of chains.
-    #[arg(long, default_value_t = 100_000)]
-    chains: u32,
-    /// Steps timed (after a short warm-up).
-    #[arg(long, default_value_t = 200)]
-    steps: u32,
+    /// Number of chains [default: 100000; 4096 networks with --mlp].
+    #[arg(long)]
+    chains: Option<u32>,
+    /// Steps timed, after a warm-up [default: 200; 20 with --mlp].
+    #[arg(long)]
+    steps: Option<u32>,
+    /// Measure Bayesian MLPs instead: whole-network stochastic gradients per second of ATMC
+    /// on `--chains` 2-16-16-2 tanh networks, full batch on 256 two-moons points, CPU and GPU.
+    #[arg(long, conflicts_with = "ui")]
+    mlp: bool,
     /// Measure the app instead: frames per second of the offscreen UI (rendered with wgpu)
     /// and engine ticks per second, with `--chains` chains and `--steps-per-frame` steps.
     #[arg(long)]
@@ -36,12 +44,17 @@ pub struct BenchArgs {
 
 /// Frame rate of the app offscreen: the UI thread renders frames while the engine thread
 /// ticks; both rates are reported (the animation advances once per engine tick).
-fn bench_ui(args: &BenchArgs) -> anyhow::Result<()> {
+fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
     use crate::app::screenshot::harness;
     let mut preset = Preset::default_preset();
-    preset.chains = args.chains;
+    preset.chains = chains;
     preset.view.steps_per_frame = args.steps_per_frame;
-    let mut h = harness(preset, [1280, 720], 1.0, args.backend);
+    let mut h = harness(
+        crate::preset::AnyPreset::Toy(preset),
+        [1280, 720],
+        1.0,
+        args.backend,
+    );
     let app = h.state().as_ref().expect("app started");
     app.session()
         .send(crate::app::session::Command::Play(!args.paused));
@@ -86,17 +99,17 @@ fn bench_ui(args: &BenchArgs) -> anyhow::Result<()> {
         .unwrap_or_default();
     println!(
         "ui   {} chains, {} steps/frame on {backend}: UI {:.1} frames/s (worst frame {:.0} ms), engine {:.1} ticks/s = {:.2e} chain-steps/s",
-        args.chains,
+        chains,
         args.steps_per_frame,
         frames as f64 / seconds,
         worst * 1e3,
         ticks / seconds,
-        ticks * f64::from(args.steps_per_frame) * f64::from(args.chains) / seconds
+        ticks * f64::from(args.steps_per_frame) * f64::from(chains) / seconds
     );
     println!(
         "{}",
         serde_json::json!({
-            "chains": args.chains,
+            "chains": chains,
             "steps_per_frame": args.steps_per_frame,
             "backend": backend,
             "ui_frames_per_s": frames as f64 / seconds,
@@ -136,16 +149,25 @@ fn time_engine(engine: &mut dyn Engine, steps: u32) -> anyhow::Result<f64> {
 /// Runs the benchmark: the CPU engine at `--chains`, then the GPU engine (if an adapter is
 /// found) at 1e4, 1e5, 1e6 chains and `--chains`, each with its ratio to the CPU figure.
 pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
-    if args.ui {
-        return bench_ui(args);
+    if args.mlp {
+        return bench_mlp(
+            args.chains.unwrap_or(MLP_BENCH_NETWORKS),
+            args.steps.unwrap_or(MLP_BENCH_STEPS),
+        );
     }
-    let preset = bench_preset(args.chains, args.steps);
+    let chains = args.chains.unwrap_or(100_000);
+    if args.ui {
+        return bench_ui(args, chains);
+    }
+    let steps = args.steps.unwrap_or(200);
+    anyhow::ensure!(steps > 0, "--steps 0: time at least one step");
+    let preset = bench_preset(chains, steps);
     let mut cpu = CpuEngine::new(preset.model(), preset.chains, &preset.init, preset.seed);
-    let cpu_rate = time_engine(&mut cpu, args.steps)?;
+    let cpu_rate = time_engine(&mut cpu, steps)?;
     let cpu_device = cpu.backend().device;
     println!(
         "cpu  {:>9} chains × {} steps: {:.3e} chain-steps/s ({cpu_device})",
-        args.chains, args.steps, cpu_rate
+        chains, steps, cpu_rate
     );
     let mut gpu_rows = Vec::new();
     let mut adapter = None;
@@ -153,23 +175,20 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
         Err(e) => println!("gpu  unavailable: {e:#}"),
         Ok(ctx) => {
             let mut sizes = vec![10_000u32, 100_000, 1_000_000];
-            if !sizes.contains(&args.chains) {
-                sizes.push(args.chains);
+            if !sizes.contains(&chains) {
+                sizes.push(chains);
             }
-            for chains in sizes {
-                let p = bench_preset(chains, args.steps);
-                let mut gpu =
-                    GpuEngine::with_context(ctx.clone(), p.model(), chains, &p.init, p.seed)?;
-                let rate = time_engine(&mut gpu, args.steps)?;
+            for n in sizes {
+                let p = bench_preset(n, steps);
+                let mut gpu = GpuEngine::with_context(ctx.clone(), p.model(), n, &p.init, p.seed)?;
+                let rate = time_engine(&mut gpu, steps)?;
                 println!(
-                    "gpu  {chains:>9} chains × {} steps: {rate:.3e} chain-steps/s ({:.2}× the CPU at {} chains; {})",
-                    args.steps,
+                    "gpu  {n:>9} chains × {steps} steps: {rate:.3e} chain-steps/s ({:.2}× the CPU at {chains} chains; {})",
                     rate / cpu_rate,
-                    args.chains,
                     ctx.describe()
                 );
                 gpu_rows.push(serde_json::json!({
-                    "chains": chains,
+                    "chains": n,
                     "chain_steps_per_s": rate,
                     "ratio_to_cpu": rate / cpu_rate,
                 }));
@@ -180,9 +199,153 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     println!(
         "{}",
         serde_json::json!({
-            "steps": args.steps,
-            "cpu": { "chains": args.chains, "chain_steps_per_s": cpu_rate, "device": cpu_device },
+            "steps": steps,
+            "cpu": { "chains": chains, "chain_steps_per_s": cpu_rate, "device": cpu_device },
             "gpu": { "adapter": adapter, "runs": gpu_rows },
+        })
+    );
+    Ok(())
+}
+
+/// Networks of `bench --mlp` unless `--chains` says otherwise.
+const MLP_BENCH_NETWORKS: u32 = 4096;
+/// Timed steps of `bench --mlp` unless `--steps` says otherwise: every step is a full-batch
+/// gradient of every network, so 20 already take seconds.
+const MLP_BENCH_STEPS: u32 = 20;
+/// Training points of `bench --mlp`, all of them in every gradient.
+const MLP_BENCH_POINTS: u32 = 256;
+
+/// The benchmarked posterior: ATMC on a 2-16-16-2 tanh network, full batch on
+/// [`MLP_BENCH_POINTS`] two-moons points (no test split, so the training set is all of them).
+fn bench_mlp_model() -> anyhow::Result<MlpModel> {
+    let spec = MlpSpec {
+        data: DataSpec {
+            source: DataSource::TwoMoons,
+            points: MLP_BENCH_POINTS,
+            noise: 0.2,
+            test_fraction: 0.0,
+            seed: 1,
+        },
+        hidden: vec![16, 16],
+        activation: Activation::Tanh,
+        prior_scale: 1.0,
+        batch_size: 0,
+    };
+    let (posterior, data) = spec.build().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(
+        data.train_x.len() == MLP_BENCH_POINTS as usize && posterior.batch_size == MLP_BENCH_POINTS,
+        "the benchmark expects a full batch of {MLP_BENCH_POINTS} training points"
+    );
+    let mut sampler = SamplerSpec::new(SamplerKind::Atmc);
+    // Small enough that no network diverges: a frozen network costs nothing and would
+    // inflate the rate.
+    sampler.h = 0.01;
+    Ok(MlpModel {
+        sampler: sampler.params(),
+        schedule: crate::math::ScheduleSpec::Constant.schedule(),
+        posterior,
+    })
+}
+
+/// One backend's figure.
+struct MlpTiming {
+    seconds: f64,
+    rate: f64,
+    diverged: u64,
+}
+
+impl MlpTiming {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "seconds": self.seconds,
+            "chain_gradients_per_s": self.rate,
+            "diverged": self.diverged,
+        })
+    }
+}
+
+/// Times `steps` steps of one engine after a one-step warm-up (the GPU's first dispatch
+/// compiles its pipelines). Every step of every network is one full stochastic gradient.
+fn time_mlp_engine(engine: &mut dyn MlpEngine, steps: u32) -> anyhow::Result<MlpTiming> {
+    engine.advance(1)?;
+    let start = Instant::now();
+    // `advance` reads the layer statistics back, so the GPU's work is done when it returns.
+    let report = engine.advance(steps)?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(MlpTiming {
+        seconds,
+        rate: f64::from(engine.chains()) * f64::from(steps) / seconds,
+        diverged: report.diverged,
+    })
+}
+
+/// `bench --mlp`: chain-gradient evaluations per second of the CPU and the GPU engine on the
+/// same networks; a GPU that cannot be opened (or fails) is reported, not fatal.
+fn bench_mlp(networks: u32, steps: u32) -> anyhow::Result<()> {
+    ranges::MLP_CHAINS
+        .check(f64::from(networks))
+        .map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(steps > 0, "--steps 0: time at least one step");
+    let model = bench_mlp_model()?;
+    let (init, seed) = (MlpInit::default(), 1);
+    let (network, parameters) = (model.posterior.arch.describe(), model.posterior.params());
+    let what = format!(
+        "{networks:>5} networks {network} × {steps} steps, full batch of {MLP_BENCH_POINTS} points"
+    );
+    let line = |backend: &str, t: &MlpTiming, extra: &str| {
+        eprintln!(
+            "{backend}  {what}: {:.2} s, {:.3e} chain-gradients/s{}{extra}",
+            t.seconds,
+            t.rate,
+            if t.diverged > 0 {
+                format!(" ({} networks diverged and were skipped)", t.diverged)
+            } else {
+                String::new()
+            }
+        );
+    };
+
+    let mut cpu_engine = MlpCpuEngine::new(model.clone(), networks, &init, seed);
+    let cpu_device = cpu_engine.backend().device;
+    let cpu = time_mlp_engine(&mut cpu_engine, steps)?;
+    drop(cpu_engine);
+    line("cpu", &cpu, &format!(" ({cpu_device})"));
+
+    let gpu = GpuContext::new().and_then(|ctx| {
+        let adapter = ctx.describe();
+        let mut engine = MlpGpuEngine::with_context(ctx, model, networks, &init, seed)?;
+        Ok((adapter, time_mlp_engine(&mut engine, steps)?))
+    });
+    let gpu_json = match &gpu {
+        Ok((adapter, t)) => {
+            let ratio = t.rate / cpu.rate;
+            line("gpu", t, &format!(" ({ratio:.2}× the CPU; {adapter})"));
+            let mut v = t.json();
+            v["adapter"] = adapter.as_str().into();
+            v["ratio_to_cpu"] = ratio.into();
+            v
+        }
+        Err(e) => {
+            eprintln!("gpu  unavailable, no GPU figure: {e:#}");
+            serde_json::json!({ "error": format!("{e:#}") })
+        }
+    };
+    let mut cpu_json = cpu.json();
+    cpu_json["device"] = cpu_device.into();
+    println!(
+        "{}",
+        serde_json::json!({
+            "kind": "mlp",
+            "sampler": "atmc",
+            "network": network,
+            "parameters": parameters,
+            "train_points": MLP_BENCH_POINTS,
+            "batch_size": MLP_BENCH_POINTS,
+            "networks": networks,
+            "steps": steps,
+            "cpu": cpu_json,
+            "gpu": gpu_json,
+            "gpu_to_cpu": gpu.as_ref().ok().map(|(_, t)| t.rate / cpu.rate),
         })
     );
     Ok(())

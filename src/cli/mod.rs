@@ -3,9 +3,10 @@
 mod bench;
 
 use crate::engine::BackendChoice;
+use crate::math::targets::TARGET_NAMES;
 use crate::math::{NoiseMass, ranges::Range};
-use crate::math::{NoiseSpec, SamplerKind, TargetSpec, XiUpdate, ranges, targets::TARGET_NAMES};
-use crate::preset::{Preset, SHIPPED};
+use crate::math::{NoiseSpec, SamplerKind, SamplerSpec, TargetSpec, XiUpdate, ranges};
+use crate::preset::{AnyPreset, MlpPreset, Preset, SHIPPED};
 use crate::runner;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -26,7 +27,8 @@ enum Command {
     Run(Box<RunArgs>),
     /// List the shipped presets.
     Presets,
-    /// Measure chain-steps per second of 2-D ATMC on the correlated Gaussian per backend.
+    /// Measure chain-steps per second of 2-D ATMC on the correlated Gaussian per backend
+    /// (`--mlp`: network gradients per second of Bayesian MLPs).
     Bench(bench::BenchArgs),
     /// Open the desktop app on a preset (the default without arguments).
     App(AppArgs),
@@ -177,15 +179,15 @@ pub fn main() -> ExitCode {
 
 fn list_presets() {
     for (name, text) in SHIPPED {
-        match Preset::parse(text, name) {
-            Ok(p) => println!("{name:<22} {}", p.name),
+        match AnyPreset::parse(text, name) {
+            Ok(p) => println!("{name:<22} {}", p.name()),
             Err(e) => println!("{name:<22} (broken: {e})"),
         }
     }
 }
 
 fn open_app(preset: &str, backend: BackendChoice) -> Result<(), Failure> {
-    let preset = Preset::load(preset).map_err(|e| usage(e.to_string()))?;
+    let preset = AnyPreset::load(preset).map_err(|e| usage(e.to_string()))?;
     crate::app::run_native(preset, backend).map_err(|e| Failure {
         code: 1,
         message: format!(
@@ -212,7 +214,7 @@ fn parse_size(text: &str) -> Result<[u32; 2], Failure> {
 }
 
 fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
-    let preset = Preset::load(&args.preset).map_err(|e| usage(e.to_string()))?;
+    let preset = AnyPreset::load(&args.preset).map_err(|e| usage(e.to_string()))?;
     let size = parse_size(&args.size)?;
     if !(0.5..=4.0).contains(&args.scale) {
         return Err(usage(format!("--scale {}: allowed [0.5, 4]", args.scale)));
@@ -241,12 +243,41 @@ fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
 }
 
 fn run(args: RunArgs) -> Result<(), Failure> {
-    let mut preset = Preset::load(&args.preset).map_err(|e| usage(e.to_string()))?;
-    apply_overrides(&mut preset, &args)?;
-    execute(preset, args.backend, args.csv.as_deref())
+    match AnyPreset::load(&args.preset).map_err(|e| usage(e.to_string()))? {
+        AnyPreset::Toy(mut preset) => {
+            apply_overrides(&mut preset, &args)?;
+            execute(preset, args.backend, args.csv.as_deref())
+        }
+        AnyPreset::Mlp(mut preset) => {
+            apply_mlp_overrides(&mut preset, &args)?;
+            execute_mlp(preset, args.backend, args.csv.as_deref())
+        }
+    }
 }
 
-fn apply_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Failure> {
+fn apply_mlp_overrides(preset: &mut MlpPreset, args: &RunArgs) -> Result<(), Failure> {
+    if args.target.is_some() || args.noise.is_some() {
+        return Err(usage(
+            "--target and --noise belong to 2-D presets: an MLP preset's posterior is its \
+             network and data set, and its gradient noise comes from real minibatches",
+        ));
+    }
+    apply_sampler_overrides(&mut preset.sampler, args)?;
+    if let Some(v) = args.chains {
+        preset.chains = checked(ranges::MLP_CHAINS, f64::from(v))? as u32;
+    }
+    if let Some(v) = args.steps {
+        preset.steps = checked(ranges::STEPS, f64::from(v))? as u32;
+    }
+    if let Some(v) = args.seed {
+        preset.seed = v;
+    }
+    preset.validate().map_err(|(_, message)| usage(message))?;
+    Ok(())
+}
+
+/// The sampler options of `run`, shared by both kinds of preset.
+fn apply_sampler_overrides(s: &mut SamplerSpec, args: &RunArgs) -> Result<(), Failure> {
     if let Some(name) = &args.sampler {
         let kind = SamplerKind::from_name(name).ok_or_else(|| {
             let names: Vec<_> = SamplerKind::ALL.iter().map(|(_, n)| *n).collect();
@@ -255,26 +286,7 @@ fn apply_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Failure> {
                 names.join(", ")
             ))
         })?;
-        preset.sampler.kind = kind;
-    }
-    if let Some(name) = &args.target {
-        preset.target = TargetSpec::from_name(name).ok_or_else(|| {
-            let names: Vec<_> = TARGET_NAMES.iter().map(|(n, _)| *n).collect();
-            usage(format!(
-                "unknown target '{name}': choose one of {}",
-                names.join(", ")
-            ))
-        })?;
-    }
-    let s = &mut preset.sampler;
-    if let Some(v) = args.chains {
-        preset.chains = checked(ranges::CHAINS, f64::from(v))? as u32;
-    }
-    if let Some(v) = args.steps {
-        preset.steps = checked(ranges::STEPS, f64::from(v))? as u32;
-    }
-    if let Some(v) = args.seed {
-        preset.seed = v;
+        s.kind = kind;
     }
     if let Some(v) = args.h {
         s.h = checked(ranges::STEP_SIZE, v)?;
@@ -308,6 +320,29 @@ fn apply_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Failure> {
             NoiseMassArg::Without => NoiseMass::Without,
         };
     }
+    Ok(())
+}
+
+fn apply_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Failure> {
+    apply_sampler_overrides(&mut preset.sampler, args)?;
+    if let Some(name) = &args.target {
+        preset.target = TargetSpec::from_name(name).ok_or_else(|| {
+            let names: Vec<_> = TARGET_NAMES.iter().map(|(n, _)| *n).collect();
+            usage(format!(
+                "unknown target '{name}': choose one of {}",
+                names.join(", ")
+            ))
+        })?;
+    }
+    if let Some(v) = args.chains {
+        preset.chains = checked(ranges::CHAINS, f64::from(v))? as u32;
+    }
+    if let Some(v) = args.steps {
+        preset.steps = checked(ranges::STEPS, f64::from(v))? as u32;
+    }
+    if let Some(v) = args.seed {
+        preset.seed = v;
+    }
     if let Some(v) = args.noise {
         let sigma = checked(ranges::NOISE_SIGMA, v)?;
         preset.noise = if sigma == 0.0 {
@@ -325,20 +360,15 @@ fn execute(
     backend: BackendChoice,
     csv: Option<&std::path::Path>,
 ) -> Result<(), Failure> {
-    let bar = indicatif::ProgressBar::new(u64::from(preset.steps));
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:30}] {pos}/{len} steps, {per_sec}, eta {eta}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
+    let bar = progress_bar(
+        preset.steps,
+        format!(
+            "{} on {}, {} chains",
+            preset.sampler.kind.name(),
+            preset.target.name(),
+            preset.chains
+        ),
     );
-    bar.set_message(format!(
-        "{} on {}, {} chains",
-        preset.sampler.kind.name(),
-        preset.target.name(),
-        preset.chains
-    ));
     let outcome = runner::run(&preset, backend, &mut |done| {
         bar.set_position(u64::from(done))
     })
@@ -350,12 +380,7 @@ fn execute(
     if let Some(notice) = &outcome.notice {
         eprintln!("notice: {notice}");
     }
-    if let Some(path) = csv {
-        std::fs::write(path, runner::series_csv(&outcome.series)).map_err(|e| Failure {
-            code: 1,
-            message: format!("cannot write {}: {e}", path.display()),
-        })?;
-    }
+    write_csv(csv, || runner::series_csv(&outcome.series))?;
     let s = &outcome.summary;
     eprintln!(
         "{} on {}: {} chains × {} steps on {} ({}), {:.3e} chain-steps/s; diverged {:.2}%",
@@ -368,11 +393,99 @@ fn execute(
         s.chain_steps_per_s,
         100.0 * s.diverged_fraction
     );
-    let json = serde_json::to_string(s).map_err(|e| Failure {
+    print_json(s)
+}
+
+/// A progress bar over `steps` on stderr.
+fn progress_bar(steps: u32, message: String) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(u64::from(steps));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:30}] {pos}/{len} steps, {per_sec}, eta {eta}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_message(message);
+    bar
+}
+
+/// Prints a summary as the last line of stdout.
+fn print_json(summary: &impl serde::Serialize) -> Result<(), Failure> {
+    let json = serde_json::to_string(summary).map_err(|e| Failure {
         code: 1,
         message: e.to_string(),
     })?;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{json}");
     Ok(())
+}
+
+/// Writes the time series when `--csv` asked for it.
+fn write_csv(path: Option<&std::path::Path>, text: impl FnOnce() -> String) -> Result<(), Failure> {
+    if let Some(path) = path {
+        std::fs::write(path, text()).map_err(|e| Failure {
+            code: 1,
+            message: format!("cannot write {}: {e}", path.display()),
+        })?;
+    }
+    Ok(())
+}
+
+fn execute_mlp(
+    preset: MlpPreset,
+    backend: BackendChoice,
+    csv: Option<&std::path::Path>,
+) -> Result<(), Failure> {
+    let bar = progress_bar(
+        preset.steps,
+        format!(
+            "{} on {} networks ({})",
+            preset.sampler.kind.name(),
+            preset.chains,
+            preset.network.data.source.name()
+        ),
+    );
+    let outcome = runner::mlp::run_mlp(&preset, backend, &mut |done| {
+        bar.set_position(u64::from(done))
+    })
+    .map_err(|e| Failure {
+        code: 1,
+        message: format!("{e:#}"),
+    })?;
+    bar.finish_and_clear();
+    if let Some(notice) = &outcome.notice {
+        eprintln!("notice: {notice}");
+    }
+    write_csv(csv, || crate::diagnostics::mlp::series_csv(&outcome.series))?;
+    let s = &outcome.summary;
+    let sgd = &s.baseline_sgd.test;
+    // With every network diverged there is no posterior predictive to quote.
+    let predictive = s.posterior_predictive.as_ref().map_or_else(
+        || "no alive networks".to_string(),
+        |pp| {
+            let pp = &pp.test;
+            format!(
+                "test accuracy {:.1}% / NLL {:.3} / ECE {:.3}",
+                100.0 * pp.accuracy,
+                pp.nll,
+                pp.ece
+            )
+        },
+    );
+    eprintln!(
+        "{} on {} networks {} ({}) on {}: {predictive} \
+         (SGD network: {:.1}% / {:.3} / {:.3}); diverged {:.2}%; {:.3e} network-gradients/s",
+        s.sampler,
+        s.chains,
+        s.network,
+        s.data,
+        s.backend,
+        100.0 * sgd.accuracy,
+        sgd.nll,
+        sgd.ece,
+        100.0 * s.diverged_fraction,
+        s.chain_gradients_per_s
+    );
+    print_json(s)
 }

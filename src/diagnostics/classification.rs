@@ -36,7 +36,7 @@ pub struct ReliabilityBin {
 }
 
 /// Summary metrics of a classifier on a set of examples.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Default, Debug, PartialEq, Serialize)]
 pub struct ClassMetrics {
     /// Fraction of examples whose arg-max class (lowest index on ties) is the label.
     pub accuracy: f64,

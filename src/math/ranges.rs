@@ -137,6 +137,12 @@ pub const COORDINATE: Range = Range::closed("coordinate", 0.0, 1.0);
 pub const HIGHLIGHTED: Range = Range::closed("highlighted chains", 0.0, 5000.0);
 /// Steps per frame of the app.
 pub const STEPS_PER_FRAME: Range = Range::closed("steps per frame", 1.0, 1e5);
+/// Networks of an MLP posterior run (each holds θ, p and ξ for every weight).
+pub const MLP_CHAINS: Range = Range::closed("networks", 1.0, 65_536.0);
+/// Side of the posterior-predictive map in cells.
+pub const MAP_RESOLUTION: Range = Range::closed("map resolution", 8.0, 256.0);
+/// Networks averaged into the app's posterior-predictive map.
+pub const PREDICTIVE_CHAINS: Range = Range::closed("predictive networks", 1.0, 65_536.0);
 
 macro_rules! ranged {
     ($(#[$doc:meta] $fn_name:ident: $ty:ty => $range:expr;)*) => {$(
@@ -152,6 +158,12 @@ macro_rules! ranged {
 ranged! {
     /// Deserialises a step size.
     de_step_size: f64 => STEP_SIZE;
+    /// Deserialises a number of networks.
+    de_mlp_chains: u32 => MLP_CHAINS;
+    /// Deserialises a map resolution.
+    de_map_resolution: u32 => MAP_RESOLUTION;
+    /// Deserialises a number of predictive networks.
+    de_predictive_chains: u32 => PREDICTIVE_CHAINS;
     /// Deserialises a mass.
     de_mass: f64 => MASS;
     /// Deserialises a friction floor.

@@ -3,6 +3,10 @@
 //! Parsing reports the first problem as `file:line:column: message`, with the allowed range
 //! for numbers out of range; it never panics.
 
+pub mod mlp;
+
+pub use mlp::{AnyPreset, MlpPreset};
+
 use crate::engine::InitSpec;
 use crate::math::{Model, NoiseSpec, SamplerSpec, ScheduleSpec, TargetSpec, ranges};
 use serde::{Deserialize, Serialize};
@@ -137,40 +141,33 @@ impl std::error::Error for PresetError {}
 
 /// Presets shipped in `presets/`, compiled in so they work from any directory.
 pub const SHIPPED: &[(&str, &str)] = &[
-    ("default", include_str!("../presets/default.ron")),
-    ("printed", include_str!("../presets/printed.ron")),
+    ("default", include_str!("../../presets/default.ron")),
+    ("printed", include_str!("../../presets/printed.ron")),
     (
         "thermostat-vs-noise",
-        include_str!("../presets/thermostat-vs-noise.ron"),
+        include_str!("../../presets/thermostat-vs-noise.ron"),
     ),
     (
         "cyclical-gmm25",
-        include_str!("../presets/cyclical-gmm25.ron"),
+        include_str!("../../presets/cyclical-gmm25.ron"),
     ),
-    ("logistic", include_str!("../presets/logistic.ron")),
-    ("missing-mass", include_str!("../presets/missing-mass.ron")),
-    ("funnel", include_str!("../presets/funnel.ron")),
+    ("logistic", include_str!("../../presets/logistic.ron")),
+    (
+        "missing-mass",
+        include_str!("../../presets/missing-mass.ron"),
+    ),
+    ("funnel", include_str!("../../presets/funnel.ron")),
+    ("two-moons", include_str!("../../presets/two-moons.ron")),
+    (
+        "spirals-printed",
+        include_str!("../../presets/spirals-printed.ron"),
+    ),
 ];
 
 impl Preset {
     /// Parses RON text; `origin` names the source in error messages.
     pub fn parse(text: &str, origin: &str) -> Result<Preset, PresetError> {
-        let preset: Preset = ron::from_str(text).map_err(|e| PresetError {
-            file: origin.to_string(),
-            line: e.span.start.line.max(1),
-            column: e.span.start.col.max(1),
-            message: e.code.to_string(),
-        })?;
-        preset.validate().map_err(|(field, message)| {
-            let (line, column) = locate(text, field);
-            PresetError {
-                file: origin.to_string(),
-                line,
-                column,
-                message,
-            }
-        })?;
-        Ok(preset)
+        parse_ron(text, origin, Preset::validate)
     }
 
     /// Loads a preset file, or a shipped preset by name (`default`, `printed`, …) when no
@@ -182,19 +179,7 @@ impl Preset {
         {
             return Preset::parse(text, &format!("presets/{name}.ron"));
         }
-        let text = std::fs::read_to_string(p).map_err(|e| PresetError {
-            file: path.to_string(),
-            line: 1,
-            column: 1,
-            message: format!(
-                "cannot read the preset: {e} (shipped presets: {})",
-                SHIPPED
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        })?;
+        let text = read_preset_file(path)?;
         Preset::parse(&text, path)
     }
 
@@ -205,11 +190,7 @@ impl Preset {
 
     /// RON text that parses back to the same preset.
     pub fn to_ron(&self) -> String {
-        let config = ron::ser::PrettyConfig::new()
-            .depth_limit(3)
-            .struct_names(true)
-            .separate_tuple_members(false);
-        ron::ser::to_string_pretty(self, config).expect("presets serialise")
+        pretty_ron(self)
     }
 
     /// Checks constraints spanning several fields. Returns the field to point at and the
@@ -238,6 +219,57 @@ impl Preset {
     }
 }
 
+/// Parses RON text into a preset of either kind and checks it with `validate`; a problem is
+/// reported at its line and column (`validate` names the field to point at).
+fn parse_ron<T: serde::de::DeserializeOwned>(
+    text: &str,
+    origin: &str,
+    validate: impl FnOnce(&T) -> Result<(), (&'static str, String)>,
+) -> Result<T, PresetError> {
+    let preset: T = ron::from_str(text).map_err(|e| PresetError {
+        file: origin.to_string(),
+        line: e.span.start.line.max(1),
+        column: e.span.start.col.max(1),
+        message: e.code.to_string(),
+    })?;
+    validate(&preset).map_err(|(field, message)| {
+        let (line, column) = locate(text, field);
+        PresetError {
+            file: origin.to_string(),
+            line,
+            column,
+            message,
+        }
+    })?;
+    Ok(preset)
+}
+
+/// Pretty RON with struct names, the way the shipped presets are written.
+fn pretty_ron<T: Serialize>(preset: &T) -> String {
+    let config = ron::ser::PrettyConfig::new()
+        .depth_limit(3)
+        .struct_names(true)
+        .separate_tuple_members(false);
+    ron::ser::to_string_pretty(preset, config).expect("presets serialise")
+}
+
+/// Reads a preset file, naming the shipped presets when it cannot.
+fn read_preset_file(path: &str) -> Result<String, PresetError> {
+    std::fs::read_to_string(path).map_err(|e| PresetError {
+        file: path.to_string(),
+        line: 1,
+        column: 1,
+        message: format!(
+            "cannot read the preset: {e} (shipped presets: {})",
+            SHIPPED
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
 /// Line and column (1-based) of the first `field:` in `text`, or 1:1.
 fn locate(text: &str, field: &str) -> (usize, usize) {
     for (i, line) in text.lines().enumerate() {
@@ -246,4 +278,16 @@ fn locate(text: &str, field: &str) -> (usize, usize) {
         }
     }
     (1, 1)
+}
+
+impl From<Preset> for AnyPreset {
+    fn from(p: Preset) -> Self {
+        AnyPreset::Toy(p)
+    }
+}
+
+impl From<MlpPreset> for AnyPreset {
+    fn from(p: MlpPreset) -> Self {
+        AnyPreset::Mlp(p)
+    }
 }

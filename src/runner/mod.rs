@@ -4,7 +4,7 @@
 use crate::diagnostics::{RunInfo, RunRecorder, SeriesRow, Summary, TRACE_CHAINS, TRUTH_SAMPLES};
 use crate::diagnostics::{SERIES_DISTANCE_CHAINS, Truth};
 use crate::engine::{BackendChoice, HistogramSpec, create_engine};
-use crate::math::{NoiseMass, XiUpdate};
+use crate::math::{NoiseMass, SamplerSpec, XiUpdate};
 use crate::preset::Preset;
 use std::time::Instant;
 
@@ -19,9 +19,10 @@ pub struct RunOutcome {
     pub notice: Option<String>,
 }
 
-/// Names of ATMC's printed defects switched on in `preset`.
-pub fn printed_defects(preset: &Preset) -> Vec<String> {
-    let s = &preset.sampler;
+pub mod mlp;
+
+/// Names of ATMC's printed defects switched on in a sampler.
+pub fn printed_defects(s: &SamplerSpec) -> Vec<String> {
     let mut out = Vec::new();
     if !s.has_printed_defect() {
         return out;
@@ -87,7 +88,7 @@ pub fn run(
             seed: preset.seed,
             backend: info.kind.into(),
             device: info.device,
-            printed_defects: printed_defects(preset),
+            printed_defects: printed_defects(&preset.sampler),
             diverged_fraction: last as f64 / f64::from(preset.chains),
             has_momentum: preset.sampler.kind.has_momentum(),
             has_thermostat: preset.sampler.kind.has_thermostat(),

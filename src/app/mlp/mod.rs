@@ -1,0 +1,808 @@
+//! The Bayesian-MLP view: thousands of small networks on a 2-D classification set, the
+//! posterior predictive over the plane and its uncertainty, one network's own decision map,
+//! phase portraits of a chosen weight, and accuracy, NLL and ECE against one SGD-trained
+//! network. Panels only draw and edit an [`MlpPreset`]; the networks run in [`session`].
+
+pub mod session;
+
+use super::colormap::Colormap;
+use super::controls::{self, Actions, slider};
+use super::plots::{fixed_plot, small_plot};
+use crate::diagnostics::classification::ClassMetrics;
+use crate::engine::BackendChoice;
+use crate::math::mlp::{Activation, Architecture, MAX_HIDDEN_LAYERS, MAX_WIDTH};
+use crate::math::{DataSource, Dataset, ranges};
+use crate::preset::MlpPreset;
+use egui::{Color32, Pos2, Rect, RichText, Sense, Slider, Ui, Vec2, pos2};
+use egui_plot::{Bar, BarChart, HLine, Legend, Line, PlotPoints, Points, VLine};
+use session::{MapData, MlpCommand, MlpSession, MlpSnapshot};
+
+/// Class colours (colour-blind-safe first two: blue and orange).
+const CLASS_COLORS: [Color32; 8] = [
+    Color32::from_rgb(70, 140, 255),
+    Color32::from_rgb(255, 150, 40),
+    Color32::from_rgb(90, 200, 110),
+    Color32::from_rgb(230, 80, 90),
+    Color32::from_rgb(175, 120, 230),
+    Color32::from_rgb(160, 110, 70),
+    Color32::from_rgb(240, 130, 200),
+    Color32::from_rgb(60, 200, 200),
+];
+const NEUTRAL: Color32 = Color32::from_rgb(38, 38, 44);
+const ACCENT: Color32 = Color32::from_rgb(255, 170, 60);
+const TRUTH: Color32 = Color32::from_rgb(120, 200, 255);
+const SGD: Color32 = Color32::from_rgb(120, 200, 255);
+const SINGLE: Color32 = Color32::from_rgb(190, 140, 255);
+
+/// What the uncertainty map shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Uncertainty {
+    /// Entropy of the posterior predictive, in units of ln K.
+    Entropy,
+    /// Standard deviation of the class probabilities across networks.
+    Spread,
+}
+
+/// The MLP view's state.
+pub struct MlpPanel {
+    session: MlpSession,
+    /// The preset being edited (the controls' model).
+    pub preset: MlpPreset,
+    applied: MlpPreset,
+    textures: [Option<egui::TextureHandle>; 3],
+    /// What the textures show: (map step, resolution, uncertainty kind), to upload only
+    /// when it changes.
+    texture_key: Option<(u32, u32, Uncertainty, u32)>,
+    uncertainty: Uncertainty,
+    colormap: Colormap,
+    /// Where the panels are on screen (for panel PNG export): maps, portraits.
+    pub panel_rects: Vec<Rect>,
+}
+
+impl MlpPanel {
+    /// The view on `preset`, with its engine on `backend`, running or paused.
+    pub fn new(
+        ctx: &egui::Context,
+        preset: MlpPreset,
+        backend: BackendChoice,
+        playing: bool,
+    ) -> Self {
+        let repaint = ctx.clone();
+        let session = MlpSession::start(preset.clone(), backend, playing, move || {
+            repaint.request_repaint()
+        });
+        Self {
+            session,
+            applied: preset.clone(),
+            preset,
+            textures: [None, None, None],
+            texture_key: None,
+            uncertainty: Uncertainty::Entropy,
+            colormap: Colormap::inferno(),
+            panel_rects: Vec::new(),
+        }
+    }
+
+    /// The worker's handle.
+    pub fn session(&self) -> &MlpSession {
+        &self.session
+    }
+
+    /// Loads a preset: the networks start over.
+    pub fn load_preset(&mut self, preset: MlpPreset) {
+        self.preset = preset;
+        self.apply_changes(true);
+    }
+
+    /// Sends the edited preset to the worker: the number of networks, the architecture, the
+    /// seed or the initial state start them over; everything else changes live.
+    pub fn apply_changes(&mut self, force_reset: bool) {
+        if self.preset == self.applied && !force_reset {
+            return;
+        }
+        let reset = force_reset
+            || self.preset.seed != self.applied.seed
+            || self.preset.init != self.applied.init;
+        self.session.send(MlpCommand::Apply {
+            preset: Box::new(self.preset.clone()),
+            reset,
+        });
+        self.applied = self.preset.clone();
+    }
+
+    /// Play or pause.
+    pub fn toggle_play(&self, s: &MlpSnapshot) {
+        self.session.send(MlpCommand::Play(!s.playing));
+    }
+
+    /// The control panel.
+    pub fn controls(&mut self, ui: &mut Ui, s: &MlpSnapshot) {
+        let actions: Actions = controls::transport(ui, s.playing, "↺ Reset networks");
+        if actions.toggle_play {
+            self.toggle_play(s);
+        }
+        if actions.step {
+            self.session.send(MlpCommand::Step);
+        }
+        if actions.reset {
+            self.session.send(MlpCommand::Reset);
+        }
+        let p = &mut self.preset;
+        ui.add(
+            Slider::new(&mut p.view.steps_per_frame, 1..=200)
+                .logarithmic(true)
+                .text("steps / frame (speed)"),
+        );
+        let mut chains = f64::from(p.chains);
+        if ui
+            .add(
+                Slider::new(&mut chains, 16.0..=16_384.0)
+                    .logarithmic(true)
+                    .text("networks"),
+            )
+            .on_hover_text("Each network is one chain. Changing the number restarts them.")
+            .changed()
+        {
+            p.chains = chains.round() as u32;
+            p.view.focus_chain = p.view.focus_chain.min(p.chains - 1);
+        }
+        ui.horizontal(|ui| {
+            ui.label("seed");
+            ui.add(egui::DragValue::new(&mut p.seed))
+                .on_hover_text("A new seed restarts the networks");
+        });
+        ui.separator();
+        egui::CollapsingHeader::new(RichText::new("Sampler").strong())
+            .default_open(true)
+            .show(ui, |ui| controls::sampler_controls(ui, &mut p.sampler));
+        egui::CollapsingHeader::new(RichText::new("Data set").strong())
+            .default_open(true)
+            .show(ui, |ui| data_controls(ui, p));
+        egui::CollapsingHeader::new(RichText::new("Network and prior").strong())
+            .default_open(true)
+            .show(ui, |ui| network_controls(ui, p));
+        egui::CollapsingHeader::new(RichText::new("Step-size schedule").strong())
+            .default_open(false)
+            .show(ui, |ui| {
+                controls::schedule_controls(ui, &mut p.schedule, p.steps)
+            });
+        egui::CollapsingHeader::new(RichText::new("SGD baseline").strong())
+            .default_open(false)
+            .show(ui, |ui| {
+                slider(
+                    ui,
+                    &mut p.baseline.h,
+                    ranges::STEP_SIZE,
+                    1e-5,
+                    0.1,
+                    true,
+                    "learning rate h",
+                );
+                ui.small(
+                    "One network trained by plain SGD on the same minibatches and prior \
+                     (its MAP), compared with the posterior predictive.",
+                );
+            });
+        egui::CollapsingHeader::new(RichText::new("View").strong())
+            .default_open(true)
+            .show(ui, |ui| view_controls(ui, p, &mut self.uncertainty));
+    }
+
+    /// One line for the status bar.
+    pub fn status_text(&self, s: &MlpSnapshot) -> String {
+        let mut parts = vec![
+            s.backend
+                .as_ref()
+                .map(|b| format!("{} engine: {}", b.kind, b.device))
+                .unwrap_or_else(|| "starting engine…".into()),
+            format!("step {}", s.step),
+        ];
+        if s.gradients_per_s.is_finite() && s.playing {
+            parts.push(format!("{:.2e} network-gradients/s", s.gradients_per_s));
+        }
+        parts.join("  |  ")
+    }
+
+    /// The views.
+    pub fn central(&mut self, ui: &mut Ui, s: &MlpSnapshot) {
+        if let Some(error) = &s.error {
+            ui.label(
+                RichText::new(format!("⚠ {error}"))
+                    .color(Color32::from_rgb(255, 110, 90))
+                    .strong(),
+            );
+            ui.label("Fix the data set in the control panel (or load another CSV file).");
+            return;
+        }
+        if let Some(notice) = &s.notice {
+            ui.label(RichText::new(format!("⚠ {notice}")).color(Color32::from_rgb(255, 200, 80)));
+        }
+        if s.report.diverged > 0 {
+            self.explosion_banner(ui, s);
+        }
+        let Some(data) = s.data.clone() else {
+            ui.label("starting the networks…");
+            return;
+        };
+        self.panel_rects.clear();
+        let spacing = ui.spacing().item_spacing.x;
+        let available = ui.available_size();
+        let table_width = 300.0;
+        let side = ((available.x - table_width - 4.0 * spacing) / 3.0)
+            .min(available.y * 0.36)
+            .max(110.0);
+        ui.horizontal(|ui| {
+            self.maps(ui, s, &data, side);
+            ui.vertical(|ui| {
+                ui.set_width(table_width);
+                metrics_table(ui, s, self.preset.view.focus_chain);
+                reliability(ui, s, table_width, (side - 100.0).max(60.0));
+            });
+        });
+        let rest = ui.available_size();
+        let row = ((rest.y - 2.0 * spacing) * 0.5).clamp(80.0, 220.0);
+        ui.horizontal(|ui| self.parameter_views(ui, s, rest.x, row));
+        let rest = ui.available_size();
+        time_series(
+            ui,
+            s,
+            &self.preset,
+            rest.x,
+            (rest.y - 4.0).clamp(70.0, 200.0),
+        );
+    }
+
+    fn explosion_banner(&self, ui: &mut Ui, s: &MlpSnapshot) {
+        let total = s.report.diverged + s.report.alive;
+        let text = format!(
+            "⚠ Momentum explosion: {} of {} networks diverged ({:.1}%), first seen at step {}. Diverged networks are frozen and left out of the posterior predictive.",
+            s.report.diverged,
+            total,
+            100.0 * s.report.diverged as f64 / total.max(1) as f64,
+            s.first_divergence.unwrap_or(s.step)
+        );
+        if super::explosion_banner(ui, &text, "↺ Reset networks") {
+            self.session.send(MlpCommand::Reset);
+        }
+    }
+
+    fn maps(&mut self, ui: &mut Ui, s: &MlpSnapshot, data: &Dataset, side: f32) {
+        let Some(map) = &s.map else {
+            ui.allocate_exact_size(Vec2::new(3.0 * side, side), Sense::hover());
+            return;
+        };
+        let key = (
+            map.step,
+            map.grid.nx,
+            self.uncertainty,
+            self.preset.view.focus_chain,
+        );
+        if self.texture_key != Some(key) || self.textures.iter().any(Option::is_none) {
+            let images = map_images(map, self.uncertainty, &self.colormap);
+            for (k, image) in images.into_iter().enumerate() {
+                match &mut self.textures[k] {
+                    Some(t) => t.set(image, egui::TextureOptions::LINEAR),
+                    slot => {
+                        *slot = Some(ui.ctx().load_texture(
+                            format!("mlp map {k}"),
+                            image,
+                            egui::TextureOptions::LINEAR,
+                        ))
+                    }
+                }
+            }
+            self.texture_key = Some(key);
+        }
+        let used = map.prediction.chains_used;
+        let titles = [
+            format!("posterior predictive ({used} networks)"),
+            match self.uncertainty {
+                Uncertainty::Entropy => "uncertainty: predictive entropy".to_owned(),
+                Uncertainty::Spread => "uncertainty: spread across networks".to_owned(),
+            },
+            format!("network #{} alone", self.preset.view.focus_chain),
+        ];
+        for (k, title) in titles.iter().enumerate() {
+            ui.vertical(|ui| {
+                ui.label(RichText::new(title).small());
+                let rect = map_view(ui, side, map, data, self.textures[k].as_ref());
+                self.panel_rects.push(rect);
+            });
+        }
+    }
+
+    fn parameter_views(&mut self, ui: &mut Ui, s: &MlpSnapshot, width: f32, height: f32) {
+        let spacing = ui.spacing().item_spacing.x;
+        let w = (width - 3.0 * spacing) / 3.0;
+        let Some((param, states)) = &s.parameter else {
+            return;
+        };
+        let name = Architecture::new(
+            &self.preset.network.hidden,
+            s.data.as_ref().map_or(2, |d| d.classes),
+            self.preset.network.activation,
+        )
+        .map(|a| a.param_name(*param as usize))
+        .unwrap_or_else(|_| format!("#{param}"));
+        let alive: Vec<usize> = (0..states.theta.len())
+            .filter(|&i| states.diverged_at[i] == 0)
+            .collect();
+        let pairs = |a: &[f32], b: &[f32]| -> PlotPoints<'static> {
+            alive
+                .iter()
+                .map(|&i| [f64::from(a[i]), f64::from(b[i])])
+                .collect()
+        };
+        let has_momentum = self.preset.sampler.kind.has_momentum();
+        small_plot("mlp theta-p", w, height)
+            .x_axis_label(format!("θ {name}"))
+            .y_axis_label("p")
+            .show(ui, |plot| {
+                if has_momentum {
+                    plot.points(
+                        Points::new("networks", pairs(&states.theta, &states.p))
+                            .color(ACCENT)
+                            .radius(1.2),
+                    );
+                }
+            });
+        small_plot("mlp p-xi", w, height)
+            .x_axis_label(format!("p {name}"))
+            .y_axis_label("ξ")
+            .show(ui, |plot| {
+                if has_momentum {
+                    plot.points(
+                        Points::new("networks", pairs(&states.p, &states.xi))
+                            .color(ACCENT)
+                            .radius(1.2),
+                    );
+                }
+            });
+        let thetas: Vec<f64> = alive.iter().map(|&i| f64::from(states.theta[i])).collect();
+        small_plot("mlp weight histogram", w, height)
+            .x_axis_label(format!("θ {name} across networks"))
+            .include_y(0.0)
+            .show(ui, |plot| {
+                if let Some(bars) = histogram_bars(&thetas, 40) {
+                    plot.bar_chart(BarChart::new("posterior", bars).color(ACCENT));
+                }
+                if let Some(v) = s.baseline_parameter {
+                    plot.vline(VLine::new("SGD network", f64::from(v)).color(SGD));
+                }
+            });
+    }
+}
+
+/// Density histogram of `values` as bars.
+fn histogram_bars(values: &[f64], bins: usize) -> Option<Vec<Bar>> {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if finite.is_empty() {
+        return None;
+    }
+    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let width = ((hi - lo) / bins as f64).max(1e-6);
+    let mut counts = vec![0.0; bins];
+    for v in &finite {
+        let b = (((v - lo) / width) as usize).min(bins - 1);
+        counts[b] += 1.0;
+    }
+    let norm = finite.len() as f64 * width;
+    Some(
+        counts
+            .iter()
+            .enumerate()
+            .map(|(b, c)| Bar::new(lo + (b as f64 + 0.5) * width, c / norm).width(width))
+            .collect(),
+    )
+}
+
+/// Mixes the class colours by probability, fading to neutral where the classes are equally
+/// likely.
+fn class_mix(probs: &[f32]) -> Color32 {
+    let k = probs.len().max(1) as f32;
+    let (mut r, mut g, mut b) = (0.0, 0.0, 0.0);
+    let mut top = 0.0f32;
+    for (c, &p) in probs.iter().enumerate() {
+        let col = CLASS_COLORS[c % CLASS_COLORS.len()];
+        r += p * f32::from(col.r());
+        g += p * f32::from(col.g());
+        b += p * f32::from(col.b());
+        top = top.max(p);
+    }
+    let confidence = ((top - 1.0 / k) / (1.0 - 1.0 / k)).clamp(0.0, 1.0);
+    let t = 0.25 + 0.75 * confidence;
+    let mix = |v: f32, n: u8| (f32::from(n) + t * (v - f32::from(n))).round() as u8;
+    Color32::from_rgb(
+        mix(r, NEUTRAL.r()),
+        mix(g, NEUTRAL.g()),
+        mix(b, NEUTRAL.b()),
+    )
+}
+
+/// The three map images: predictive classes, uncertainty, the focus network's classes.
+fn map_images(map: &MapData, kind: Uncertainty, colormap: &Colormap) -> [egui::ColorImage; 3] {
+    let (nx, ny) = (map.grid.nx as usize, map.grid.ny as usize);
+    let p = &map.prediction;
+    let k = p.classes.max(1);
+    let ln_k = (k as f32).ln().max(1e-6);
+    let mut images = [
+        egui::ColorImage::filled([nx, ny], NEUTRAL),
+        egui::ColorImage::filled([nx, ny], NEUTRAL),
+        egui::ColorImage::filled([nx, ny], NEUTRAL),
+    ];
+    for iy in 0..ny {
+        for ix in 0..nx {
+            let cell = iy * nx + ix;
+            // Row 0 of the grid is the bottom of the plane, row 0 of an image the top.
+            let pixel = (ny - 1 - iy) * nx + ix;
+            let Some(mean) = p.mean.get(cell * k..(cell + 1) * k) else {
+                continue;
+            };
+            images[0].pixels[pixel] = class_mix(mean);
+            let value = match kind {
+                Uncertainty::Entropy => {
+                    -mean
+                        .iter()
+                        .filter(|&&q| q > 0.0)
+                        .map(|&q| q * q.ln())
+                        .sum::<f32>()
+                        / ln_k
+                }
+                Uncertainty::Spread => {
+                    let sq = &p.mean_square[cell * k..(cell + 1) * k];
+                    let sd: f32 = mean
+                        .iter()
+                        .zip(sq)
+                        .map(|(m, s)| (s - m * m).max(0.0).sqrt())
+                        .sum::<f32>()
+                        / k as f32;
+                    // The spread of a probability is at most 1/2.
+                    2.0 * sd
+                }
+            };
+            images[1].pixels[pixel] = colormap.color(value);
+            if let Some(own) = p.focus.get(cell * k..(cell + 1) * k) {
+                images[2].pixels[pixel] = class_mix(own);
+            }
+        }
+    }
+    images
+}
+
+/// One map with the data drawn over it: training points filled, test points as rings.
+fn map_view(
+    ui: &mut Ui,
+    side: f32,
+    map: &MapData,
+    data: &Dataset,
+    texture: Option<&egui::TextureHandle>,
+) -> Rect {
+    let (rect, response) = ui.allocate_exact_size(Vec2::splat(side), Sense::hover());
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 2.0, NEUTRAL);
+    if let Some(t) = texture {
+        painter.image(
+            t.id(),
+            rect,
+            Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0)),
+            Color32::WHITE,
+        );
+    }
+    let g = &map.grid;
+    let to_screen = |x: f32, y: f32| -> Pos2 {
+        pos2(
+            rect.left() + ((f64::from(x) - g.x[0]) / (g.x[1] - g.x[0])) as f32 * rect.width(),
+            rect.bottom() - ((f64::from(y) - g.y[0]) / (g.y[1] - g.y[0])) as f32 * rect.height(),
+        )
+    };
+    let radius = (side / 110.0).clamp(1.5, 3.5);
+    for (x, &y) in data.train_x.iter().zip(&data.train_y) {
+        let c = CLASS_COLORS[y as usize % CLASS_COLORS.len()];
+        painter.circle(
+            to_screen(x[0], x[1]),
+            radius,
+            c,
+            egui::Stroke::new(0.8, Color32::BLACK),
+        );
+    }
+    for (x, &y) in data.test_x.iter().zip(&data.test_y) {
+        let c = CLASS_COLORS[y as usize % CLASS_COLORS.len()];
+        painter.circle_stroke(to_screen(x[0], x[1]), radius, egui::Stroke::new(1.0, c));
+    }
+    response.on_hover_ui(|ui| {
+        ui.label(format!(
+            "x ∈ [{:.2}, {:.2}], y ∈ [{:.2}, {:.2}]\nfilled: training points, rings: test points",
+            g.x[0], g.x[1], g.y[0], g.y[1]
+        ));
+    });
+    rect
+}
+
+/// Accuracy, NLL and ECE of the posterior predictive, one network and the SGD network.
+fn metrics_table(ui: &mut Ui, s: &MlpSnapshot, focus: u32) {
+    let focus_diverged = s
+        .parameter
+        .as_ref()
+        .and_then(|(_, p)| p.diverged_at.get(focus as usize))
+        .is_some_and(|&d| d != 0);
+    let single = if focus_diverged {
+        format!("network #{focus} (diverged)")
+    } else {
+        format!("network #{focus}")
+    };
+    ui.label(RichText::new("test set (train accuracy in brackets)").small());
+    egui::Grid::new("mlp metrics")
+        .striped(true)
+        .num_columns(4)
+        .show(ui, |ui| {
+            ui.label("");
+            ui.label(RichText::new("accuracy").small());
+            ui.label(RichText::new("NLL").small());
+            ui.label(RichText::new("ECE").small());
+            ui.end_row();
+            let row = |ui: &mut Ui,
+                       name: &str,
+                       color: Color32,
+                       test: &ClassMetrics,
+                       train: &ClassMetrics| {
+                ui.label(RichText::new(name).color(color).small());
+                ui.label(
+                    RichText::new(format!(
+                        "{:.1}% ({:.1}%)",
+                        100.0 * test.accuracy,
+                        100.0 * train.accuracy
+                    ))
+                    .small()
+                    .monospace(),
+                );
+                ui.label(
+                    RichText::new(format!("{:.3}", test.nll))
+                        .small()
+                        .monospace(),
+                );
+                ui.label(
+                    RichText::new(format!("{:.3}", test.ece))
+                        .small()
+                        .monospace(),
+                );
+                ui.end_row();
+            };
+            if let Some(e) = &s.evaluation {
+                if e.chains_used > 0 {
+                    row(
+                        ui,
+                        "posterior predictive",
+                        ACCENT,
+                        &e.ensemble.test,
+                        &e.ensemble.train,
+                    );
+                } else {
+                    ui.label(RichText::new("posterior predictive").color(ACCENT).small());
+                    ui.label(RichText::new("no alive networks").small());
+                    ui.end_row();
+                }
+                row(ui, &single, SINGLE, &e.single.test, &e.single.train);
+            }
+            if let Some(b) = &s.baseline {
+                row(ui, "SGD network", SGD, &b.test, &b.train);
+            }
+        });
+}
+
+/// The reliability diagram of the posterior predictive on the test set.
+fn reliability(ui: &mut Ui, s: &MlpSnapshot, width: f32, height: f32) {
+    let Some(e) = &s.evaluation else {
+        return;
+    };
+    let bars: Vec<Bar> = e
+        .reliability
+        .iter()
+        .filter(|b| b.count > 0)
+        .map(|b| {
+            Bar::new(0.5 * (b.lower + b.upper), b.accuracy)
+                .width(b.upper - b.lower)
+                .name(format!("{} points", b.count))
+        })
+        .collect();
+    // No legend: the diagram is small and its bars say what they are.
+    fixed_plot("mlp reliability", width, height)
+        .include_x(0.0)
+        .include_x(1.0)
+        .include_y(0.0)
+        .include_y(1.0)
+        .x_axis_label("confidence (test set)")
+        .y_axis_label("accuracy")
+        .show(ui, |plot| {
+            plot.bar_chart(BarChart::new("posterior predictive", bars).color(ACCENT));
+            plot.line(
+                Line::new(
+                    "perfect calibration",
+                    PlotPoints::from(vec![[0.0, 0.0], [1.0, 1.0]]),
+                )
+                .color(TRUTH),
+            );
+        });
+}
+
+/// Kinetic temperature and ξ, test accuracy, and test NLL over the steps.
+fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, height: f32) {
+    let w = (width - 3.0 * ui.spacing().item_spacing.x) / 3.0;
+    let rows = &s.series;
+    let line = |f: &dyn Fn(&crate::diagnostics::mlp::MlpSeriesRow) -> f64| -> PlotPoints<'static> {
+        rows.iter()
+            .filter(|r| f(r).is_finite())
+            .map(|r| [f64::from(r.step), f(r)])
+            .collect()
+    };
+    ui.horizontal(|ui| {
+        small_plot("mlp temperature", w, height)
+            .legend(Legend::default())
+            .show(ui, |p| {
+                p.line(Line::new("⟨p K'(p)⟩", line(&|r| r.kinetic_temperature)).color(ACCENT));
+                p.line(Line::new("mean ξ", line(&|r| r.mean_xi)).color(SINGLE));
+                p.hline(HLine::new("target T", preset.sampler.temperature).color(TRUTH));
+            });
+        small_plot("mlp accuracy", w, height)
+            // The curves climb to the top: keep the legend out of their way.
+            .legend(Legend::default().position(egui_plot::Corner::RightBottom))
+            .show(ui, |p| {
+                p.line(
+                    Line::new(
+                        "posterior predictive",
+                        line(&|r| {
+                            if r.ensemble_networks > 0 {
+                                r.ensemble_test.accuracy
+                            } else {
+                                f64::NAN
+                            }
+                        }),
+                    )
+                    .color(ACCENT),
+                );
+                p.line(Line::new("one network", line(&|r| r.single_test.accuracy)).color(SINGLE));
+                p.line(Line::new("SGD network", line(&|r| r.baseline_test.accuracy)).color(SGD));
+            });
+        small_plot("mlp nll", w, height)
+            .legend(Legend::default())
+            .include_y(0.0)
+            .show(ui, |p| {
+                p.line(
+                    Line::new(
+                        "posterior predictive NLL",
+                        line(&|r| {
+                            if r.ensemble_networks > 0 {
+                                r.ensemble_test.nll
+                            } else {
+                                f64::NAN
+                            }
+                        }),
+                    )
+                    .color(ACCENT),
+                );
+                p.line(Line::new("one network", line(&|r| r.single_test.nll)).color(SINGLE));
+                p.line(Line::new("SGD network", line(&|r| r.baseline_test.nll)).color(SGD));
+            });
+    });
+}
+
+fn data_controls(ui: &mut Ui, p: &mut MlpPreset) {
+    let d = &mut p.network.data;
+    egui::ComboBox::from_label("data set")
+        .selected_text(d.source.name())
+        .show_ui(ui, |ui| {
+            for source in DataSource::GENERATED {
+                let name = source.name();
+                ui.selectable_value(&mut d.source, source, name);
+            }
+        });
+    if ui
+        .button("Load CSV…")
+        .on_hover_text("x,y,label per line (label 0–7); a header line and # comments are fine")
+        .clicked()
+        && let Some(path) = rfd::FileDialog::new()
+            .add_filter("CSV", &["csv", "txt", "tsv"])
+            .pick_file()
+    {
+        d.source = DataSource::Csv {
+            path: path.to_string_lossy().into_owned(),
+        };
+    }
+    if let DataSource::Csv { path } = &d.source {
+        ui.small(format!("file: {path}"));
+    }
+    if let DataSource::Blobs { classes } = &mut d.source {
+        ui.add(Slider::new(classes, 2..=8).text("classes"));
+    }
+    if d.source.is_generated() {
+        ui.add(
+            Slider::new(&mut d.points, 20..=5000)
+                .logarithmic(true)
+                .text("points"),
+        );
+        ui.add(Slider::new(&mut d.noise, 0.0..=1.0).text("noise"));
+    }
+    ui.add(Slider::new(&mut d.test_fraction, 0.0..=0.9).text("test fraction"));
+    ui.horizontal(|ui| {
+        let label = ui.label("data seed");
+        ui.add(egui::DragValue::new(&mut d.seed))
+            .labelled_by(label.id)
+            .on_hover_text("The data set's own seed: a new one draws new points");
+    });
+}
+
+fn network_controls(ui: &mut Ui, p: &mut MlpPreset) {
+    let n = &mut p.network;
+    let mut layers = n.hidden.len();
+    ui.horizontal(|ui| {
+        ui.label("hidden layers");
+        for k in 1..=MAX_HIDDEN_LAYERS {
+            ui.selectable_value(&mut layers, k, k.to_string());
+        }
+    });
+    if layers != n.hidden.len() {
+        let last = n.hidden.last().copied().unwrap_or(16);
+        n.hidden.resize(layers, last);
+    }
+    for (k, w) in n.hidden.iter_mut().enumerate() {
+        ui.add(Slider::new(w, 1..=MAX_WIDTH as u32).text(format!("units in layer {}", k + 1)));
+    }
+    ui.horizontal(|ui| {
+        ui.label("activation");
+        for a in Activation::ALL {
+            ui.selectable_value(&mut n.activation, a, a.name());
+        }
+    });
+    slider(
+        ui,
+        &mut n.prior_scale,
+        ranges::SIGMA,
+        0.05,
+        20.0,
+        true,
+        "prior σ",
+    );
+    ui.add(
+        Slider::new(&mut n.batch_size, 0..=512)
+            .text("minibatch (0 = all)")
+            .logarithmic(true),
+    )
+    .on_hover_text(
+        "Each network draws its own minibatch every step; the gradient is scaled by N/n",
+    );
+    ui.small("Changing the layers restarts the networks; prior, batch and data change live.");
+}
+
+fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) {
+    let classes = p.network.data.source.classes().unwrap_or(2);
+    if let Ok(arch) = Architecture::new(&p.network.hidden, classes, p.network.activation) {
+        let max = arch.params() as u32 - 1;
+        p.view.parameter = p.view.parameter.min(max);
+        let name = arch.param_name(p.view.parameter as usize);
+        ui.add(Slider::new(&mut p.view.parameter, 0..=max).text(format!("weight {name}")))
+            .on_hover_text("The parameter drawn in the θ–p and p–ξ portraits and the histogram");
+    }
+    ui.add(Slider::new(&mut p.view.focus_chain, 0..=p.chains - 1).text("network shown alone"));
+    let mut predictive = p.view.predictive_chains.min(p.chains);
+    if ui
+        .add(
+            Slider::new(&mut predictive, 1..=p.chains)
+                .logarithmic(true)
+                .text("networks averaged"),
+        )
+        .changed()
+    {
+        p.view.predictive_chains = predictive;
+    }
+    ui.add(Slider::new(&mut p.view.map_resolution, 16..=128).text("map resolution"));
+    ui.add(
+        Slider::new(&mut p.view.map_every, 1..=500)
+            .logarithmic(true)
+            .text("steps between maps"),
+    );
+    ui.horizontal(|ui| {
+        ui.label("uncertainty");
+        ui.selectable_value(uncertainty, Uncertainty::Entropy, "entropy");
+        ui.selectable_value(uncertainty, Uncertainty::Spread, "spread");
+    });
+}

@@ -1,0 +1,486 @@
+//! The worker behind the MLP view: a thread that owns the networks' engine and the SGD
+//! baseline, advances them tick by tick and publishes what the views draw. As for the 2-D
+//! chains, every random number is a function of (seed, chain, step), and evaluations happen
+//! at fixed step counts, so the pictures at step N do not depend on timing.
+
+use crate::app::worker::{QuitCommand, WorkerHandle};
+use crate::diagnostics::mlp::{EnsembleEvaluation, Evaluation, MlpSeriesRow, evaluate_with};
+use crate::engine::mlp::{
+    MlpCpuEngine, MlpEngine, MlpReport, ParameterStates, Prediction, create_mlp_engine,
+};
+use crate::engine::{BackendChoice, BackendInfo, gpu::GpuContext};
+use crate::math::{Dataset, Grid2};
+use crate::preset::MlpPreset;
+use crate::runner::mlp::baseline_engine;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Shortest time between two ticks.
+const MIN_TICK: Duration = Duration::from_millis(16);
+/// Rows of the time series kept; older rows are thinned, never dropped.
+const MAX_SERIES_ROWS: usize = 4096;
+
+/// The posterior predictive on the map's grid.
+#[derive(Clone, Debug)]
+pub struct MapData {
+    /// Cell centres of the map: `grid.nx × grid.ny`, row-major from the bottom.
+    pub grid: Grid2,
+    /// Predictions at the cell centres.
+    pub prediction: Prediction,
+    /// The step they were computed at.
+    pub step: u32,
+}
+
+/// What the MLP views draw, replaced after every tick.
+#[derive(Clone, Debug, Default)]
+pub struct MlpSnapshot {
+    /// Steps done.
+    pub step: u32,
+    /// Statistics of the last tick.
+    pub report: MlpReport,
+    /// One row per evaluation.
+    pub series: Vec<MlpSeriesRow>,
+    /// The predictive maps.
+    pub map: Option<MapData>,
+    /// The latest evaluation of the ensemble (and of the focus network).
+    pub evaluation: Option<EnsembleEvaluation>,
+    /// The latest evaluation of the SGD baseline.
+    pub baseline: Option<Evaluation>,
+    /// The SGD baseline's value of the shown parameter.
+    pub baseline_parameter: Option<f32>,
+    /// θ, p, ξ of the shown parameter across networks.
+    pub parameter: Option<(u32, ParameterStates)>,
+    /// The data set the networks are trained on.
+    pub data: Option<Arc<Dataset>>,
+    /// Step at which the first network diverged.
+    pub first_divergence: Option<u32>,
+    /// Backend and device.
+    pub backend: Option<BackendInfo>,
+    /// Why `auto` fell back to the CPU, or what failed.
+    pub notice: Option<String>,
+    /// A problem with the preset (for example an unreadable CSV file): nothing runs.
+    pub error: Option<String>,
+    /// Whether the worker is running.
+    pub playing: bool,
+    /// Step the worker is running to, when set.
+    pub run_to: Option<u32>,
+    /// Network-gradient evaluations per second of the last ticks.
+    pub gradients_per_s: f64,
+    /// Number of networks.
+    pub chains: u32,
+}
+
+/// Instructions for the worker, applied in order.
+#[derive(Clone, Debug)]
+pub enum MlpCommand {
+    /// Apply a preset; `reset` starts the networks over.
+    Apply {
+        /// The new preset.
+        preset: Box<MlpPreset>,
+        /// Whether the networks start over.
+        reset: bool,
+    },
+    /// Run or pause.
+    Play(bool),
+    /// Advance one tick while paused.
+    Step,
+    /// Run until the step count reaches the value, then pause.
+    RunTo(u32),
+    /// Re-initialise the networks.
+    Reset,
+    /// Stop the thread.
+    Quit,
+}
+
+/// The UI's handle on the worker.
+pub type MlpSession = WorkerHandle<MlpCommand, MlpSnapshot>;
+
+impl QuitCommand for MlpCommand {
+    fn quit() -> Self {
+        MlpCommand::Quit
+    }
+}
+
+impl MlpSession {
+    /// Starts a worker on `preset`. `repaint` is called after every tick.
+    pub fn start(
+        preset: MlpPreset,
+        backend: BackendChoice,
+        playing: bool,
+        repaint: impl Fn() + Send + 'static,
+    ) -> Self {
+        let initial = MlpSnapshot {
+            playing,
+            chains: preset.chains,
+            ..MlpSnapshot::default()
+        };
+        WorkerHandle::spawn("atmc-lab mlp engine", initial, move |rx, shared| {
+            Worker::new(preset, backend, playing, shared, repaint).run(rx);
+        })
+    }
+}
+
+/// The networks, the baseline and the data they run on.
+struct Engines {
+    networks: Box<dyn MlpEngine>,
+    baseline: MlpCpuEngine,
+    data: Arc<Dataset>,
+}
+
+struct Worker<R: Fn()> {
+    preset: MlpPreset,
+    backend: BackendChoice,
+    device: Option<GpuContext>,
+    engines: Option<Engines>,
+    error: Option<String>,
+    notice: Option<String>,
+    playing: bool,
+    pending_steps: u32,
+    run_to: Option<u32>,
+    shared: Arc<Mutex<MlpSnapshot>>,
+    repaint: R,
+    series: Vec<MlpSeriesRow>,
+    first_divergence: Option<u32>,
+    map: Option<MapData>,
+    evaluation: Option<EnsembleEvaluation>,
+    baseline_eval: Option<Evaluation>,
+    report: MlpReport,
+    rate: f64,
+}
+
+impl<R: Fn()> Worker<R> {
+    fn new(
+        preset: MlpPreset,
+        backend: BackendChoice,
+        playing: bool,
+        shared: Arc<Mutex<MlpSnapshot>>,
+        repaint: R,
+    ) -> Self {
+        let mut w = Self {
+            preset,
+            backend,
+            device: None,
+            engines: None,
+            error: None,
+            notice: None,
+            playing,
+            pending_steps: 0,
+            run_to: None,
+            shared,
+            repaint,
+            series: Vec::new(),
+            first_divergence: None,
+            map: None,
+            evaluation: None,
+            baseline_eval: None,
+            report: MlpReport::default(),
+            rate: f64::NAN,
+        };
+        w.allocate();
+        w
+    }
+
+    /// (Re)creates the engines for the current preset; a preset that cannot be built (a bad
+    /// CSV file) leaves no engines and an error for the UI.
+    fn allocate(&mut self) {
+        self.engines = None;
+        self.clear_history();
+        let (model, data) = match self.preset.build() {
+            Ok(built) => built,
+            Err(e) => {
+                self.error = Some(e);
+                return;
+            }
+        };
+        self.error = None;
+        let p = &self.preset;
+        let baseline = baseline_engine(p, &model);
+        let created = create_mlp_engine(
+            self.backend,
+            &mut self.device,
+            model.clone(),
+            p.chains,
+            &p.init,
+            p.seed,
+        );
+        let networks = match created {
+            Ok((engine, notice)) => {
+                if notice.is_some() {
+                    // `auto` found no GPU: do not probe again on every reallocation.
+                    self.backend = BackendChoice::Cpu;
+                }
+                self.notice = notice;
+                engine
+            }
+            Err(e) => {
+                self.notice = Some(format!("{e:#}: running on the CPU engine"));
+                self.backend = BackendChoice::Cpu;
+                Box::new(MlpCpuEngine::new(model, p.chains, &p.init, p.seed))
+            }
+        };
+        self.engines = Some(Engines {
+            networks,
+            baseline,
+            data: Arc::new(data),
+        });
+    }
+
+    fn clear_history(&mut self) {
+        self.series.clear();
+        self.first_divergence = None;
+        self.map = None;
+        self.evaluation = None;
+        self.baseline_eval = None;
+        self.report = MlpReport::default();
+    }
+
+    fn apply(&mut self, command: MlpCommand) -> bool {
+        match command {
+            MlpCommand::Apply { preset, reset } => {
+                let old = std::mem::replace(&mut self.preset, *preset);
+                let structural = old.chains != self.preset.chains
+                    || old.network.hidden != self.preset.network.hidden
+                    || old.network.activation != self.preset.network.activation
+                    || self.engines.is_none();
+                if structural {
+                    self.allocate();
+                } else if let Err(e) = self.update_models() {
+                    // A new data set with another number of classes changes the output
+                    // layer: start over with new networks.
+                    self.notice = Some(e);
+                    self.allocate();
+                } else if reset {
+                    self.reset();
+                } else {
+                    // Same networks, new parameters: re-evaluate what is drawn.
+                    self.map = None;
+                }
+            }
+            MlpCommand::Play(on) => {
+                self.playing = on;
+                self.run_to = None;
+            }
+            MlpCommand::Step => self.pending_steps += 1,
+            MlpCommand::RunTo(step) => self.run_to = Some(step),
+            MlpCommand::Reset => self.reset(),
+            MlpCommand::Quit => return false,
+        }
+        true
+    }
+
+    /// Live changes: sampler, schedule, prior, minibatch and data set (same architecture).
+    fn update_models(&mut self) -> Result<(), String> {
+        let (model, data) = self.preset.build()?;
+        let baseline = self.preset.baseline_model(&model);
+        let e = self.engines.as_mut().expect("engines");
+        e.networks.set_model(model).map_err(|e| e.to_string())?;
+        e.baseline.set_model(baseline).map_err(|e| e.to_string())?;
+        if *e.data != data {
+            e.data = Arc::new(data);
+        }
+        Ok(())
+    }
+
+    fn reset(&mut self) {
+        let (init, seed) = (self.preset.init, self.preset.seed);
+        if let Some(e) = self.engines.as_mut() {
+            let _ = e.networks.reset(&init, seed);
+            let _ = e.baseline.reset(&init, seed);
+        }
+        self.clear_history();
+    }
+
+    fn run(&mut self, rx: Receiver<MlpCommand>) {
+        if let Err(e) = self.tick(0, true) {
+            self.notice = Some(format!("engine failed: {e:#}"));
+            self.publish();
+        }
+        loop {
+            let busy = self.engines.is_some()
+                && (self.playing || self.pending_steps > 0 || self.run_to.is_some());
+            let first = if busy {
+                rx.try_recv().ok()
+            } else {
+                match rx.recv_timeout(Duration::from_millis(250)) {
+                    Ok(c) => Some(c),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            };
+            let mut changed = false;
+            if let Some(c) = first {
+                changed = true;
+                if !self.apply(c) {
+                    return;
+                }
+                while let Ok(c) = rx.try_recv() {
+                    if !self.apply(c) {
+                        return;
+                    }
+                }
+            }
+            let steps = self.steps_this_tick();
+            if steps > 0 || changed {
+                let start = Instant::now();
+                if let Err(e) = self.tick(steps, changed) {
+                    self.notice = Some(format!("engine failed: {e:#}"));
+                    self.playing = false;
+                    self.run_to = None;
+                    self.publish();
+                }
+                let spent = start.elapsed();
+                if steps > 0 && spent < MIN_TICK && self.run_to.is_none() {
+                    std::thread::sleep(MIN_TICK - spent);
+                }
+            }
+        }
+    }
+
+    fn step_count(&self) -> u32 {
+        self.engines.as_ref().map_or(0, |e| e.networks.steps_done())
+    }
+
+    /// Steps of the next tick: the frame's steps, stopping at the next evaluation and at a
+    /// requested step, so evaluations fall on the same step counts however ticks fall.
+    fn steps_this_tick(&mut self) -> u32 {
+        if self.engines.is_none() {
+            return 0;
+        }
+        let step = self.step_count();
+        let every = self.preset.view.map_every.max(1);
+        let to_eval = every - step % every;
+        let per_tick = self.preset.view.steps_per_frame.min(to_eval);
+        if let Some(target) = self.run_to {
+            if step >= target {
+                self.run_to = None;
+                self.playing = false;
+                return 0;
+            }
+            return per_tick.min(target - step);
+        }
+        if self.pending_steps > 0 {
+            self.pending_steps -= 1;
+            return per_tick;
+        }
+        if self.playing { per_tick } else { 0 }
+    }
+
+    fn tick(&mut self, steps: u32, changed: bool) -> anyhow::Result<()> {
+        let Some(e) = self.engines.as_mut() else {
+            self.publish();
+            return Ok(());
+        };
+        let start = Instant::now();
+        if steps > 0 || changed {
+            self.report = e.networks.advance(steps)?;
+            e.baseline.advance(steps)?;
+        }
+        if steps > 0 {
+            let chains = f64::from(e.networks.chains());
+            self.rate = chains * f64::from(steps) / start.elapsed().as_secs_f64();
+        }
+        let step = self.report.step;
+        if self.run_to.is_some_and(|t| step >= t) {
+            self.run_to = None;
+            self.playing = false;
+        }
+        if self.report.diverged > 0 && self.first_divergence.is_none() {
+            self.first_divergence = Some(step);
+        }
+        let every = self.preset.view.map_every.max(1);
+        let due = step.is_multiple_of(every) && self.map.as_ref().is_none_or(|m| m.step != step);
+        if due || self.map.is_none() || (changed && !self.playing) {
+            self.evaluate()?;
+        }
+        self.publish();
+        Ok(())
+    }
+
+    /// The maps and the metrics of the ensemble, its focus network and the baseline.
+    fn evaluate(&mut self) -> anyhow::Result<()> {
+        let view = self.preset.view;
+        let e = self.engines.as_mut().expect("engines");
+        let b = e.data.bounds();
+        let grid = Grid2::new(
+            [f64::from(b[0][0]), f64::from(b[0][1])],
+            [f64::from(b[1][0]), f64::from(b[1][1])],
+            view.map_resolution,
+            view.map_resolution,
+        );
+        let centres: Vec<[f32; 2]> = (0..grid.ny)
+            .flat_map(|iy| (0..grid.nx).map(move |ix| (ix, iy)))
+            .map(|(ix, iy)| {
+                let c = grid.cell_center(ix, iy);
+                [c[0] as f32, c[1] as f32]
+            })
+            .collect();
+        let focus = view.focus_chain.min(e.networks.chains().saturating_sub(1));
+        let (evaluation, prediction) = evaluate_with(
+            e.networks.as_mut(),
+            &e.data,
+            view.predictive_chains,
+            focus,
+            &centres,
+        )?;
+        let (baseline, _) = evaluate_with(&mut e.baseline, &e.data, 1, 0, &[])?;
+        let step = self.report.step;
+        let row = MlpSeriesRow::new(&self.report, &evaluation, &baseline.ensemble);
+        if self.series.last().is_none_or(|r| r.step != step) {
+            if self.series.len() >= MAX_SERIES_ROWS {
+                let mut i = 0;
+                self.series.retain(|_| {
+                    i += 1;
+                    i % 2 == 0
+                });
+            }
+            self.series.push(row);
+        } else if let Some(last) = self.series.last_mut() {
+            *last = row;
+        }
+        self.map = Some(MapData {
+            grid,
+            prediction,
+            step,
+        });
+        self.evaluation = Some(evaluation);
+        self.baseline_eval = Some(baseline.ensemble);
+        Ok(())
+    }
+
+    fn publish(&mut self) {
+        let parameter = self.preset.view.parameter;
+        let (states, baseline_parameter, backend, data) = match self.engines.as_mut() {
+            Some(e) => (
+                e.networks.read_parameter(parameter as usize).ok(),
+                e.baseline
+                    .read_parameter(parameter as usize)
+                    .ok()
+                    .and_then(|s| s.theta.first().copied()),
+                Some(e.networks.backend()),
+                Some(e.data.clone()),
+            ),
+            None => (None, None, None, None),
+        };
+        let mut s = self.shared.lock().expect("snapshot lock");
+        s.step = self.report.step;
+        s.report = self.report.clone();
+        s.series.clone_from(&self.series);
+        s.map.clone_from(&self.map);
+        s.evaluation.clone_from(&self.evaluation);
+        s.baseline.clone_from(&self.baseline_eval);
+        s.baseline_parameter = baseline_parameter;
+        s.parameter = states.map(|st| (parameter, st));
+        s.data = data;
+        s.first_divergence = self.first_divergence;
+        s.backend = backend;
+        s.notice.clone_from(&self.notice);
+        s.error.clone_from(&self.error);
+        s.playing = self.playing;
+        s.run_to = self.run_to;
+        s.gradients_per_s = self.rate;
+        s.chains = self.preset.chains;
+        drop(s);
+        (self.repaint)();
+    }
+}

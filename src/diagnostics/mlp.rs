@@ -1,0 +1,230 @@
+//! Diagnostics of MLP posteriors (MATH.md §6): the posterior predictive (the average of the
+//! networks' softmax) judged on the training and test sets by accuracy, NLL and ECE, beside
+//! one network of the ensemble and the SGD-trained baseline.
+
+use super::classification::{ClassMetrics, ClassificationAccumulator, ReliabilityBin};
+use crate::engine::mlp::{MlpEngine, MlpReport, Prediction};
+use crate::math::Dataset;
+use serde::Serialize;
+
+/// Metrics on both parts of a data set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Evaluation {
+    /// On the training points.
+    pub train: ClassMetrics,
+    /// On the held-out points.
+    pub test: ClassMetrics,
+}
+
+/// Everything one evaluation of an ensemble gives.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EnsembleEvaluation {
+    /// The posterior predictive over the alive networks (all-zero probabilities when none
+    /// is alive: see [`Self::posterior_predictive`]).
+    pub ensemble: Evaluation,
+    /// The focus network alone.
+    pub single: Evaluation,
+    /// Reliability diagram of the posterior predictive on the test set (15 bins).
+    pub reliability: Vec<ReliabilityBin>,
+    /// Networks averaged.
+    pub chains_used: u32,
+}
+
+impl EnsembleEvaluation {
+    /// The posterior predictive, or `None` when no network was alive to average: an empty
+    /// ensemble predicts probability 0 for every class, whose NLL (the floor's 27.6 nats)
+    /// and accuracy would describe no posterior at all.
+    pub fn posterior_predictive(&self) -> Option<&Evaluation> {
+        (self.chains_used > 0).then_some(&self.ensemble)
+    }
+}
+
+fn metrics(probs: &[f32], labels: &[u32], classes: usize) -> ClassificationAccumulator {
+    ClassificationAccumulator::from_batch(probs, labels, classes)
+}
+
+/// Evaluates the first `chains` networks of `engine` (the alive ones) on `data`, with
+/// network `focus` alone beside them.
+pub fn evaluate(
+    engine: &mut dyn MlpEngine,
+    data: &Dataset,
+    chains: u32,
+    focus: u32,
+) -> anyhow::Result<EnsembleEvaluation> {
+    Ok(evaluate_with(engine, data, chains, focus, &[])?.0)
+}
+
+/// [`evaluate`], and the predictions at `extra` points from the same pass (the app's maps).
+pub fn evaluate_with(
+    engine: &mut dyn MlpEngine,
+    data: &Dataset,
+    chains: u32,
+    focus: u32,
+    extra: &[[f32; 2]],
+) -> anyhow::Result<(EnsembleEvaluation, Prediction)> {
+    let k = data.classes as usize;
+    let mut points = data.train_x.clone();
+    points.extend_from_slice(&data.test_x);
+    let labelled = points.len() * k;
+    points.extend_from_slice(extra);
+    let p: Prediction = engine.predict(&points, chains, focus)?;
+    let split = data.train_x.len() * k;
+    let train = metrics(&p.mean[..split], &data.train_y, k);
+    let test = metrics(&p.mean[split..labelled], &data.test_y, k);
+    let single_train = metrics(&p.focus[..split], &data.train_y, k);
+    let single_test = metrics(&p.focus[split..labelled], &data.test_y, k);
+    let evaluation = EnsembleEvaluation {
+        ensemble: Evaluation {
+            train: train.metrics(),
+            test: test.metrics(),
+        },
+        single: Evaluation {
+            train: single_train.metrics(),
+            test: single_test.metrics(),
+        },
+        reliability: test.bins(),
+        chains_used: p.chains_used,
+    };
+    let rest = Prediction {
+        classes: k,
+        mean: p.mean[labelled..].to_vec(),
+        mean_square: p.mean_square[labelled..].to_vec(),
+        focus: p.focus[labelled..].to_vec(),
+        chains_used: p.chains_used,
+    };
+    Ok((evaluation, rest))
+}
+
+/// One recorded block of an MLP run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MlpSeriesRow {
+    /// Steps done.
+    pub step: u32,
+    /// Kinetic temperature over all parameters of the alive networks.
+    pub kinetic_temperature: f64,
+    /// Mean ξ over all parameters of the alive networks.
+    pub mean_xi: f64,
+    /// Networks diverged so far.
+    pub diverged: u64,
+    /// Alive networks averaged into `ensemble_test`; 0 means there was no posterior
+    /// predictive and `ensemble_test` is meaningless.
+    pub ensemble_networks: u32,
+    /// Posterior predictive on the test set.
+    pub ensemble_test: ClassMetrics,
+    /// The focus network alone on the test set.
+    pub single_test: ClassMetrics,
+    /// The SGD baseline on the test set.
+    pub baseline_test: ClassMetrics,
+}
+
+impl MlpSeriesRow {
+    /// A row from a block's report and its evaluations.
+    pub fn new(report: &MlpReport, ensemble: &EnsembleEvaluation, baseline: &Evaluation) -> Self {
+        Self {
+            step: report.step,
+            kinetic_temperature: report.overall.kinetic_temperature,
+            mean_xi: report.overall.mean_xi,
+            diverged: report.diverged,
+            ensemble_networks: ensemble.chains_used,
+            ensemble_test: ensemble.ensemble.test.clone(),
+            single_test: ensemble.single.test.clone(),
+            baseline_test: baseline.test.clone(),
+        }
+    }
+}
+
+/// The series as CSV text; the posterior-predictive fields are empty in rows where no
+/// averaged network was alive.
+pub fn series_csv(series: &[MlpSeriesRow]) -> String {
+    let mut out = String::from(
+        "step,kinetic_temperature,mean_xi,diverged,\
+         test_accuracy,test_nll,test_ece,single_test_accuracy,single_test_nll,\
+         baseline_test_accuracy,baseline_test_nll,baseline_test_ece\n",
+    );
+    for r in series {
+        let ensemble = if r.ensemble_networks == 0 {
+            ",,".to_string()
+        } else {
+            let m = &r.ensemble_test;
+            format!("{},{},{}", m.accuracy, m.nll, m.ece)
+        };
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{}\n",
+            r.step,
+            r.kinetic_temperature,
+            r.mean_xi,
+            r.diverged,
+            ensemble,
+            r.single_test.accuracy,
+            r.single_test.nll,
+            r.baseline_test.accuracy,
+            r.baseline_test.nll,
+            r.baseline_test.ece,
+        ));
+    }
+    out
+}
+
+/// Statistics of one weight layer at the end of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct LayerSummary {
+    /// Kinetic temperature (target T).
+    pub kinetic_temperature: f64,
+    /// Mean ξ.
+    pub mean_xi: f64,
+}
+
+/// The summary of an MLP run: the JSON line of `atmc-lab run` on an MLP preset.
+#[derive(Clone, Debug, Serialize)]
+pub struct MlpSummary {
+    /// Always `mlp`.
+    pub kind: &'static str,
+    /// Preset name.
+    pub name: String,
+    /// Sampler name.
+    pub sampler: String,
+    /// Architecture, e.g. `2-16-16-2 tanh`.
+    pub network: String,
+    /// Parameters per network.
+    pub parameters: usize,
+    /// Data set name.
+    pub data: String,
+    /// Training points.
+    pub train_points: usize,
+    /// Test points.
+    pub test_points: usize,
+    /// Networks sampled.
+    pub chains: u32,
+    /// Steps run.
+    pub steps: u32,
+    /// Seed.
+    pub seed: u64,
+    /// `cpu` or `gpu`.
+    pub backend: String,
+    /// Threads or adapter.
+    pub device: String,
+    /// Which of ATMC's printed defects were on.
+    pub printed_defects: Vec<String>,
+    /// Fraction of networks diverged at the end.
+    pub diverged_fraction: f64,
+    /// Step at which the first network diverged (null if none did).
+    pub first_divergence_step: Option<u32>,
+    /// Kinetic temperature of the alive networks at the end (target T); null when none is
+    /// alive.
+    pub kinetic_temperature: Option<f64>,
+    /// Mean ξ at the end; null when no network is alive.
+    pub mean_xi: Option<f64>,
+    /// Per weight layer, input side first (empty when no network is alive).
+    pub layers: Vec<LayerSummary>,
+    /// The posterior predictive over all alive networks; `null` when every network
+    /// diverged (there is no posterior left to predict with).
+    pub posterior_predictive: Option<Evaluation>,
+    /// Network 0 alone: one posterior sample; null when it diverged.
+    pub single_network: Option<Evaluation>,
+    /// The SGD-trained baseline network.
+    pub baseline_sgd: Evaluation,
+    /// Wall-clock seconds spent advancing the networks.
+    pub elapsed_s: f64,
+    /// Stochastic-gradient evaluations of whole networks per second.
+    pub chain_gradients_per_s: f64,
+}

@@ -1,0 +1,337 @@
+//! Presets of Bayesian MLP posteriors: `MlpPreset(...)` files. A file is told apart from a
+//! 2-D preset by the name of its outer struct ([`AnyPreset`]).
+
+use super::{PresetError, SHIPPED, parse_ron, pretty_ron};
+use crate::math::mlp::{Architecture, MlpInit, MlpModel, MlpSpec};
+use crate::math::{Dataset, SamplerKind, SamplerSpec, ScheduleSpec, ranges};
+use crate::preset::Preset;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The single network trained beside the posterior: plain SGD on the same minibatches
+/// (MATH.md §3), the baseline a posterior predictive is compared against.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    /// Learning rate on the summed loss (the N-scaled gradient, as the samplers see it).
+    #[serde(default = "d_baseline_h", deserialize_with = "ranges::de_step_size")]
+    pub h: f64,
+}
+
+fn d_baseline_h() -> f64 {
+    1e-3
+}
+
+impl Default for Baseline {
+    fn default() -> Self {
+        Self { h: d_baseline_h() }
+    }
+}
+
+/// Hints for the app's MLP views (ignored by headless runs).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MlpViewHints {
+    /// The parameter drawn in the θ–p and p–ξ portraits and the histogram.
+    #[serde(default)]
+    pub parameter: u32,
+    /// The network whose own decision map is drawn.
+    #[serde(default)]
+    pub focus_chain: u32,
+    /// Networks averaged into the predictive map.
+    #[serde(
+        default = "d_predictive",
+        deserialize_with = "ranges::de_predictive_chains"
+    )]
+    pub predictive_chains: u32,
+    /// Cells per side of the maps.
+    #[serde(
+        default = "d_resolution",
+        deserialize_with = "ranges::de_map_resolution"
+    )]
+    pub map_resolution: u32,
+    /// Sampler steps per rendered frame.
+    #[serde(
+        default = "d_steps_per_frame",
+        deserialize_with = "ranges::de_steps_per_frame"
+    )]
+    pub steps_per_frame: u32,
+    /// Steps between two refreshes of the maps and metrics (always at multiples of it, so
+    /// pictures of step N do not depend on timing).
+    #[serde(default = "d_map_every", deserialize_with = "ranges::de_record_every")]
+    pub map_every: u32,
+}
+
+fn d_predictive() -> u32 {
+    512
+}
+fn d_resolution() -> u32 {
+    48
+}
+fn d_steps_per_frame() -> u32 {
+    2
+}
+fn d_map_every() -> u32 {
+    20
+}
+
+impl Default for MlpViewHints {
+    fn default() -> Self {
+        Self {
+            parameter: 0,
+            focus_chain: 0,
+            predictive_chains: d_predictive(),
+            map_resolution: d_resolution(),
+            steps_per_frame: d_steps_per_frame(),
+            map_every: d_map_every(),
+        }
+    }
+}
+
+/// A complete, reproducible MLP posterior run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MlpPreset {
+    /// Short title.
+    #[serde(default)]
+    pub name: String,
+    /// What the preset shows.
+    #[serde(default)]
+    pub description: String,
+    /// Sampler and its parameters (per weight p and ξ).
+    pub sampler: SamplerSpec,
+    /// Step-size schedule.
+    #[serde(default = "d_schedule")]
+    pub schedule: ScheduleSpec,
+    /// Data, architecture, prior and minibatch.
+    #[serde(default)]
+    pub network: MlpSpec,
+    /// Number of networks (chains).
+    #[serde(default = "d_chains", deserialize_with = "ranges::de_mlp_chains")]
+    pub chains: u32,
+    /// Steps of a headless run.
+    #[serde(default = "d_steps", deserialize_with = "ranges::de_steps")]
+    pub steps: u32,
+    /// Seed of every random number of the sampler (the data set has its own).
+    #[serde(default)]
+    pub seed: u64,
+    /// Steps between recorded statistics.
+    #[serde(
+        default = "d_record_every",
+        deserialize_with = "ranges::de_record_every"
+    )]
+    pub record_every: u32,
+    /// Initial state.
+    #[serde(default)]
+    pub init: MlpInit,
+    /// The SGD-trained network compared against.
+    #[serde(default)]
+    pub baseline: Baseline,
+    /// View hints for the app.
+    #[serde(default)]
+    pub view: MlpViewHints,
+}
+
+fn d_schedule() -> ScheduleSpec {
+    ScheduleSpec::Constant
+}
+fn d_chains() -> u32 {
+    1024
+}
+fn d_steps() -> u32 {
+    2000
+}
+fn d_record_every() -> u32 {
+    50
+}
+
+impl MlpPreset {
+    /// Parses RON text; `origin` names the source in error messages.
+    pub fn parse(text: &str, origin: &str) -> Result<MlpPreset, PresetError> {
+        parse_ron(text, origin, MlpPreset::validate)
+    }
+
+    /// RON text that parses back to the same preset.
+    pub fn to_ron(&self) -> String {
+        pretty_ron(self)
+    }
+
+    /// Checks what spans several fields; returns the field to point at and the message.
+    /// Building the data set (which may read a CSV file) is left to [`Self::build`].
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        self.sampler
+            .validate()
+            .map_err(|m| ("sghmc_noise_estimate", m))?;
+        if let ScheduleSpec::Cyclical { total_steps: 0, .. } = self.schedule {
+            return Err((
+                "total_steps",
+                "total_steps = 0: a cyclical schedule needs at least one step".into(),
+            ));
+        }
+        let classes = self.network.data.source.classes().unwrap_or(2);
+        let arch = Architecture::new(&self.network.hidden, classes, self.network.activation)
+            .map_err(|m| ("hidden", m))?;
+        if self.view.parameter as usize >= arch.params() {
+            return Err((
+                "parameter",
+                format!(
+                    "parameter = {} is out of range: the network has {} parameters",
+                    self.view.parameter,
+                    arch.params()
+                ),
+            ));
+        }
+        if self.view.focus_chain >= self.chains {
+            return Err((
+                "focus_chain",
+                format!(
+                    "focus_chain = {} is out of range: there are {} networks",
+                    self.view.focus_chain, self.chains
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The data set and the runtime model of the sampled networks.
+    pub fn build(&self) -> Result<(MlpModel, Dataset), String> {
+        let (posterior, data) = self.network.build()?;
+        let model = MlpModel {
+            sampler: self.sampler.params(),
+            schedule: self.schedule.schedule(),
+            posterior,
+        };
+        Ok((model, data))
+    }
+
+    /// The SGD baseline's model: the same posterior and minibatches, plain SGD at the
+    /// baseline's learning rate.
+    pub fn baseline_model(&self, model: &MlpModel) -> MlpModel {
+        let mut sgd = SamplerSpec::new(SamplerKind::Sgd);
+        sgd.h = self.baseline.h;
+        MlpModel {
+            sampler: sgd.params(),
+            schedule: ScheduleSpec::Constant.schedule(),
+            posterior: model.posterior.clone(),
+        }
+    }
+}
+
+/// Either kind of preset file.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AnyPreset {
+    /// A 2-D toy posterior: `Preset(...)`.
+    Toy(Preset),
+    /// A Bayesian MLP posterior: `MlpPreset(...)`.
+    Mlp(MlpPreset),
+}
+
+impl AnyPreset {
+    /// Parses either kind, told apart by the outer struct name.
+    pub fn parse(text: &str, origin: &str) -> Result<AnyPreset, PresetError> {
+        if outer_name(text) == Some("MlpPreset") {
+            MlpPreset::parse(text, origin).map(AnyPreset::Mlp)
+        } else {
+            Preset::parse(text, origin).map(AnyPreset::Toy)
+        }
+    }
+
+    /// Loads a preset file, or a shipped preset by name when no such file exists.
+    pub fn load(path: &str) -> Result<AnyPreset, PresetError> {
+        let p = Path::new(path);
+        if !p.exists()
+            && let Some((name, text)) = SHIPPED.iter().find(|(n, _)| *n == path)
+        {
+            return AnyPreset::parse(text, &format!("presets/{name}.ron"));
+        }
+        let text = super::read_preset_file(path)?;
+        AnyPreset::parse(&text, path)
+    }
+
+    /// The title.
+    pub fn name(&self) -> &str {
+        match self {
+            AnyPreset::Toy(p) => &p.name,
+            AnyPreset::Mlp(p) => &p.name,
+        }
+    }
+
+    /// RON text that parses back to the same preset.
+    pub fn to_ron(&self) -> String {
+        match self {
+            AnyPreset::Toy(p) => p.to_ron(),
+            AnyPreset::Mlp(p) => p.to_ron(),
+        }
+    }
+}
+
+/// The identifier before the first `(` after comments and attributes, if any.
+fn outer_name(text: &str) -> Option<&str> {
+    let mut rest = text;
+    loop {
+        rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix("//") {
+            rest = r.split_once('\n').map_or("", |(_, after)| after);
+        } else if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.split_once("*/").map_or("", |(_, after)| after);
+        } else if rest.starts_with("#!") {
+            rest = rest.split_once(']').map_or("", |(_, after)| after);
+        } else {
+            break;
+        }
+    }
+    let end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outer_names() {
+        assert_eq!(
+            outer_name("// c\n/* x */ MlpPreset(a: 1)"),
+            Some("MlpPreset")
+        );
+        assert_eq!(
+            outer_name("#![enable(implicit_some)]\nPreset()"),
+            Some("Preset")
+        );
+        assert_eq!(outer_name("(sampler: ())"), None);
+    }
+
+    #[test]
+    fn minimal_mlp_preset_has_defaults() {
+        let p = match AnyPreset::parse("MlpPreset(sampler: (kind: Atmc))", "min.ron").unwrap() {
+            AnyPreset::Mlp(p) => p,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(p.chains, 1024);
+        assert_eq!(p.network.hidden, vec![16, 16]);
+        let (model, data) = p.build().unwrap();
+        assert_eq!(model.posterior.params(), 354);
+        assert_eq!(data.train_x.len() + data.test_x.len(), 400);
+    }
+
+    #[test]
+    fn errors_point_at_the_field() {
+        let text = "MlpPreset(\n  sampler: (kind: Atmc),\n  network: (hidden: [8, 40]),\n)";
+        let e = AnyPreset::parse(text, "bad.ron").unwrap_err().to_string();
+        assert!(
+            e.starts_with("bad.ron:3:") && e.contains("allowed 1 to 32"),
+            "{e}"
+        );
+        let text = "MlpPreset(sampler: (kind: Atmc), chains: 70000)";
+        let e = AnyPreset::parse(text, "bad.ron").unwrap_err().to_string();
+        assert!(e.contains("networks = 70000 is out of range"), "{e}");
+        let text = "MlpPreset(sampler: (kind: Atmc),\n view: (parameter: 400))";
+        let e = AnyPreset::parse(text, "bad.ron").unwrap_err().to_string();
+        assert!(
+            e.starts_with("bad.ron:2:") && e.contains("354 parameters"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! Headless runs of MLP posteriors: the networks and the SGD baseline stepped block by
+//! block, evaluated on the data set after each block.
+
+use super::printed_defects;
+use crate::diagnostics::mlp::{Evaluation, LayerSummary, MlpSeriesRow, MlpSummary, evaluate};
+use crate::engine::BackendChoice;
+use crate::engine::mlp::{MlpCpuEngine, MlpEngine, create_mlp_engine};
+use crate::preset::MlpPreset;
+use std::time::Instant;
+
+/// Networks averaged for the time series (the final evaluation uses all of them).
+pub const SERIES_PREDICTIVE_CHAINS: u32 = 512;
+
+/// Everything a finished MLP run produced.
+#[derive(Clone, Debug)]
+pub struct MlpOutcome {
+    /// The statistics.
+    pub summary: MlpSummary,
+    /// The time series, one row per recorded block.
+    pub series: Vec<MlpSeriesRow>,
+    /// Why `auto` fell back to the CPU, if it did.
+    pub notice: Option<String>,
+}
+
+/// The SGD baseline: one network on the CPU (it is one chain; a GPU would idle).
+pub fn baseline_engine(preset: &MlpPreset, model: &crate::math::mlp::MlpModel) -> MlpCpuEngine {
+    MlpCpuEngine::new(preset.baseline_model(model), 1, &preset.init, preset.seed)
+}
+
+/// Runs `preset` for its number of steps on `backend`. `progress` is called with the steps
+/// done after every block.
+pub fn run_mlp(
+    preset: &MlpPreset,
+    backend: BackendChoice,
+    progress: &mut dyn FnMut(u32),
+) -> anyhow::Result<MlpOutcome> {
+    let (model, data) = preset.build().map_err(anyhow::Error::msg)?;
+    let mut baseline = baseline_engine(preset, &model);
+    let (mut engine, notice) = create_mlp_engine(
+        backend,
+        &mut None,
+        model.clone(),
+        preset.chains,
+        &preset.init,
+        preset.seed,
+    )?;
+    let mut series = Vec::new();
+    let mut elapsed = 0.0;
+    let mut done = 0;
+    let mut report = engine.advance(0)?;
+    while done < preset.steps {
+        let block = preset.record_every.min(preset.steps - done);
+        let start = Instant::now();
+        report = engine.advance(block)?;
+        elapsed += start.elapsed().as_secs_f64();
+        baseline.advance(block)?;
+        done += block;
+        let ensemble = evaluate(engine.as_mut(), &data, SERIES_PREDICTIVE_CHAINS, 0)?;
+        let sgd = evaluate(&mut baseline, &data, 1, 0)?.ensemble;
+        series.push(MlpSeriesRow::new(&report, &ensemble, &sgd));
+        progress(done);
+    }
+    let last = evaluate(engine.as_mut(), &data, preset.chains, 0)?;
+    let sgd: Evaluation = evaluate(&mut baseline, &data, 1, 0)?.ensemble;
+    let diverged_at = engine.read_parameter(0)?.diverged_at;
+    let info = engine.backend();
+    let gradients = f64::from(preset.chains) * f64::from(preset.steps);
+    let alive = report.alive > 0;
+    let summary = MlpSummary {
+        kind: "mlp",
+        name: preset.name.clone(),
+        sampler: preset.sampler.kind.name().into(),
+        network: model.posterior.arch.describe(),
+        parameters: model.posterior.params(),
+        data: data.name.clone(),
+        train_points: data.train_x.len(),
+        test_points: data.test_x.len(),
+        chains: preset.chains,
+        steps: preset.steps,
+        seed: preset.seed,
+        backend: info.kind.into(),
+        device: info.device,
+        printed_defects: printed_defects(&preset.sampler),
+        diverged_fraction: report.diverged as f64 / f64::from(preset.chains),
+        first_divergence_step: diverged_at.iter().copied().filter(|&d| d > 0).min(),
+        // With every network diverged these statistics average nothing: null, not 0.
+        kinetic_temperature: alive.then_some(report.overall.kinetic_temperature),
+        mean_xi: alive.then_some(report.overall.mean_xi),
+        layers: report
+            .layers
+            .iter()
+            .filter(|_| alive)
+            .map(|l| LayerSummary {
+                kinetic_temperature: l.kinetic_temperature,
+                mean_xi: l.mean_xi,
+            })
+            .collect(),
+        posterior_predictive: last.posterior_predictive().cloned(),
+        single_network: (diverged_at.first() == Some(&0)).then_some(last.single),
+        baseline_sgd: sgd,
+        elapsed_s: elapsed,
+        chain_gradients_per_s: if elapsed > 0.0 {
+            gradients / elapsed
+        } else {
+            f64::NAN
+        },
+    };
+    Ok(MlpOutcome {
+        summary,
+        series,
+        notice,
+    })
+}

@@ -1,0 +1,122 @@
+//! The MLP view driven as a user would, offscreen (egui_kittest on wgpu; lavapipe in CI).
+
+use atmc_lab::app::screenshot::{harness, run_to_step};
+use atmc_lab::app::{AtmcApp, Workspace};
+use atmc_lab::engine::BackendChoice;
+use atmc_lab::preset::{AnyPreset, MlpPreset, Preset};
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use std::time::{Duration, Instant};
+
+type AppHarness = Harness<'static, Option<AtmcApp>>;
+
+fn app(h: &AppHarness) -> &AtmcApp {
+    h.state().as_ref().expect("app started")
+}
+
+fn two_moons(chains: u32) -> MlpPreset {
+    match AnyPreset::load("two-moons").expect("shipped preset") {
+        AnyPreset::Mlp(mut p) => {
+            p.chains = chains;
+            p.view.predictive_chains = chains;
+            p
+        }
+        other => panic!("two-moons is not an MLP preset: {other:?}"),
+    }
+}
+
+/// Steps the UI until `done` holds for the MLP view's latest snapshot.
+fn run_until(
+    h: &mut AppHarness,
+    seconds: u64,
+    what: &str,
+    done: impl Fn(&atmc_lab::app::mlp::session::MlpSnapshot) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    loop {
+        h.step();
+        let ready = app(h)
+            .mlp
+            .as_ref()
+            .is_some_and(|m| m.session().with_snapshot(&done));
+        if ready {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn the_tab_opens_the_mlp_view_with_its_maps() {
+    let mut h = harness(
+        Preset::default_preset(),
+        [1280, 720],
+        1.0,
+        BackendChoice::Cpu,
+    );
+    assert_eq!(app(&h).workspace, Workspace::Toy);
+    h.get_by_label("Bayesian MLPs").click();
+    h.run_steps(2);
+    assert_eq!(app(&h).workspace, Workspace::Mlp);
+    run_until(&mut h, 120, "the first maps", |s| s.map.is_some());
+    h.run_steps(2);
+    h.get_by_label_contains("posterior predictive (");
+    // Back to the 2-D view: the MLP networks pause.
+    h.get_by_label("2-D posteriors").click();
+    h.run_steps(2);
+    assert_eq!(app(&h).workspace, Workspace::Toy);
+    assert!(!app(&h).mlp.as_ref().unwrap().session().snapshot().playing);
+}
+
+#[test]
+fn printed_friction_sign_explodes_the_networks() {
+    let mut h = harness(two_moons(128), [1280, 720], 1.0, BackendChoice::Cpu);
+    run_to_step(&mut h, 20).unwrap();
+    let s = app(&h).mlp.as_ref().unwrap().session().snapshot();
+    assert_eq!(s.report.diverged, 0);
+    assert!(s.evaluation.is_some() && s.map.is_some());
+    h.get_by_label("▶ Play").click();
+    h.get_by_role_and_label(Role::Slider, "friction sign φ")
+        .set_value_accesskit(-1.0);
+    h.step();
+    assert_eq!(
+        app(&h).mlp.as_ref().unwrap().preset.sampler.friction_sign,
+        -1.0
+    );
+    run_until(&mut h, 120, "the explosion", |s| s.report.diverged >= 120);
+    h.run_steps(2);
+    h.get_by_label_contains("Momentum explosion");
+    h.get_all_by_label("↺ Reset networks")
+        .next()
+        .unwrap()
+        .click();
+    run_until(&mut h, 60, "the reset", |s| s.report.diverged == 0);
+}
+
+#[test]
+fn a_new_data_set_changes_live() {
+    let mut h = harness(two_moons(64), [1280, 720], 1.0, BackendChoice::Cpu);
+    run_to_step(&mut h, 40).unwrap();
+    h.get_by_role_and_label(Role::Slider, "noise")
+        .set_value_accesskit(0.6);
+    h.step();
+    run_until(&mut h, 60, "the noisier data", |s| {
+        s.data.as_ref().is_some_and(|d| d.name == "two moons") && s.map.is_some() && s.step >= 40
+    });
+    let p = &app(&h).mlp.as_ref().unwrap().preset;
+    assert_eq!(p.network.data.noise, 0.6);
+}
+
+#[test]
+fn snapshot_of_the_two_moons_preset() {
+    let mut h = harness(two_moons(256), [1280, 720], 1.0, BackendChoice::Cpu);
+    run_to_step(&mut h, 200).unwrap();
+    h.snapshot_options(
+        "two_moons_preset",
+        &egui_kittest::SnapshotOptions::new()
+            .threshold(3.0)
+            .max_failed_pixels(2000),
+    );
+}
