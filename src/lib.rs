@@ -4,7 +4,8 @@
 //! [`math`] (samplers, targets, RNG, schedules; pure Rust) → [`engine`] (CPU and GPU
 //! backends behind one interface) → [`diagnostics`] (statistics against exact truth) →
 //! [`runner`] and [`cli`] (headless runs), [`app`] (the egui desktop app). [`preset`]
-//! describes a run in RON.
+//! describes a run in RON. [`train`] holds the image-classification data and input pipeline
+//! for the ResNet++ runs.
 
 pub mod app;
 pub mod cli;
@@ -13,3 +14,4 @@ pub mod engine;
 pub mod math;
 pub mod preset;
 pub mod runner;
+pub mod train;

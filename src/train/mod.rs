@@ -1,0 +1,6 @@
+//! Training image classifiers with ATMC (MATH.md §8): the data on disk, the input pipeline
+//! and, built on them, the ResNet++ runs. Pure Rust here: no GPU, no UI.
+
+pub mod augment;
+pub mod data;
+pub mod optimizer;
