@@ -9,7 +9,7 @@
 //! The accumulator only adds counts and sums, so examples can be fed in any order or in
 //! parallel chunks combined with [`ClassificationAccumulator::merge`].
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Equal-width confidence bins of the calibration error and the reliability diagram.
 pub const RELIABILITY_BINS: usize = 15;
@@ -36,7 +36,7 @@ pub struct ReliabilityBin {
 }
 
 /// Summary metrics of a classifier on a set of examples.
-#[derive(Clone, Default, Debug, PartialEq, Serialize)]
+#[derive(Clone, Default, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClassMetrics {
     /// Fraction of examples whose arg-max class (lowest index on ties) is the label.
     pub accuracy: f64,

@@ -2,5 +2,9 @@
 //! and, built on them, the ResNet++ runs. Pure Rust here: no GPU, no UI.
 
 pub mod augment;
+pub mod checkpoint;
 pub mod data;
 pub mod optimizer;
+pub mod params;
+pub mod resnet;
+pub mod trainer;

@@ -1,0 +1,590 @@
+//! A ResNet++ training run: minibatches through the network on burn's CPU backend, ATMC (or
+//! SGD with momentum, the baseline) over the flattened parameters, posterior samples
+//! collected into the test set's predictive, and checkpoints that resume exactly.
+
+use super::augment::{Pipeline, epoch_order};
+use super::checkpoint::Checkpoint;
+use super::data::{DatasetKind, ImageData, ImageSet};
+use super::optimizer::{Atmc, AtmcState, SgdMomentum};
+use super::params::{Layout, flat_gradients, flatten, unflatten};
+use super::resnet::{ResNetConfig, ResNetPP};
+use crate::diagnostics::classification::{ClassMetrics, ClassificationAccumulator, ReliabilityBin};
+use crate::math::{SamplerKind, SamplerSpec, ScheduleSpec};
+use anyhow::{Context, bail};
+use burn::module::Module;
+use burn::optim::GradientsParams;
+use burn::tensor::{Device, Int, Tensor, TensorData, activation};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Which optimiser trains the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerKind {
+    /// ATMC sampling the posterior (per-parameter p and ξ).
+    Atmc,
+    /// SGD with momentum and a cosine learning rate.
+    Sgd,
+}
+
+/// Everything that defines a training run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    /// The data set.
+    pub dataset: DatasetKind,
+    /// Where it is (folder, or CIFAR-10's .tar.gz).
+    pub data: PathBuf,
+    /// The optimiser.
+    pub optimizer: OptimizerKind,
+    /// Layers (6n + 2).
+    pub depth: usize,
+    /// Channels of the first stage.
+    pub width: usize,
+    /// Passes over the training set.
+    pub epochs: u32,
+    /// Images per minibatch.
+    pub batch_size: u32,
+    /// Seed of the initial weights, the shuffles, the augmentation and ATMC's noise.
+    pub seed: u64,
+    /// ATMC's parameters (h, m, D, T, the printed switches).
+    pub atmc: SamplerSpec,
+    /// Cycles of ATMC's cyclical step size over the run (0: constant h).
+    pub cycles: u32,
+    /// Fraction of each cycle without injected noise (exploration).
+    pub explore_fraction: f64,
+    /// Prior standard deviation σ of every parameter (ATMC's posterior).
+    pub prior_scale: f64,
+    /// SGD's peak learning rate.
+    pub sgd_lr: f32,
+    /// SGD's momentum.
+    pub sgd_momentum: f32,
+    /// SGD's weight decay.
+    pub sgd_weight_decay: f32,
+    /// Without cycles: epochs before the first posterior sample, then one sample per epoch.
+    pub burn_in_epochs: u32,
+    /// Use only the first images of the training set (quick runs; 0: all).
+    pub train_limit: usize,
+    /// Use only the first images of the test set (0: all).
+    pub test_limit: usize,
+    /// Random crops and flips.
+    pub augment: bool,
+}
+
+impl TrainConfig {
+    /// The defaults of `atmc-lab train` for a data set at `data`.
+    pub fn new(dataset: DatasetKind, data: PathBuf, optimizer: OptimizerKind) -> Self {
+        let mut atmc = SamplerSpec::new(SamplerKind::Atmc);
+        atmc.h = 0.002;
+        Self {
+            dataset,
+            data,
+            optimizer,
+            depth: 8,
+            width: 16,
+            epochs: 3,
+            batch_size: 128,
+            seed: 0,
+            atmc,
+            cycles: 0,
+            explore_fraction: 0.8,
+            prior_scale: 1.0,
+            sgd_lr: 0.05,
+            sgd_momentum: 0.9,
+            sgd_weight_decay: 5e-4,
+            burn_in_epochs: 1,
+            train_limit: 0,
+            test_limit: 0,
+            augment: true,
+        }
+    }
+}
+
+/// Metrics after an epoch.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EpochRow {
+    /// Epochs done.
+    pub epoch: u32,
+    /// Optimiser steps done.
+    pub step: u32,
+    /// Mean training loss (cross-entropy) over the epoch's batches.
+    pub train_loss: f64,
+    /// The current network on the test set.
+    pub single: ClassMetrics,
+    /// The posterior predictive (average of the collected samples' softmax); absent before
+    /// the first sample and for SGD.
+    pub ensemble: Option<ClassMetrics>,
+    /// Posterior samples collected so far.
+    pub samples: u32,
+    /// Per layer group: (name, kinetic temperature, mean ξ), ATMC only.
+    pub layers: Vec<(String, f64, f64)>,
+    /// Images per second of training in this epoch.
+    pub images_per_s: f64,
+}
+
+/// What one step reports.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepReport {
+    /// Cross-entropy of the batch.
+    pub loss: f64,
+    /// Images in the batch.
+    pub images: usize,
+    /// Whether this step finished an epoch.
+    pub epoch_done: bool,
+}
+
+enum Opt {
+    Atmc(Atmc),
+    Sgd(SgdMomentum),
+}
+
+/// A training run in progress.
+pub struct Trainer {
+    /// The run's definition.
+    pub config: TrainConfig,
+    data: Arc<ImageData>,
+    train: ImageSet,
+    test: ImageSet,
+    pipeline: Pipeline,
+    device: Device,
+    model: Option<ResNetPP>,
+    layout: Layout,
+    theta: Vec<f32>,
+    opt: Opt,
+    /// Epochs finished.
+    pub epoch: u32,
+    batch: u32,
+    order: Vec<u32>,
+    loss_sum: f64,
+    loss_batches: u32,
+    epoch_seconds: f64,
+    predictive: Vec<f32>,
+    samples: u32,
+    /// One row per finished epoch.
+    pub history: Vec<EpochRow>,
+    /// Step at which the parameters diverged (the printed integrator), if they did.
+    pub diverged_at: Option<u32>,
+    /// Reliability diagram of the latest evaluation (ensemble when there is one).
+    pub reliability: Vec<ReliabilityBin>,
+}
+
+fn cross_entropy(logits: Tensor<2>, labels: &[u8], device: &Device) -> Tensor<1> {
+    let n = labels.len();
+    let targets = Tensor::<2, Int>::from_data(
+        TensorData::new(labels.iter().map(|&l| i64::from(l)).collect(), [n, 1]),
+        device,
+    );
+    activation::log_softmax(logits, 1)
+        .gather(1, targets)
+        .mean()
+        .neg()
+}
+
+impl Trainer {
+    /// A fresh run on `data` (already loaded; see [`super::data::load`]).
+    pub fn new(config: TrainConfig, data: Arc<ImageData>) -> anyhow::Result<Self> {
+        let limit = |set: &ImageSet, n: usize| {
+            if n == 0 {
+                set.clone()
+            } else {
+                set.truncated(n)
+            }
+        };
+        let train = limit(&data.train, config.train_limit);
+        let test = limit(&data.test, config.test_limit);
+        if train.is_empty() || test.is_empty() {
+            bail!("no training or test images");
+        }
+        let model_config = ResNetConfig {
+            depth: config.depth,
+            width: config.width,
+            channels: train.channels,
+            classes: data.classes.len(),
+        };
+        model_config.validate().map_err(anyhow::Error::msg)?;
+        let device = Device::flex().autodiff();
+        let model = ResNetPP::new(&model_config, &device, config.seed);
+        let (mut theta, layout) = flatten(&model);
+        let steps_per_epoch = train.len().div_ceil(config.batch_size as usize) as u32;
+        let total = steps_per_epoch * config.epochs;
+        let opt = match config.optimizer {
+            OptimizerKind::Atmc => {
+                if config.atmc.kind != SamplerKind::Atmc {
+                    bail!("the ATMC optimiser needs sampler kind Atmc");
+                }
+                let schedule = if config.cycles > 0 {
+                    ScheduleSpec::Cyclical {
+                        total_steps: total.max(1),
+                        cycles: config.cycles,
+                        explore_fraction: config.explore_fraction,
+                    }
+                } else {
+                    ScheduleSpec::Constant
+                };
+                Opt::Atmc(Atmc::start(
+                    config.atmc.params(),
+                    schedule.schedule(),
+                    config.seed,
+                    &mut theta,
+                    0.0,
+                ))
+            }
+            OptimizerKind::Sgd => Opt::Sgd(SgdMomentum {
+                lr: config.sgd_lr,
+                momentum: config.sgd_momentum,
+                weight_decay: config.sgd_weight_decay,
+                total_steps: total,
+                velocity: vec![0.0; theta.len()],
+                step: 0,
+            }),
+        };
+        let pipeline = Pipeline::for_training(&train, config.augment);
+        let order = epoch_order(train.len(), config.seed, 0);
+        let classes = data.classes.len();
+        Ok(Self {
+            predictive: vec![0.0; test.len() * classes],
+            config,
+            data,
+            train,
+            test,
+            pipeline,
+            device,
+            model: Some(model),
+            layout,
+            theta,
+            opt,
+            epoch: 0,
+            batch: 0,
+            order,
+            loss_sum: 0.0,
+            loss_batches: 0,
+            epoch_seconds: 0.0,
+            samples: 0,
+            history: Vec::new(),
+            diverged_at: None,
+            reliability: Vec::new(),
+        })
+    }
+
+    /// Parameters of the network.
+    pub fn parameters(&self) -> usize {
+        self.theta.len()
+    }
+
+    /// The flat parameters (for tests and checkpoints).
+    pub fn theta(&self) -> &[f32] {
+        &self.theta
+    }
+
+    /// Optimiser steps done.
+    pub fn step_count(&self) -> u32 {
+        match &self.opt {
+            Opt::Atmc(a) => a.state.step,
+            Opt::Sgd(s) => s.step,
+        }
+    }
+
+    /// Minibatches per epoch.
+    pub fn steps_per_epoch(&self) -> u32 {
+        self.train.len().div_ceil(self.config.batch_size as usize) as u32
+    }
+
+    /// Training images.
+    pub fn train_len(&self) -> usize {
+        self.train.len()
+    }
+
+    /// Whether all epochs are done.
+    pub fn finished(&self) -> bool {
+        self.epoch >= self.config.epochs || self.diverged_at.is_some()
+    }
+
+    /// The class names.
+    pub fn classes(&self) -> &[String] {
+        &self.data.classes
+    }
+
+    /// One minibatch: forward, backward, optimiser step. At the end of an epoch it also
+    /// evaluates on the test set (and collects a posterior sample when one is due).
+    pub fn step(&mut self) -> anyhow::Result<StepReport> {
+        if self.finished() {
+            bail!("the run is finished");
+        }
+        let start = std::time::Instant::now();
+        let bs = self.config.batch_size as usize;
+        let first = self.batch as usize * bs;
+        let indices = self.order[first..(first + bs).min(self.order.len())].to_vec();
+        let images = indices.len();
+        let mut inputs = Vec::new();
+        self.pipeline.batch(
+            &self.train,
+            &indices,
+            self.config.seed,
+            self.epoch,
+            &mut inputs,
+        );
+        let labels: Vec<u8> = indices
+            .iter()
+            .map(|&i| self.train.labels[i as usize])
+            .collect();
+        let (c, h, w) = (self.train.channels, self.train.height, self.train.width);
+        let model = unflatten(
+            self.model.take().expect("model"),
+            &self.theta,
+            &self.device,
+            true,
+        );
+        let x = Tensor::<4>::from_data(
+            TensorData::new(inputs, [indices.len(), c, h, w]),
+            &self.device,
+        );
+        let loss = cross_entropy(model.forward(x), &labels, &self.device);
+        let loss_value = f64::from(loss.clone().into_scalar::<f32>());
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        let mut grad = flat_gradients(&model, &grads);
+        self.model = Some(model);
+        match &mut self.opt {
+            Opt::Atmc(atmc) => {
+                // The posterior over the whole training set: N × the mean loss's gradient,
+                // plus the Gaussian prior's θ/σ².
+                let n = self.train.len() as f32;
+                let precision = (1.0 / (self.config.prior_scale * self.config.prior_scale)) as f32;
+                for (g, t) in grad.iter_mut().zip(&self.theta) {
+                    *g = n * *g + precision * t;
+                }
+                atmc.step(&mut self.theta, &grad);
+                if atmc.diverged(&self.theta) || !loss_value.is_finite() {
+                    self.diverged_at = Some(atmc.state.step);
+                }
+            }
+            Opt::Sgd(sgd) => sgd.step(&mut self.theta, &grad),
+        }
+        self.loss_sum += loss_value;
+        self.loss_batches += 1;
+        self.batch += 1;
+        self.epoch_seconds += start.elapsed().as_secs_f64();
+        let mut epoch_done = false;
+        if self.cycle_ends() && self.diverged_at.is_none() {
+            self.collect_sample()?;
+        }
+        if self.batch == self.steps_per_epoch() {
+            self.end_epoch()?;
+            epoch_done = true;
+        } else if self.diverged_at.is_some() {
+            self.end_epoch()?;
+        }
+        Ok(StepReport {
+            loss: loss_value,
+            images,
+            epoch_done,
+        })
+    }
+
+    /// Whether the step just done ended a cycle of ATMC's cyclical step size.
+    fn cycle_ends(&self) -> bool {
+        match &self.opt {
+            Opt::Atmc(a) => {
+                let len = a.schedule.cycle_len;
+                len > 0 && a.state.step.is_multiple_of(len)
+            }
+            Opt::Sgd(_) => false,
+        }
+    }
+
+    fn end_epoch(&mut self) -> anyhow::Result<()> {
+        self.epoch += 1;
+        self.batch = 0;
+        let constant = match &self.opt {
+            Opt::Atmc(a) => a.schedule.cycle_len == 0,
+            Opt::Sgd(_) => false,
+        };
+        if constant && self.epoch > self.config.burn_in_epochs && self.diverged_at.is_none() {
+            self.collect_sample()?;
+        }
+        let single = self.evaluate_current()?;
+        let (single_metrics, bins) = single;
+        let ensemble = self.ensemble_metrics();
+        self.reliability = match &ensemble {
+            Some((_, b)) => b.clone(),
+            None => bins,
+        };
+        let images = self.loss_batches as f64 * self.config.batch_size as f64;
+        let row = EpochRow {
+            epoch: self.epoch,
+            step: self.step_count(),
+            train_loss: self.loss_sum / f64::from(self.loss_batches.max(1)),
+            single: single_metrics,
+            ensemble: ensemble.map(|(m, _)| m),
+            samples: self.samples,
+            layers: self.layer_statistics(),
+            images_per_s: images.min(self.train.len() as f64) / self.epoch_seconds.max(1e-9),
+        };
+        self.history.push(row);
+        self.loss_sum = 0.0;
+        self.loss_batches = 0;
+        self.epoch_seconds = 0.0;
+        self.order = epoch_order(self.train.len(), self.config.seed, self.epoch);
+        Ok(())
+    }
+
+    /// Kinetic temperature and mean ξ per layer group (stem, each block, head).
+    pub fn layer_statistics(&self) -> Vec<(String, f64, f64)> {
+        let Opt::Atmc(atmc) = &self.opt else {
+            return Vec::new();
+        };
+        self.layout
+            .groups(|path| {
+                let mut parts = path.split('.');
+                match parts.next() {
+                    Some("blocks") => format!("block {}", parts.next().unwrap_or("?")),
+                    Some("stem") => "stem".into(),
+                    _ => "head".into(),
+                }
+            })
+            .into_iter()
+            .map(|(name, range)| {
+                let (t, xi) = atmc.temperature_and_xi(range);
+                (name, t, xi)
+            })
+            .collect()
+    }
+
+    /// Softmax of the current network on the test set (row-major test × classes).
+    fn test_probabilities(&self) -> anyhow::Result<Vec<f32>> {
+        let inner = Device::flex();
+        let model = self.model.as_ref().context("model")?.valid();
+        let model = unflatten(model, &self.theta, &inner, false);
+        let eval = self.pipeline.evaluation();
+        let (c, h, w) = (self.test.channels, self.test.height, self.test.width);
+        let mut probs = Vec::with_capacity(self.test.len() * self.data.classes.len());
+        let mut inputs = Vec::new();
+        let all: Vec<u32> = (0..self.test.len() as u32).collect();
+        for chunk in all.chunks(500) {
+            eval.batch(&self.test, chunk, self.config.seed, 0, &mut inputs);
+            let x = Tensor::<4>::from_data(
+                TensorData::new(inputs.clone(), [chunk.len(), c, h, w]),
+                &inner,
+            );
+            let p = activation::softmax(model.forward(x), 1);
+            probs.extend(p.into_data().try_to_vec::<f32>().expect("f32"));
+        }
+        Ok(probs)
+    }
+
+    fn evaluate_current(&self) -> anyhow::Result<(ClassMetrics, Vec<ReliabilityBin>)> {
+        let probs = self.test_probabilities()?;
+        let acc = ClassificationAccumulator::from_batch(
+            &probs,
+            &labels_u32(&self.test.labels),
+            self.data.classes.len(),
+        );
+        Ok((acc.metrics(), acc.bins()))
+    }
+
+    /// Adds the current network's test predictions to the posterior predictive.
+    pub fn collect_sample(&mut self) -> anyhow::Result<()> {
+        if matches!(self.opt, Opt::Sgd(_)) {
+            return Ok(());
+        }
+        let probs = self.test_probabilities()?;
+        for (s, p) in self.predictive.iter_mut().zip(&probs) {
+            *s += p;
+        }
+        self.samples += 1;
+        Ok(())
+    }
+
+    fn ensemble_metrics(&self) -> Option<(ClassMetrics, Vec<ReliabilityBin>)> {
+        if self.samples == 0 {
+            return None;
+        }
+        let inv = 1.0 / self.samples as f32;
+        let mean: Vec<f32> = self.predictive.iter().map(|v| v * inv).collect();
+        let acc = ClassificationAccumulator::from_batch(
+            &mean,
+            &labels_u32(&self.test.labels),
+            self.data.classes.len(),
+        );
+        Some((acc.metrics(), acc.bins()))
+    }
+
+    /// Everything needed to continue exactly: parameters, optimiser state, position in the
+    /// run, the collected predictions and the history.
+    pub fn checkpoint(&self) -> Checkpoint {
+        let mut arrays = vec![
+            ("theta".to_owned(), self.theta.clone()),
+            ("predictive".to_owned(), self.predictive.clone()),
+        ];
+        let (step, opt_kind) = match &self.opt {
+            Opt::Atmc(a) => {
+                arrays.push(("p".into(), a.state.p.clone()));
+                arrays.push(("xi".into(), a.state.xi.clone()));
+                (a.state.step, "atmc")
+            }
+            Opt::Sgd(s) => {
+                arrays.push(("velocity".into(), s.velocity.clone()));
+                (s.step, "sgd")
+            }
+        };
+        Checkpoint {
+            header: serde_json::json!({
+                "config": self.config,
+                "optimizer": opt_kind,
+                "step": step,
+                "epoch": self.epoch,
+                "batch": self.batch,
+                "samples": self.samples,
+                "loss_sum": self.loss_sum,
+                "loss_batches": self.loss_batches,
+                "history": self.history,
+                "diverged_at": self.diverged_at,
+            }),
+            arrays,
+        }
+    }
+
+    /// Continues a run from a checkpoint (the data loaded again from its config).
+    pub fn resume(checkpoint: &Checkpoint, data: Arc<ImageData>) -> anyhow::Result<Self> {
+        let h = &checkpoint.header;
+        let config: TrainConfig =
+            serde_json::from_value(h["config"].clone()).context("checkpoint config")?;
+        let mut t = Self::new(config, data)?;
+        let theta = checkpoint.array("theta")?;
+        if theta.len() != t.theta.len() {
+            bail!(
+                "the checkpoint has {} parameters, the configured network {}",
+                theta.len(),
+                t.theta.len()
+            );
+        }
+        t.theta = theta.to_vec();
+        t.predictive = checkpoint.array("predictive")?.to_vec();
+        let step = h["step"].as_u64().context("step")? as u32;
+        match &mut t.opt {
+            Opt::Atmc(a) => {
+                a.state = AtmcState {
+                    p: checkpoint.array("p")?.to_vec(),
+                    xi: checkpoint.array("xi")?.to_vec(),
+                    step,
+                };
+            }
+            Opt::Sgd(s) => {
+                s.velocity = checkpoint.array("velocity")?.to_vec();
+                s.step = step;
+            }
+        }
+        t.epoch = h["epoch"].as_u64().context("epoch")? as u32;
+        t.batch = h["batch"].as_u64().context("batch")? as u32;
+        t.samples = h["samples"].as_u64().context("samples")? as u32;
+        t.loss_sum = h["loss_sum"].as_f64().unwrap_or(0.0);
+        t.loss_batches = h["loss_batches"].as_u64().unwrap_or(0) as u32;
+        t.history = serde_json::from_value(h["history"].clone()).context("history")?;
+        t.diverged_at = serde_json::from_value(h["diverged_at"].clone()).unwrap_or(None);
+        t.order = epoch_order(t.train.len(), t.config.seed, t.epoch);
+        Ok(t)
+    }
+}
+
+fn labels_u32(labels: &[u8]) -> Vec<u32> {
+    labels.iter().map(|&l| u32::from(l)).collect()
+}
