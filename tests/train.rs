@@ -145,15 +145,16 @@ fn a_resumed_run_continues_exactly() {
         bits(b.theta()),
         "resumed parameters differ"
     );
-    // The same rows (throughput aside; statistics pass through JSON, to its precision).
-    assert_eq!(a.history.len(), b.history.len());
-    for (x, y) in a.history.iter().zip(&b.history) {
-        assert_eq!((x.epoch, x.step, x.samples), (y.epoch, y.step, y.samples));
-        assert_eq!((&x.single, &x.ensemble), (&y.single, &y.ensemble));
-        assert_eq!(x.train_loss.to_bits(), y.train_loss.to_bits());
-        for (l, m) in x.layers.iter().zip(&y.layers) {
-            assert!(l.0 == m.0 && (l.1 - m.1).abs() < 1e-12 && (l.2 - m.2).abs() < 1e-12);
-        }
-    }
+    // The same rows, throughput aside (it is a timing).
+    let rows = |t: &Trainer| {
+        t.history
+            .iter()
+            .map(|r| atmc_lab::train::trainer::EpochRow {
+                images_per_s: 0.0,
+                ..r.clone()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rows(&a), rows(&b));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -9,6 +9,7 @@ pub mod plots;
 pub mod portrait;
 pub mod screenshot;
 pub mod session;
+pub mod training;
 pub mod worker;
 
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
@@ -66,6 +67,8 @@ pub enum Workspace {
     Toy,
     /// Bayesian MLPs on 2-D classification data.
     Mlp,
+    /// ResNet++ trained in the background.
+    Training,
 }
 
 /// The app's state.
@@ -75,6 +78,8 @@ pub struct AtmcApp {
     pub workspace: Workspace,
     /// The MLP view, created when first shown.
     pub mlp: Option<mlp::MlpPanel>,
+    /// The ResNet++ panel, created when first shown; its run goes on in the background.
+    pub training: Option<training::TrainingPanel>,
     backend: BackendChoice,
     /// The preset being edited (the controls' model).
     pub preset: Preset,
@@ -213,6 +218,7 @@ impl AtmcApp {
             session,
             workspace: Workspace::Toy,
             mlp: None,
+            training: None,
             backend,
             applied: preset.clone(),
             preset,
@@ -257,9 +263,22 @@ impl AtmcApp {
         if workspace == self.workspace {
             return;
         }
-        match workspace {
+        // The hidden simulation pauses (a training run goes on: it is meant to).
+        match self.workspace {
+            Workspace::Toy => self.session.send(Command::Play(false)),
             Workspace::Mlp => {
-                self.session.send(Command::Play(false));
+                if let Some(m) = &self.mlp {
+                    m.session().send(mlp::session::MlpCommand::Play(false));
+                }
+            }
+            Workspace::Training => {}
+        }
+        match workspace {
+            Workspace::Training => {
+                self.training
+                    .get_or_insert_with(|| training::TrainingPanel::new(ctx));
+            }
+            Workspace::Mlp => {
                 let backend = self.backend;
                 self.mlp.get_or_insert_with(|| {
                     let preset = match AnyPreset::load("two-moons") {
@@ -270,11 +289,7 @@ impl AtmcApp {
                     mlp::MlpPanel::new(ctx, preset, backend, false)
                 });
             }
-            Workspace::Toy => {
-                if let Some(m) = &self.mlp {
-                    m.session().send(mlp::session::MlpCommand::Play(false));
-                }
-            }
+            Workspace::Toy => {}
         }
         self.workspace = workspace;
     }
@@ -368,8 +383,9 @@ impl AtmcApp {
             0.9 * self.frame_time + 0.1 * dt
         };
         self.handle_screenshot_events(ui.ctx());
-        match (self.workspace, self.mlp.is_some()) {
-            (Workspace::Mlp, true) => self.mlp_ui(ui),
+        match self.workspace {
+            Workspace::Mlp if self.mlp.is_some() => self.mlp_ui(ui),
+            Workspace::Training if self.training.is_some() => self.training_ui(ui),
             _ => self.toy_ui(ui),
         }
     }
@@ -413,6 +429,34 @@ impl AtmcApp {
         egui::CentralPanel::default()
             .frame(egui::Frame::central_panel(&style).fill(Color32::TRANSPARENT))
             .show(ui, |ui| self.central(ui, &snapshot));
+    }
+
+    fn training_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(panel) = self.training.as_ref() else {
+            return;
+        };
+        let snapshot = panel.session().snapshot();
+        let style = ui.style().clone();
+        let bar = egui::Frame::side_top_panel(&style).fill(Color32::TRANSPARENT);
+        egui::Panel::top("menu")
+            .frame(bar)
+            .show(ui, |ui| self.menu_bar(ui, None));
+        egui::Panel::bottom("status").frame(bar).show(ui, |ui| {
+            ui.horizontal(|ui| self.status_tail(ui));
+        });
+        let Some(panel) = self.training.as_mut() else {
+            return;
+        };
+        egui::Panel::left("controls")
+            .frame(bar)
+            .exact_size(CONTROLS_WIDTH)
+            .resizable(false)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| panel.controls(ui, &snapshot));
+            });
+        egui::CentralPanel::default()
+            .frame(egui::Frame::central_panel(&style).fill(Color32::TRANSPARENT))
+            .show(ui, |ui| panel.central(ui, &snapshot));
     }
 
     fn mlp_ui(&mut self, ui: &mut egui::Ui) {
@@ -480,7 +524,13 @@ impl AtmcApp {
                     ui.close();
                     self.open_preset_dialog(ui.ctx());
                 }
-                if ui.button("Save preset…").clicked() {
+                if ui
+                    .add_enabled(
+                        self.workspace != Workspace::Training,
+                        egui::Button::new("Save preset…"),
+                    )
+                    .clicked()
+                {
                     ui.close();
                     self.save_preset_dialog();
                 }
@@ -503,6 +553,7 @@ impl AtmcApp {
                             ("uncertainty map", Some(1)),
                             ("one network's map", Some(2)),
                         ],
+                        Workspace::Training => &[("window", None)],
                     };
                     for (label, panel) in panels {
                         for scale in [1, 2, 3] {
@@ -522,6 +573,10 @@ impl AtmcApp {
                 );
             ui.selectable_value(&mut workspace, Workspace::Mlp, "Bayesian MLPs")
                 .on_hover_text("Thousands of small networks on 2-D classification data");
+            ui.selectable_value(&mut workspace, Workspace::Training, "ResNet++ training")
+                .on_hover_text(
+                    "ResNet++ on CIFAR-10 or Fashion-MNIST with ATMC or SGD, in the background",
+                );
             self.switch_to(ui.ctx(), workspace);
         });
     }
@@ -548,8 +603,17 @@ impl AtmcApp {
         });
     }
 
-    /// Frame time and the last file written or loaded.
+    /// A running ResNet++ run, the frame time and the last file written or loaded.
     fn status_tail(&self, ui: &mut egui::Ui) {
+        if let Some(t) = &self.training {
+            let text = t.session().with_snapshot(|s| {
+                (s.status != training::session::TrainStatus::Idle).then(|| t.status_text(s))
+            });
+            if let Some(text) = text {
+                ui.label(RichText::new(text).small());
+                ui.separator();
+            }
+        }
         if self.frame_time > 0.0 && !self.reproducible {
             ui.label(RichText::new(format!("UI {:.0} ms/frame", 1e3 * self.frame_time)).small());
             ui.separator();
@@ -810,12 +874,15 @@ impl AtmcApp {
         else {
             return;
         };
-        let csv = match (s, &self.mlp) {
-            (Some(s), _) => crate::runner::series_csv(&s.series),
-            (None, Some(m)) => m
+        let csv = match (s, self.workspace, &self.mlp, &self.training) {
+            (Some(s), ..) => crate::runner::series_csv(&s.series),
+            (None, Workspace::Training, _, Some(t)) => t
+                .session()
+                .with_snapshot(|s| crate::train::trainer::history_csv(&s.history)),
+            (None, _, Some(m), _) => m
                 .session()
                 .with_snapshot(|s| crate::diagnostics::mlp::series_csv(&s.series)),
-            (None, None) => String::new(),
+            _ => String::new(),
         };
         self.status = Some(Status::written(&path, write_file(&path, &csv)));
     }

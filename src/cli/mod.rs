@@ -1,6 +1,7 @@
 //! The headless command line: `run`, `presets`, `bench`.
 
 mod bench;
+mod train;
 
 use crate::engine::BackendChoice;
 use crate::math::targets::TARGET_NAMES;
@@ -34,6 +35,8 @@ enum Command {
     App(AppArgs),
     /// Render the full UI offscreen after N steps and write a PNG (no display needed).
     Screenshot(ScreenshotArgs),
+    /// Train ResNet++ on CIFAR-10 or Fashion-MNIST with ATMC or SGD (JSON summary last).
+    Train(Box<train::TrainArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -166,6 +169,10 @@ pub fn main() -> ExitCode {
         }),
         Some(Command::App(args)) => open_app(&args.preset, args.backend),
         Some(Command::Screenshot(args)) => screenshot(&args),
+        Some(Command::Train(args)) => train::train(&args).map_err(|e| Failure {
+            code: 1,
+            message: format!("{e:#}"),
+        }),
         None => open_app("default", BackendChoice::Auto),
     };
     match result {

@@ -129,7 +129,8 @@ impl Checkpoint {
 pub fn ensure_fresh(path: &Path) -> anyhow::Result<()> {
     if path.exists() {
         bail!(
-            "{} exists: pass --resume to continue that run, or choose another --checkpoint folder",
+            "{} exists: resume that run (--resume, or \"Resume from it\" in the app) or choose \
+             another checkpoint folder",
             path.display()
         );
     }

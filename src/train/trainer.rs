@@ -585,6 +585,37 @@ impl Trainer {
     }
 }
 
+/// The epoch rows as CSV text (empty ensemble fields before the first sample).
+pub fn history_csv(rows: &[EpochRow]) -> String {
+    let mut out = String::from(
+        "epoch,step,train_loss,test_accuracy,test_nll,test_ece,samples,\
+         ensemble_accuracy,ensemble_nll,ensemble_ece,images_per_s\n",
+    );
+    for r in rows {
+        let e = |f: fn(&ClassMetrics) -> f64| {
+            r.ensemble
+                .as_ref()
+                .map(|m| f(m).to_string())
+                .unwrap_or_default()
+        };
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{}\n",
+            r.epoch,
+            r.step,
+            r.train_loss,
+            r.single.accuracy,
+            r.single.nll,
+            r.single.ece,
+            r.samples,
+            e(|m| m.accuracy),
+            e(|m| m.nll),
+            e(|m| m.ece),
+            r.images_per_s
+        ));
+    }
+    out
+}
+
 fn labels_u32(labels: &[u8]) -> Vec<u32> {
     labels.iter().map(|&l| u32::from(l)).collect()
 }

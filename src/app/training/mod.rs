@@ -1,0 +1,450 @@
+//! The ResNet++ panel: configure a run on CIFAR-10 or Fashion-MNIST, start, pause, resume
+//! and stop it, and watch it train in the background: progress, speed, the loss, test
+//! accuracy and NLL of the current network and of the posterior predictive, per-layer
+//! kinetic temperature and ξ, and the reliability diagram.
+
+pub mod session;
+
+use super::controls::slider;
+use super::plots::{fixed_plot, small_plot};
+use crate::math::ranges;
+use crate::train::data::{DEBIAN_FASHION_MNIST, DatasetKind};
+use crate::train::trainer::{OptimizerKind, TrainConfig};
+use egui::{Color32, RichText, Slider, Ui};
+use egui_plot::{Bar, BarChart, HLine, Line, PlotPoints};
+use session::{TrainCommand, TrainSession, TrainSnapshot, TrainStatus};
+use std::path::PathBuf;
+
+const ACCENT: Color32 = Color32::from_rgb(255, 170, 60);
+const SINGLE: Color32 = Color32::from_rgb(190, 140, 255);
+const TRUTH: Color32 = Color32::from_rgb(120, 200, 255);
+
+/// The training panel's state.
+pub struct TrainingPanel {
+    session: TrainSession,
+    /// The configuration being edited.
+    pub config: TrainConfig,
+    /// Folder of the checkpoint (empty: none).
+    pub checkpoint: String,
+}
+
+impl TrainingPanel {
+    /// An idle panel, ready for Fashion-MNIST where Debian installs it.
+    pub fn new(ctx: &egui::Context) -> Self {
+        let repaint = ctx.clone();
+        let mut config = TrainConfig::new(
+            DatasetKind::FashionMnist,
+            PathBuf::from(DEBIAN_FASHION_MNIST),
+            OptimizerKind::Atmc,
+        );
+        config.atmc.h = 0.0015;
+        Self {
+            session: TrainSession::start(move || repaint.request_repaint()),
+            config,
+            checkpoint: String::new(),
+        }
+    }
+
+    /// The worker's handle.
+    pub fn session(&self) -> &TrainSession {
+        &self.session
+    }
+
+    /// Starts a run with the edited configuration.
+    pub fn start(&self) {
+        let dir =
+            (!self.checkpoint.trim().is_empty()).then(|| PathBuf::from(self.checkpoint.trim()));
+        self.session
+            .send(TrainCommand::Start(Box::new(self.config.clone()), dir));
+    }
+
+    /// One line for the status bar.
+    pub fn status_text(&self, s: &TrainSnapshot) -> String {
+        let mut parts = vec![format!("training: {:?}", s.status).to_lowercase()];
+        if let Some(c) = &s.config {
+            parts.push(format!("epoch {}/{}", s.epoch, c.epochs));
+        }
+        if s.images_per_s > 0.0 && s.status == TrainStatus::Running {
+            parts.push(format!("{:.0} images/s", s.images_per_s));
+        }
+        parts.join("  |  ")
+    }
+
+    /// The control panel.
+    pub fn controls(&mut self, ui: &mut Ui, s: &TrainSnapshot) {
+        let busy = matches!(
+            s.status,
+            TrainStatus::Running | TrainStatus::Paused | TrainStatus::Loading
+        );
+        ui.horizontal(|ui| {
+            if ui
+                .add_enabled(!busy, egui::Button::new("▶ Start training"))
+                .clicked()
+            {
+                self.start();
+            }
+            let pause = match s.status {
+                TrainStatus::Running => Some((true, "❚❚ Pause")),
+                TrainStatus::Paused => Some((false, "▶ Continue")),
+                _ => None,
+            };
+            if let Some((on, label)) = pause
+                && ui.button(label).clicked()
+            {
+                self.session.send(TrainCommand::Pause(on));
+            }
+            if ui.add_enabled(busy, egui::Button::new("■ Stop")).clicked() {
+                self.session.send(TrainCommand::Stop);
+            }
+        });
+        ui.add_enabled_ui(!busy, |ui| self.configuration(ui));
+    }
+
+    fn configuration(&mut self, ui: &mut Ui) {
+        let c = &mut self.config;
+        ui.separator();
+        ui.label(RichText::new("Data").strong());
+        ui.horizontal(|ui| {
+            ui.selectable_value(&mut c.dataset, DatasetKind::FashionMnist, "Fashion-MNIST");
+            ui.selectable_value(&mut c.dataset, DatasetKind::Cifar10, "CIFAR-10");
+        });
+        ui.horizontal(|ui| {
+            if ui.button("Data folder…").clicked()
+                && let Some(dir) = rfd::FileDialog::new().pick_folder()
+            {
+                c.data = dir;
+            }
+            if ui
+                .button("CIFAR-10 .tar.gz…")
+                .on_hover_text("The official cifar-10-binary.tar.gz, read as it is")
+                .clicked()
+                && let Some(file) = rfd::FileDialog::new()
+                    .add_filter("tar.gz", &["gz", "tgz"])
+                    .pick_file()
+            {
+                c.data = file;
+                c.dataset = DatasetKind::Cifar10;
+            }
+        });
+        ui.small(c.data.display().to_string());
+        ui.add(
+            Slider::new(&mut c.train_limit, 0..=60_000)
+                .text("training images (0 = all)")
+                .logarithmic(true),
+        );
+        ui.add(
+            Slider::new(&mut c.test_limit, 0..=10_000)
+                .text("test images (0 = all)")
+                .logarithmic(true),
+        );
+        ui.checkbox(&mut c.augment, "random crops and flips");
+        ui.separator();
+        ui.label(RichText::new("Network").strong());
+        ui.horizontal(|ui| {
+            ui.label("depth");
+            for d in [8, 14, 20] {
+                ui.selectable_value(&mut c.depth, d, d.to_string());
+            }
+        });
+        ui.add(Slider::new(&mut c.width, 4..=64).text("width"));
+        ui.add(Slider::new(&mut c.epochs, 1..=100).text("epochs"));
+        ui.add(
+            Slider::new(&mut c.batch_size, 16..=512)
+                .logarithmic(true)
+                .text("batch size"),
+        );
+        ui.horizontal(|ui| {
+            let label = ui.label("seed");
+            ui.add(egui::DragValue::new(&mut c.seed))
+                .labelled_by(label.id);
+        });
+        ui.separator();
+        ui.label(RichText::new("Optimiser").strong());
+        ui.horizontal(|ui| {
+            ui.selectable_value(&mut c.optimizer, OptimizerKind::Atmc, "ATMC");
+            ui.selectable_value(&mut c.optimizer, OptimizerKind::Sgd, "SGD + momentum");
+        });
+        match c.optimizer {
+            OptimizerKind::Atmc => {
+                let s = &mut c.atmc;
+                slider(
+                    ui,
+                    &mut s.h,
+                    ranges::STEP_SIZE,
+                    1e-5,
+                    0.05,
+                    true,
+                    "step size h",
+                );
+                slider(
+                    ui,
+                    &mut s.friction_floor,
+                    ranges::FRICTION_FLOOR,
+                    0.0,
+                    20.0,
+                    false,
+                    "friction floor D",
+                );
+                slider(
+                    ui,
+                    &mut s.temperature,
+                    ranges::TEMPERATURE,
+                    0.0,
+                    2.0,
+                    false,
+                    "temperature T",
+                );
+                ui.add(
+                    Slider::new(&mut s.friction_sign, -1.0..=1.0)
+                        .text("friction sign φ")
+                        .step_by(0.05),
+                )
+                .on_hover_text("+1 correct, −1 as printed in the paper");
+                slider(
+                    ui,
+                    &mut c.prior_scale,
+                    ranges::SIGMA,
+                    0.01,
+                    10.0,
+                    true,
+                    "prior σ",
+                );
+                ui.add(Slider::new(&mut c.cycles, 0..=20).text("cycles (0 = constant h)"));
+                ui.small(
+                    "The gradient is N × the minibatch mean plus θ/σ²: the posterior over the \
+                     whole training set. Samples: every epoch after the first (constant h) or \
+                     at the end of each cycle.",
+                );
+            }
+            OptimizerKind::Sgd => {
+                ui.add(
+                    Slider::new(&mut c.sgd_lr, 0.001..=1.0)
+                        .logarithmic(true)
+                        .text("learning rate (cosine)"),
+                );
+                ui.add(Slider::new(&mut c.sgd_momentum, 0.0..=0.99).text("momentum"));
+            }
+        }
+        ui.separator();
+        ui.label(RichText::new("Checkpoint").strong());
+        ui.horizontal(|ui| {
+            let label = ui.label("folder");
+            ui.text_edit_singleline(&mut self.checkpoint)
+                .labelled_by(label.id)
+                .on_hover_text("Written after every epoch (atomically); empty: no checkpoint");
+        });
+        ui.horizontal(|ui| {
+            if ui.button("Choose…").clicked()
+                && let Some(dir) = rfd::FileDialog::new().pick_folder()
+            {
+                self.checkpoint = dir.display().to_string();
+            }
+            if ui
+                .add_enabled(
+                    !self.checkpoint.trim().is_empty(),
+                    egui::Button::new("Resume from it"),
+                )
+                .clicked()
+            {
+                self.session.send(TrainCommand::ResumeFrom(PathBuf::from(
+                    self.checkpoint.trim(),
+                )));
+            }
+        });
+    }
+
+    /// The views.
+    pub fn central(&mut self, ui: &mut Ui, s: &TrainSnapshot) {
+        if let Some(m) = &s.message {
+            ui.label(RichText::new(format!("⚠ {m}")).color(Color32::from_rgb(255, 110, 90)));
+        }
+        if let Some(step) = s.diverged_at {
+            let text = format!(
+                "⚠ Momentum explosion: the network's parameters diverged at step {step}; the run stopped. Set the friction sign back to +1 and start again."
+            );
+            if super::explosion_banner(ui, &text, "↺ Start again") {
+                self.start();
+            }
+        }
+        let Some(c) = &s.config else {
+            ui.label(match s.status {
+                TrainStatus::Loading => "loading the data…",
+                _ => "Configure a run on the left and press Start. Training runs in the background: the other views stay live.",
+            });
+            return;
+        };
+        let total = s.steps_per_epoch * c.epochs;
+        let progress = f64::from(s.step) / f64::from(total.max(1));
+        ui.horizontal(|ui| {
+            ui.add(
+                egui::ProgressBar::new(progress as f32)
+                    .desired_width(ui.available_width() * 0.5)
+                    .text(format!(
+                        "epoch {}/{} · step {}/{}",
+                        s.epoch.min(c.epochs),
+                        c.epochs,
+                        s.step,
+                        total
+                    )),
+            );
+            ui.label(format!(
+                "{:?} · {} parameters · {:.0} images/s{}",
+                s.status,
+                s.parameters,
+                s.images_per_s,
+                s.eta_s
+                    .map(|e| format!(" · ETA {}", eta(e)))
+                    .unwrap_or_default()
+            ));
+        });
+        let spacing = ui.spacing().item_spacing.x;
+        let available = ui.available_size();
+        let w = (available.x - 2.0 * spacing) / 3.0;
+        let h = ((available.y - 3.0 * spacing - 60.0) / 2.0).clamp(80.0, 300.0);
+        let epochs: Vec<f64> = s.history.iter().map(|r| f64::from(r.epoch)).collect();
+        let curve =
+            |f: &dyn Fn(&crate::train::trainer::EpochRow) -> Option<f64>| -> PlotPoints<'static> {
+                s.history
+                    .iter()
+                    .zip(&epochs)
+                    .filter_map(|(r, &e)| f(r).filter(|v| v.is_finite()).map(|v| [e, v]))
+                    .collect()
+            };
+        ui.horizontal(|ui| {
+            small_plot("train loss", w, h)
+                .x_axis_label("step")
+                .include_y(0.0)
+                .show(ui, |p| {
+                    p.line(
+                        Line::new("training loss", PlotPoints::from(s.losses.clone()))
+                            .color(ACCENT),
+                    );
+                });
+            small_plot("test accuracy", w, h)
+                .x_axis_label("epoch")
+                .show(ui, |p| {
+                    p.line(
+                        Line::new("current network", curve(&|r| Some(r.single.accuracy)))
+                            .color(SINGLE),
+                    );
+                    p.line(
+                        Line::new(
+                            "posterior predictive",
+                            curve(&|r| r.ensemble.as_ref().map(|e| e.accuracy)),
+                        )
+                        .color(ACCENT),
+                    );
+                });
+            small_plot("test nll", w, h)
+                .x_axis_label("epoch")
+                .include_y(0.0)
+                .show(ui, |p| {
+                    p.line(
+                        Line::new("current network NLL", curve(&|r| Some(r.single.nll)))
+                            .color(SINGLE),
+                    );
+                    p.line(
+                        Line::new(
+                            "posterior predictive NLL",
+                            curve(&|r| r.ensemble.as_ref().map(|e| e.nll)),
+                        )
+                        .color(ACCENT),
+                    );
+                });
+        });
+        ui.horizontal(|ui| {
+            small_plot("layer temperature", w, h)
+                .x_axis_label("epoch")
+                .show(ui, |p| {
+                    let layers = s.history.last().map_or(0, |r| r.layers.len());
+                    for l in 0..layers {
+                        let name = s
+                            .history
+                            .last()
+                            .map(|r| r.layers[l].0.clone())
+                            .unwrap_or_default();
+                        p.line(Line::new(
+                            format!("⟨pK'⟩ {name}"),
+                            curve(&|r| r.layers.get(l).map(|x| x.1)),
+                        ));
+                    }
+                    if layers > 0 {
+                        p.hline(HLine::new("target T", c.atmc.temperature).color(TRUTH));
+                    }
+                });
+            small_plot("layer xi", w, h)
+                .x_axis_label("epoch")
+                .show(ui, |p| {
+                    let layers = s.history.last().map_or(0, |r| r.layers.len());
+                    for l in 0..layers {
+                        let name = s
+                            .history
+                            .last()
+                            .map(|r| r.layers[l].0.clone())
+                            .unwrap_or_default();
+                        p.line(Line::new(
+                            format!("ξ {name}"),
+                            curve(&|r| r.layers.get(l).map(|x| x.2)),
+                        ));
+                    }
+                });
+            let bars: Vec<Bar> = s
+                .reliability
+                .iter()
+                .filter(|b| b.count > 0)
+                .map(|b| Bar::new(0.5 * (b.lower + b.upper), b.accuracy).width(b.upper - b.lower))
+                .collect();
+            fixed_plot("train reliability", w, h)
+                .include_x(0.0)
+                .include_x(1.0)
+                .include_y(0.0)
+                .include_y(1.0)
+                .x_axis_label("confidence (test set)")
+                .y_axis_label("accuracy")
+                .show(ui, |p| {
+                    p.bar_chart(BarChart::new("reliability", bars).color(ACCENT));
+                    p.line(
+                        Line::new(
+                            "perfect calibration",
+                            PlotPoints::from(vec![[0.0, 0.0], [1.0, 1.0]]),
+                        )
+                        .color(TRUTH),
+                    );
+                });
+        });
+        if let Some(last) = s.history.last() {
+            let ensemble = last
+                .ensemble
+                .as_ref()
+                .map(|e| {
+                    format!(
+                        " · posterior predictive ({} samples): {:.2}%, NLL {:.3}, ECE {:.3}",
+                        last.samples,
+                        100.0 * e.accuracy,
+                        e.nll,
+                        e.ece
+                    )
+                })
+                .unwrap_or_default();
+            ui.label(format!(
+                "after epoch {}: current network {:.2}%, NLL {:.3}, ECE {:.3}{ensemble}",
+                last.epoch,
+                100.0 * last.single.accuracy,
+                last.single.nll,
+                last.single.ece
+            ));
+        }
+    }
+}
+
+/// `1 h 05 min`, `3 min 20 s`, `12 s`.
+fn eta(seconds: f64) -> String {
+    let s = seconds.max(0.0) as u64;
+    if s >= 3600 {
+        format!("{} h {:02} min", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{} min {:02} s", s / 60, s % 60)
+    } else {
+        format!("{s} s")
+    }
+}

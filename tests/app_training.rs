@@ -1,0 +1,142 @@
+//! The ResNet++ panel driven as a user would, offscreen, on a small generated data set in
+//! Fashion-MNIST's IDX format: start, watch it finish in the background, resume from the
+//! checkpoint.
+
+use atmc_lab::app::screenshot::harness;
+use atmc_lab::app::training::session::TrainStatus;
+use atmc_lab::app::{AtmcApp, Workspace};
+use atmc_lab::engine::BackendChoice;
+use atmc_lab::preset::Preset;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+type AppHarness = Harness<'static, Option<AtmcApp>>;
+
+/// Writes gzipped IDX files of `n` 12×12 images: class 0 bright on the left, class 1 on the
+/// right.
+fn write_idx(dir: &Path, stem: &str, n: usize) {
+    let mut images = vec![0, 0, 8, 3];
+    for v in [n as u32, 12, 12] {
+        images.extend(v.to_be_bytes());
+    }
+    let mut labels = vec![0, 0, 8, 1];
+    labels.extend((n as u32).to_be_bytes());
+    for i in 0..n {
+        let label = (i % 2) as u8;
+        for _ in 0..12 {
+            for x in 0..12 {
+                let left = x < 6;
+                images.push(if left == (label == 0) { 220 } else { 30 } + (i % 7) as u8);
+            }
+        }
+        labels.push(label);
+    }
+    for (name, bytes) in [
+        (format!("{stem}-images-idx3-ubyte.gz"), images),
+        (format!("{stem}-labels-idx1-ubyte.gz"), labels),
+    ] {
+        let mut e = flate2::write::GzEncoder::new(
+            std::fs::File::create(dir.join(name)).unwrap(),
+            flate2::Compression::fast(),
+        );
+        e.write_all(&bytes).unwrap();
+        e.finish().unwrap();
+    }
+}
+
+fn run_until(h: &mut AppHarness, seconds: u64, what: &str, done: impl Fn(TrainStatus) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    loop {
+        h.step();
+        let status = h
+            .state()
+            .as_ref()
+            .and_then(|a| a.training.as_ref())
+            .map(|t| t.session().with_snapshot(|s| s.status));
+        if status.is_some_and(&done) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {status:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn train_in_the_background_and_resume_from_the_checkpoint() {
+    let dir = std::env::temp_dir().join(format!("atmc-lab-app-train-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    write_idx(&dir, "train", 256);
+    write_idx(&dir, "t10k", 64);
+    let checkpoint = dir.join("ckpt");
+
+    let mut h = harness(
+        Preset::default_preset(),
+        [1280, 720],
+        1.0,
+        BackendChoice::Cpu,
+    );
+    h.get_by_label("ResNet++ training").click();
+    h.run_steps(2);
+    {
+        let app = h.state_mut().as_mut().unwrap();
+        assert_eq!(app.workspace, Workspace::Training);
+        let panel = app.training.as_mut().unwrap();
+        panel.config.data = dir.clone();
+        panel.config.width = 4;
+        panel.config.epochs = 2;
+        panel.config.batch_size = 32;
+        panel.config.atmc.h = 0.01;
+        panel.checkpoint = checkpoint.display().to_string();
+    }
+    h.get_by_label("▶ Start training").click();
+    run_until(&mut h, 120, "the run to finish", |s| {
+        s == TrainStatus::Finished
+    });
+    h.run_steps(3);
+    h.get_by_label_contains("after epoch 2");
+    let s = h
+        .state()
+        .as_ref()
+        .unwrap()
+        .training
+        .as_ref()
+        .unwrap()
+        .session()
+        .snapshot();
+    assert_eq!(s.history.len(), 2);
+    assert!(
+        s.history[1].ensemble.is_some(),
+        "ATMC collected posterior samples"
+    );
+    assert!(checkpoint.join("train.ckpt").is_file());
+
+    // Another run into the same folder is refused: the checkpoint is not overwritten.
+    h.get_by_label("▶ Start training").click();
+    run_until(&mut h, 30, "the refusal", |s| s == TrainStatus::Failed);
+    h.run_steps(2);
+    h.get_by_label_contains("--resume");
+
+    // Resuming the finished run loads it as it was.
+    h.get_by_label("Resume from it").click();
+    run_until(&mut h, 30, "the resumed run", |s| {
+        s == TrainStatus::Finished
+    });
+    let resumed = h
+        .state()
+        .as_ref()
+        .unwrap()
+        .training
+        .as_ref()
+        .unwrap()
+        .session()
+        .snapshot();
+    assert_eq!(resumed.history, s.history);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
