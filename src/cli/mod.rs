@@ -77,11 +77,29 @@ enum XiUpdateArg {
     Overwrite,
 }
 
+impl From<XiUpdateArg> for XiUpdate {
+    fn from(v: XiUpdateArg) -> Self {
+        match v {
+            XiUpdateArg::Accumulate => XiUpdate::Accumulate,
+            XiUpdateArg::Overwrite => XiUpdate::Overwrite,
+        }
+    }
+}
+
 /// ATMC's noise mass factor on the command line.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum NoiseMassArg {
     With,
     Without,
+}
+
+impl From<NoiseMassArg> for NoiseMass {
+    fn from(v: NoiseMassArg) -> Self {
+        match v {
+            NoiseMassArg::With => NoiseMass::With,
+            NoiseMassArg::Without => NoiseMass::Without,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -316,16 +334,10 @@ fn apply_sampler_overrides(s: &mut SamplerSpec, args: &RunArgs) -> Result<(), Fa
         s.friction_sign = checked(ranges::FRICTION_SIGN, v)?;
     }
     if let Some(v) = args.xi_update {
-        s.xi_update = match v {
-            XiUpdateArg::Accumulate => XiUpdate::Accumulate,
-            XiUpdateArg::Overwrite => XiUpdate::Overwrite,
-        };
+        s.xi_update = v.into();
     }
     if let Some(v) = args.noise_mass {
-        s.noise_mass = match v {
-            NoiseMassArg::With => NoiseMass::With,
-            NoiseMassArg::Without => NoiseMass::Without,
-        };
+        s.noise_mass = v.into();
     }
     Ok(())
 }

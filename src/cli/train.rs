@@ -52,6 +52,15 @@ pub struct TrainArgs {
     /// ATMC friction sign: +1 correct, −1 as printed.
     #[arg(long)]
     friction_sign: Option<f64>,
+    /// ATMC thermostat update: accumulate (correct) or overwrite (as printed).
+    #[arg(long, value_enum)]
+    xi_update: Option<super::XiUpdateArg>,
+    /// ATMC noise mass factor: with m (correct) or without (as printed).
+    #[arg(long, value_enum)]
+    noise_mass: Option<super::NoiseMassArg>,
+    /// Hyperbolic kinetic energy with this speed limit c (default: Gaussian).
+    #[arg(long)]
+    speed: Option<f64>,
     /// Cycles of ATMC's cyclical step size (0: constant; samples at the end of each cycle).
     #[arg(long, default_value_t = 0)]
     cycles: u32,
@@ -141,6 +150,18 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
             s.friction_sign = crate::math::ranges::FRICTION_SIGN
                 .check(v)
                 .map_err(anyhow::Error::msg)?;
+        }
+        if let Some(v) = args.xi_update {
+            s.xi_update = v.into();
+        }
+        if let Some(v) = args.noise_mass {
+            s.noise_mass = v.into();
+        }
+        if let Some(c) = args.speed {
+            let c = crate::math::ranges::SPEED
+                .check(c)
+                .map_err(anyhow::Error::msg)?;
+            s.kinetic = crate::math::Kinetic::Hyperbolic { c };
         }
         let started = Instant::now();
         let data = Arc::new(load(config.dataset, &config.data)?);

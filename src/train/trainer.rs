@@ -162,7 +162,8 @@ pub struct Trainer {
     samples: u32,
     /// One row per finished epoch.
     pub history: Vec<EpochRow>,
-    /// Step at which the parameters diverged (the printed integrator), if they did.
+    /// Step at which the parameters diverged (the printed integrator, or SGD with too large a
+    /// learning rate), if they did.
     pub diverged_at: Option<u32>,
     /// Reliability diagram of the latest evaluation (ensemble when there is one).
     pub reliability: Vec<ReliabilityBin>,
@@ -357,7 +358,13 @@ impl Trainer {
                     self.diverged_at = Some(atmc.state.step);
                 }
             }
-            Opt::Sgd(sgd) => sgd.step(&mut self.theta, &grad),
+            Opt::Sgd(sgd) => {
+                sgd.step(&mut self.theta, &grad);
+                // SGD blows up too when its learning rate is too large: stop the same way.
+                if !loss_value.is_finite() || self.theta.iter().any(|t| !t.is_finite()) {
+                    self.diverged_at = Some(sgd.step);
+                }
+            }
         }
         self.loss_sum += loss_value;
         self.loss_batches += 1;

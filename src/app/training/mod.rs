@@ -7,7 +7,7 @@ pub mod session;
 
 use super::controls::slider;
 use super::plots::{fixed_plot, small_plot};
-use crate::math::ranges;
+use crate::math::{Kinetic, NoiseMass, XiUpdate, ranges};
 use crate::train::data::{DEBIAN_FASHION_MNIST, DatasetKind};
 use crate::train::trainer::{OptimizerKind, TrainConfig};
 use egui::{Color32, RichText, Slider, Ui};
@@ -200,6 +200,26 @@ impl TrainingPanel {
                         .step_by(0.05),
                 )
                 .on_hover_text("+1 correct, −1 as printed in the paper");
+                ui.horizontal(|ui| {
+                    ui.label("thermostat");
+                    ui.selectable_value(&mut s.xi_update, XiUpdate::Accumulate, "accumulate");
+                    ui.selectable_value(&mut s.xi_update, XiUpdate::Overwrite, "overwrite");
+                });
+                ui.horizontal(|ui| {
+                    ui.label("noise mass");
+                    ui.selectable_value(&mut s.noise_mass, NoiseMass::With, "with m");
+                    ui.selectable_value(&mut s.noise_mass, NoiseMass::Without, "without m");
+                });
+                let mut hyperbolic = matches!(s.kinetic, Kinetic::Hyperbolic { .. });
+                ui.checkbox(&mut hyperbolic, "hyperbolic kinetic energy (|θ̇| ≤ c)");
+                match (&mut s.kinetic, hyperbolic) {
+                    (Kinetic::Hyperbolic { c }, true) => {
+                        slider(ui, c, ranges::SPEED, 1e-3, 10.0, true, "speed limit c");
+                    }
+                    (Kinetic::Gaussian, true) => s.kinetic = Kinetic::Hyperbolic { c: 0.1 },
+                    (Kinetic::Hyperbolic { .. }, false) => s.kinetic = Kinetic::Gaussian,
+                    (Kinetic::Gaussian, false) => {}
+                }
                 slider(
                     ui,
                     &mut c.prior_scale,
