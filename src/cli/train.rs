@@ -43,9 +43,12 @@ pub struct TrainArgs {
     /// ATMC step size h.
     #[arg(long)]
     h: Option<f64>,
-    /// ATMC friction floor D.
+    /// ATMC friction floor D (with --mass; by default m and D follow h and N: see README).
     #[arg(long = "D")]
     friction_floor: Option<f64>,
+    /// ATMC mass m (with --D; by default m and D follow h and N).
+    #[arg(long)]
+    mass: Option<f64>,
     /// ATMC temperature T.
     #[arg(long)]
     temperature: Option<f64>,
@@ -76,6 +79,9 @@ pub struct TrainArgs {
     /// Only the first N test images (0: all).
     #[arg(long, default_value_t = 0)]
     test_limit: usize,
+    /// Train without random crops and flips.
+    #[arg(long)]
+    no_augment: bool,
     /// Folder of the checkpoint (written after every epoch).
     #[arg(long)]
     checkpoint: Option<PathBuf>,
@@ -134,6 +140,7 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
         config.sgd_lr = args.lr;
         config.train_limit = args.train_limit;
         config.test_limit = args.test_limit;
+        config.augment = !args.no_augment;
         let s = &mut config.atmc;
         if let Some(v) = args.h {
             s.h = crate::math::ranges::STEP_SIZE
@@ -141,8 +148,16 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
                 .map_err(anyhow::Error::msg)?;
         }
         if let Some(v) = args.friction_floor {
-            s.friction_floor = v;
+            s.friction_floor = crate::math::ranges::FRICTION_FLOOR
+                .check(v)
+                .map_err(anyhow::Error::msg)?;
         }
+        if let Some(v) = args.mass {
+            s.mass = crate::math::ranges::MASS
+                .check(v)
+                .map_err(anyhow::Error::msg)?;
+        }
+        config.atmc_auto_scale = args.mass.is_none() && args.friction_floor.is_none();
         if let Some(v) = args.temperature {
             s.temperature = v;
         }

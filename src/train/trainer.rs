@@ -69,13 +69,23 @@ pub struct TrainConfig {
     pub test_limit: usize,
     /// Random crops and flips.
     pub augment: bool,
+    /// Set ATMC's mass and friction floor from h and the number of training images N so that,
+    /// thermostat aside, ATMC moves like SGD with momentum 0.9 at learning rate
+    /// [`ATMC_EQUIVALENT_LR`] on the mean loss: m = h²N/η, D = −ln(0.9)/h. (With m = 1 the
+    /// N-scaled gradient makes any usable h explode the network.) The run records the values.
+    #[serde(default)]
+    pub atmc_auto_scale: bool,
 }
+
+/// The SGD learning rate ATMC's automatic scaling imitates (see
+/// [`TrainConfig::atmc_auto_scale`]).
+pub const ATMC_EQUIVALENT_LR: f64 = 0.02;
 
 impl TrainConfig {
     /// The defaults of `atmc-lab train` for a data set at `data`.
     pub fn new(dataset: DatasetKind, data: PathBuf, optimizer: OptimizerKind) -> Self {
         let mut atmc = SamplerSpec::new(SamplerKind::Atmc);
-        atmc.h = 0.002;
+        atmc.h = 0.01;
         Self {
             dataset,
             data,
@@ -96,6 +106,7 @@ impl TrainConfig {
             train_limit: 0,
             test_limit: 0,
             augment: true,
+            atmc_auto_scale: true,
         }
     }
 }
@@ -183,7 +194,7 @@ fn cross_entropy(logits: Tensor<2>, labels: &[u8], device: &Device) -> Tensor<1>
 
 impl Trainer {
     /// A fresh run on `data` (already loaded; see [`super::data::load`]).
-    pub fn new(config: TrainConfig, data: Arc<ImageData>) -> anyhow::Result<Self> {
+    pub fn new(mut config: TrainConfig, data: Arc<ImageData>) -> anyhow::Result<Self> {
         let limit = |set: &ImageSet, n: usize| {
             if n == 0 {
                 set.clone()
@@ -195,6 +206,12 @@ impl Trainer {
         let test = limit(&data.test, config.test_limit);
         if train.is_empty() || test.is_empty() {
             bail!("no training or test images");
+        }
+        if config.atmc_auto_scale {
+            let h = config.atmc.h;
+            config.atmc.mass = h * h * train.len() as f64 / ATMC_EQUIVALENT_LR;
+            config.atmc.friction_floor = -(0.9f64.ln()) / h;
+            config.atmc_auto_scale = false;
         }
         let model_config = ResNetConfig {
             depth: config.depth,
@@ -543,7 +560,8 @@ impl Trainer {
                 "samples": self.samples,
                 "loss_sum": self.loss_sum,
                 "loss_batches": self.loss_batches,
-                "history": self.history,
+                // RON keeps the NaN of a diverged run, which JSON cannot.
+                "history": ron::to_string(&self.history).expect("history serialises"),
                 "diverged_at": self.diverged_at,
             }),
             arrays,
@@ -585,7 +603,8 @@ impl Trainer {
         t.samples = h["samples"].as_u64().context("samples")? as u32;
         t.loss_sum = h["loss_sum"].as_f64().unwrap_or(0.0);
         t.loss_batches = h["loss_batches"].as_u64().unwrap_or(0) as u32;
-        t.history = serde_json::from_value(h["history"].clone()).context("history")?;
+        t.history = ron::from_str(h["history"].as_str().context("history")?)
+            .context("the checkpoint's history")?;
         t.diverged_at = serde_json::from_value(h["diverged_at"].clone()).unwrap_or(None);
         t.order = epoch_order(t.train.len(), t.config.seed, t.epoch);
         Ok(t)

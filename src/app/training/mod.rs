@@ -32,12 +32,11 @@ impl TrainingPanel {
     /// An idle panel, ready for Fashion-MNIST where Debian installs it.
     pub fn new(ctx: &egui::Context) -> Self {
         let repaint = ctx.clone();
-        let mut config = TrainConfig::new(
+        let config = TrainConfig::new(
             DatasetKind::FashionMnist,
             PathBuf::from(DEBIAN_FASHION_MNIST),
             OptimizerKind::Atmc,
         );
-        config.atmc.h = 0.0015;
         Self {
             session: TrainSession::start(move || repaint.request_repaint()),
             config,
@@ -176,15 +175,23 @@ impl TrainingPanel {
                     true,
                     "step size h",
                 );
-                slider(
-                    ui,
-                    &mut s.friction_floor,
-                    ranges::FRICTION_FLOOR,
-                    0.0,
-                    20.0,
-                    false,
-                    "friction floor D",
+                ui.checkbox(
+                    &mut c.atmc_auto_scale,
+                    "m and D from h and N (like SGD at lr 0.02, momentum 0.9)",
                 );
+                let s = &mut c.atmc;
+                if !c.atmc_auto_scale {
+                    slider(ui, &mut s.mass, ranges::MASS, 0.01, 1e5, true, "mass m");
+                    slider(
+                        ui,
+                        &mut s.friction_floor,
+                        ranges::FRICTION_FLOOR,
+                        0.0,
+                        100.0,
+                        true,
+                        "friction floor D",
+                    );
+                }
                 slider(
                     ui,
                     &mut s.temperature,
