@@ -55,8 +55,8 @@ fn run_until(h: &mut AppHarness, seconds: u64, what: &str, done: impl Fn(TrainSt
             .state()
             .as_ref()
             .and_then(|a| a.training.as_ref())
-            .map(|t| t.session().with_snapshot(|s| s.status));
-        if status.is_some_and(&done) {
+            .map(|t| t.session().with_snapshot(|s| (s.status, s.message.clone())));
+        if status.as_ref().is_some_and(|(s, _)| done(*s)) {
             return;
         }
         assert!(
@@ -76,9 +76,10 @@ fn train_in_the_background_and_resume_from_the_checkpoint() {
     write_idx(&dir, "t10k", 64);
     let checkpoint = dir.join("ckpt");
 
+    // Tall enough that the checkpoint controls at the bottom of the panel are on screen.
     let mut h = harness(
         Preset::default_preset(),
-        [1280, 720],
+        [1280, 1100],
         1.0,
         BackendChoice::Cpu,
     );
