@@ -80,7 +80,7 @@ fn atmc_second_half(c: Coord, g: f32, z: f32, h: f32, t: f32) -> Coord {
 }
 
 fn sgld_update(theta: f32, g: f32, z: f32, h: f32, t: f32) -> f32 {
-    return theta - h * g + sqrt(2.0 * h * t) * z;
+    return theta + (-h * g + sqrt(2.0 * h * t) * z);
 }
 
 fn sghmc_update(c: Coord, g: f32, z: f32, h: f32, t: f32) -> Coord {

@@ -161,3 +161,13 @@ fn a_resumed_run_continues_exactly() {
     assert_eq!(rows(&a), rows(&b));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn cyclical_runs_sample_at_the_end_of_every_cycle() {
+    // 4 epochs of 32 batches: 128 steps in 3 cycles of ⌈128/3⌉ = 43; the last one is short.
+    let mut c = config(OptimizerKind::Atmc);
+    c.cycles = 3;
+    let t = train(Trainer::new(c, data()).unwrap());
+    assert_eq!(t.step_count(), 128);
+    assert_eq!(t.history.last().unwrap().samples, 3);
+}

@@ -159,7 +159,9 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
         }
         config.atmc_auto_scale = args.mass.is_none() && args.friction_floor.is_none();
         if let Some(v) = args.temperature {
-            s.temperature = v;
+            s.temperature = crate::math::ranges::TEMPERATURE
+                .check(v)
+                .map_err(anyhow::Error::msg)?;
         }
         if let Some(v) = args.friction_sign {
             s.friction_sign = crate::math::ranges::FRICTION_SIGN

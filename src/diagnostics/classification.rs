@@ -21,7 +21,7 @@ pub const NLL_PROBABILITY_FLOOR: f64 = 1e-12;
 
 /// One bar of the reliability diagram: the examples whose confidence (largest probability)
 /// lies in `[lower, upper)` (the last bin includes 1).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReliabilityBin {
     /// Lower confidence bound.
     pub lower: f64,

@@ -38,7 +38,8 @@ const LOOP_BUDGET: u32 = 50_000;
 /// components, the logistic minibatch with its Philox draws.
 fn loop_iterations_per_step(model: &Model) -> u32 {
     let batch = match &model.target {
-        Target::Logistic(l) => 4 * l.batch_size,
+        // Each example: the likelihood term and its own Philox call of 10 rounds.
+        Target::Logistic(l) => 11 * l.batch_size,
         _ => 0,
     };
     // Three Philox calls of 10 rounds, two loops over 25 components, slack.

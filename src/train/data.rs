@@ -361,7 +361,16 @@ fn parse_idx_images(path: &Path, b: &[u8]) -> anyhow::Result<(usize, usize, usiz
         be_u32(b, 8) as usize,
         be_u32(b, 12) as usize,
     );
-    let expected = 16 + n * rows * cols;
+    let expected = n
+        .checked_mul(rows)
+        .and_then(|v| v.checked_mul(cols))
+        .and_then(|v| v.checked_add(16))
+        .ok_or_else(|| {
+            anyhow!(
+                "{}: impossible IDX header ({n} × {rows} × {cols})",
+                path.display()
+            )
+        })?;
     if b.len() != expected {
         bail!(
             "{}: {} bytes after decompression, expected {expected} ({n} images of {rows}×{cols} \

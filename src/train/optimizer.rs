@@ -93,6 +93,13 @@ impl Atmc {
     /// Finishes the current step with `grad` (the stochastic gradient of L at `theta`, the
     /// step's midpoint) and starts the next one.
     pub fn step(&mut self, theta: &mut [f32], grad: &[f32]) {
+        self.finish(theta, grad);
+        self.begin_next(theta);
+    }
+
+    /// The second half of the current step: `theta` is then the step's end point (where
+    /// posterior samples are taken).
+    pub fn finish(&mut self, theta: &mut [f32], grad: &[f32]) {
         assert_eq!(theta.len(), grad.len());
         let sp = self.sampler;
         let step = self.state.step;
@@ -121,6 +128,10 @@ impl Atmc {
             }
         }
         self.state.step = step + 1;
+    }
+
+    /// The first half of the next step, before its gradient.
+    pub fn begin_next(&mut self, theta: &mut [f32]) {
         self.first_half(theta);
     }
 

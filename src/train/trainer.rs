@@ -9,7 +9,7 @@ use super::optimizer::{Atmc, AtmcState, SgdMomentum};
 use super::params::{Layout, flat_gradients, flatten, unflatten};
 use super::resnet::{ResNetConfig, ResNetPP};
 use crate::diagnostics::classification::{ClassMetrics, ClassificationAccumulator, ReliabilityBin};
-use crate::math::{SamplerKind, SamplerSpec, ScheduleSpec};
+use crate::math::{SamplerKind, SamplerSpec, ScheduleSpec, ranges};
 use anyhow::{Context, bail};
 use burn::module::Module;
 use burn::optim::GradientsParams;
@@ -213,6 +213,20 @@ impl Trainer {
             config.atmc.friction_floor = -(0.9f64.ln()) / h;
             config.atmc_auto_scale = false;
         }
+        if config.optimizer == OptimizerKind::Atmc {
+            // What a checkpoint stores must parse back: the same ranges as presets.
+            let a = &config.atmc;
+            for (range, v) in [
+                (ranges::MASS, a.mass),
+                (ranges::FRICTION_FLOOR, a.friction_floor),
+                (ranges::TEMPERATURE, a.temperature),
+                (ranges::STEP_SIZE, a.h),
+            ] {
+                range.check(v).map_err(|m| {
+                    anyhow::anyhow!("{m} (m and D follow h and N unless set: choose another h)")
+                })?;
+            }
+        }
         let model_config = ResNetConfig {
             depth: config.depth,
             width: config.width,
@@ -370,7 +384,7 @@ impl Trainer {
                 for (g, t) in grad.iter_mut().zip(&self.theta) {
                     *g = n * *g + precision * t;
                 }
-                atmc.step(&mut self.theta, &grad);
+                atmc.finish(&mut self.theta, &grad);
                 if atmc.diverged(&self.theta) || !loss_value.is_finite() {
                     self.diverged_at = Some(atmc.state.step);
                 }
@@ -387,15 +401,20 @@ impl Trainer {
         self.loss_batches += 1;
         self.batch += 1;
         self.epoch_seconds += start.elapsed().as_secs_f64();
-        let mut epoch_done = false;
+        // Samples and evaluations see θ at the end of the step, before the next step's half
+        // step (which, at a cycle's start, moves at the largest h).
         if self.cycle_ends() && self.diverged_at.is_none() {
             self.collect_sample()?;
         }
+        let mut epoch_done = false;
         if self.batch == self.steps_per_epoch() {
             self.end_epoch()?;
             epoch_done = true;
         } else if self.diverged_at.is_some() {
             self.end_epoch()?;
+        }
+        if let Opt::Atmc(atmc) = &mut self.opt {
+            atmc.begin_next(&mut self.theta);
         }
         Ok(StepReport {
             loss: loss_value,
@@ -408,8 +427,10 @@ impl Trainer {
     fn cycle_ends(&self) -> bool {
         match &self.opt {
             Opt::Atmc(a) => {
+                // ⌈K/M⌉ steps per cycle: the last cycle may end with the run, short.
                 let len = a.schedule.cycle_len;
-                len > 0 && a.state.step.is_multiple_of(len)
+                let total = self.steps_per_epoch() * self.config.epochs;
+                len > 0 && (a.state.step.is_multiple_of(len) || a.state.step == total)
             }
             Opt::Sgd(_) => false,
         }
@@ -563,6 +584,7 @@ impl Trainer {
                 // RON keeps the NaN of a diverged run, which JSON cannot.
                 "history": ron::to_string(&self.history).expect("history serialises"),
                 "diverged_at": self.diverged_at,
+                "reliability": self.reliability,
             }),
             arrays,
         }
@@ -606,6 +628,7 @@ impl Trainer {
         t.history = ron::from_str(h["history"].as_str().context("history")?)
             .context("the checkpoint's history")?;
         t.diverged_at = serde_json::from_value(h["diverged_at"].clone()).unwrap_or(None);
+        t.reliability = serde_json::from_value(h["reliability"].clone()).unwrap_or_default();
         t.order = epoch_order(t.train.len(), t.config.seed, t.epoch);
         Ok(t)
     }

@@ -248,8 +248,8 @@ impl<R: Fn()> Worker<R> {
                 } else if let Err(e) = self.update_models() {
                     // A new data set with another number of classes changes the output
                     // layer: start over with new networks.
-                    self.notice = Some(e);
                     self.allocate();
+                    self.notice = Some(format!("{e}: the networks started over"));
                 } else if reset {
                     self.reset();
                 } else {

@@ -222,7 +222,9 @@ impl<R: Fn()> Worker<R> {
                     .iter()
                     .map(|r| [f64::from(r.step), r.train_loss])
                     .collect();
-                self.status = if t.finished() {
+                self.status = if t.diverged_at.is_some() {
+                    TrainStatus::Diverged
+                } else if t.finished() {
                     TrainStatus::Finished
                 } else {
                     TrainStatus::Running
