@@ -115,3 +115,40 @@ pub fn marginal(
         }
     });
 }
+
+/// A reliability diagram: accuracy per confidence bin (bins without examples left out)
+/// against the diagonal of perfect calibration. No legend: it is small and says what it is.
+pub(crate) fn reliability_diagram(
+    ui: &mut Ui,
+    id: &str,
+    bins: &[crate::diagnostics::classification::ReliabilityBin],
+    width: f32,
+    height: f32,
+) {
+    let bars: Vec<egui_plot::Bar> = bins
+        .iter()
+        .filter(|b| b.count > 0)
+        .map(|b| {
+            egui_plot::Bar::new(0.5 * (b.lower + b.upper), b.accuracy)
+                .width(b.upper - b.lower)
+                .name(format!("{} examples", b.count))
+        })
+        .collect();
+    fixed_plot(id, width, height)
+        .include_x(0.0)
+        .include_x(1.0)
+        .include_y(0.0)
+        .include_y(1.0)
+        .x_axis_label("confidence (test set)")
+        .y_axis_label("accuracy")
+        .show(ui, |plot| {
+            plot.bar_chart(egui_plot::BarChart::new("accuracy", bars).color(ACCENT));
+            plot.line(
+                Line::new(
+                    "perfect calibration",
+                    PlotPoints::from(vec![[0.0, 0.0], [1.0, 1.0]]),
+                )
+                .color(TRUTH),
+            );
+        });
+}

@@ -7,7 +7,7 @@ pub mod session;
 
 use super::colormap::Colormap;
 use super::controls::{self, Actions, slider};
-use super::plots::{fixed_plot, small_plot};
+use super::plots::{reliability_diagram, small_plot};
 use crate::diagnostics::classification::ClassMetrics;
 use crate::engine::BackendChoice;
 use crate::math::mlp::{Activation, Architecture, MAX_HIDDEN_LAYERS, MAX_WIDTH};
@@ -236,7 +236,15 @@ impl MlpPanel {
             ui.vertical(|ui| {
                 ui.set_width(table_width);
                 metrics_table(ui, s, self.preset.view.focus_chain);
-                reliability(ui, s, table_width, (side - 100.0).max(60.0));
+                if let Some(e) = &s.evaluation {
+                    reliability_diagram(
+                        ui,
+                        "mlp reliability",
+                        &e.reliability,
+                        table_width,
+                        (side - 100.0).max(60.0),
+                    );
+                }
             });
         });
         let rest = ui.available_size();
@@ -587,41 +595,6 @@ fn metrics_table(ui: &mut Ui, s: &MlpSnapshot, focus: u32) {
             if let Some(b) = &s.baseline {
                 row(ui, "SGD network", SGD, &b.test, &b.train);
             }
-        });
-}
-
-/// The reliability diagram of the posterior predictive on the test set.
-fn reliability(ui: &mut Ui, s: &MlpSnapshot, width: f32, height: f32) {
-    let Some(e) = &s.evaluation else {
-        return;
-    };
-    let bars: Vec<Bar> = e
-        .reliability
-        .iter()
-        .filter(|b| b.count > 0)
-        .map(|b| {
-            Bar::new(0.5 * (b.lower + b.upper), b.accuracy)
-                .width(b.upper - b.lower)
-                .name(format!("{} points", b.count))
-        })
-        .collect();
-    // No legend: the diagram is small and its bars say what they are.
-    fixed_plot("mlp reliability", width, height)
-        .include_x(0.0)
-        .include_x(1.0)
-        .include_y(0.0)
-        .include_y(1.0)
-        .x_axis_label("confidence (test set)")
-        .y_axis_label("accuracy")
-        .show(ui, |plot| {
-            plot.bar_chart(BarChart::new("posterior predictive", bars).color(ACCENT));
-            plot.line(
-                Line::new(
-                    "perfect calibration",
-                    PlotPoints::from(vec![[0.0, 0.0], [1.0, 1.0]]),
-                )
-                .color(TRUTH),
-            );
         });
 }
 

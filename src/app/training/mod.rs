@@ -6,12 +6,12 @@
 pub mod session;
 
 use super::controls::slider;
-use super::plots::{fixed_plot, small_plot};
+use super::plots::{reliability_diagram, small_plot};
 use crate::math::{Kinetic, NoiseMass, XiUpdate, ranges};
 use crate::train::data::{DEBIAN_FASHION_MNIST, DatasetKind};
 use crate::train::trainer::{OptimizerKind, TrainConfig};
 use egui::{Color32, RichText, Slider, Ui};
-use egui_plot::{Bar, BarChart, HLine, Line, PlotPoints};
+use egui_plot::{HLine, Line, PlotPoints};
 use session::{TrainCommand, TrainSession, TrainSnapshot, TrainStatus};
 use std::path::PathBuf;
 
@@ -380,64 +380,32 @@ impl TrainingPanel {
                 });
         });
         ui.horizontal(|ui| {
+            // One curve per layer group: (name, kinetic temperature, mean ξ) of each row.
+            let layer_lines = |p: &mut egui_plot::PlotUi<'_>,
+                               prefix: &str,
+                               pick: fn(&(String, f64, f64)) -> f64| {
+                let Some(last) = s.history.last() else {
+                    return;
+                };
+                for (l, (name, _, _)) in last.layers.iter().enumerate() {
+                    p.line(Line::new(
+                        format!("{prefix} {name}"),
+                        curve(&|r| r.layers.get(l).map(pick)),
+                    ));
+                }
+            };
             small_plot("layer temperature", w, h)
                 .x_axis_label("epoch")
                 .show(ui, |p| {
-                    let layers = s.history.last().map_or(0, |r| r.layers.len());
-                    for l in 0..layers {
-                        let name = s
-                            .history
-                            .last()
-                            .map(|r| r.layers[l].0.clone())
-                            .unwrap_or_default();
-                        p.line(Line::new(
-                            format!("⟨pK'⟩ {name}"),
-                            curve(&|r| r.layers.get(l).map(|x| x.1)),
-                        ));
-                    }
-                    if layers > 0 {
+                    layer_lines(p, "⟨pK'⟩", |x| x.1);
+                    if s.history.last().is_some_and(|r| !r.layers.is_empty()) {
                         p.hline(HLine::new("target T", c.atmc.temperature).color(TRUTH));
                     }
                 });
             small_plot("layer xi", w, h)
                 .x_axis_label("epoch")
-                .show(ui, |p| {
-                    let layers = s.history.last().map_or(0, |r| r.layers.len());
-                    for l in 0..layers {
-                        let name = s
-                            .history
-                            .last()
-                            .map(|r| r.layers[l].0.clone())
-                            .unwrap_or_default();
-                        p.line(Line::new(
-                            format!("ξ {name}"),
-                            curve(&|r| r.layers.get(l).map(|x| x.2)),
-                        ));
-                    }
-                });
-            let bars: Vec<Bar> = s
-                .reliability
-                .iter()
-                .filter(|b| b.count > 0)
-                .map(|b| Bar::new(0.5 * (b.lower + b.upper), b.accuracy).width(b.upper - b.lower))
-                .collect();
-            fixed_plot("train reliability", w, h)
-                .include_x(0.0)
-                .include_x(1.0)
-                .include_y(0.0)
-                .include_y(1.0)
-                .x_axis_label("confidence (test set)")
-                .y_axis_label("accuracy")
-                .show(ui, |p| {
-                    p.bar_chart(BarChart::new("reliability", bars).color(ACCENT));
-                    p.line(
-                        Line::new(
-                            "perfect calibration",
-                            PlotPoints::from(vec![[0.0, 0.0], [1.0, 1.0]]),
-                        )
-                        .color(TRUTH),
-                    );
-                });
+                .show(ui, |p| layer_lines(p, "ξ", |x| x.2));
+            reliability_diagram(ui, "train reliability", &s.reliability, w, h);
         });
         if let Some(last) = s.history.last() {
             let ensemble = last
