@@ -28,48 +28,46 @@ fn chain_of(a: Coord, b: Coord) -> Chain {
 
 // Advances one chain by one step; returns true when it diverged.
 fn model_step(chain: ptr<function, Chain>, rng: RngCounter) -> bool {
-    let ht = step_size_and_temperature(rng.step);
-    let h = ht.x;
-    let t = ht.y;
+    let phase = step_phase(rng.step);
     var a = coord_of(*chain, 0u);
     var b = coord_of(*chain, 1u);
     switch params.sampler_kind {
         case SAMPLER_ATMC: {
-            a = atmc_first_half(a, h, t);
-            b = atmc_first_half(b, h, t);
+            a = atmc_first_half(a, phase);
+            b = atmc_first_half(b, phase);
             let g = stochastic_gradient(vec2<f32>(a.theta, b.theta), rng);
             let z = rng_normal2(rng, STREAM_INJECTED, 0u);
-            a = atmc_second_half(a, g.x, z.x, h, t);
-            b = atmc_second_half(b, g.y, z.y, h, t);
+            a = atmc_second_half(a, g.x, z.x, phase);
+            b = atmc_second_half(b, g.y, z.y, phase);
         }
         case SAMPLER_SGLD: {
             let g = stochastic_gradient((*chain).theta, rng);
             let z = rng_normal2(rng, STREAM_INJECTED, 0u);
-            a.theta = sgld_update(a.theta, g.x, z.x, h, t);
-            b.theta = sgld_update(b.theta, g.y, z.y, h, t);
+            a.theta = sgld_update(a.theta, g.x, z.x, phase);
+            b.theta = sgld_update(b.theta, g.y, z.y, phase);
         }
         case SAMPLER_SGHMC: {
             let g = stochastic_gradient((*chain).theta, rng);
             let z = rng_normal2(rng, STREAM_INJECTED, 0u);
-            a = sghmc_update(a, g.x, z.x, h, t);
-            b = sghmc_update(b, g.y, z.y, h, t);
+            a = sghmc_update(a, g.x, z.x, phase);
+            b = sghmc_update(b, g.y, z.y, phase);
         }
         case SAMPLER_SGNHT: {
             let g = stochastic_gradient((*chain).theta, rng);
             let z = rng_normal2(rng, STREAM_INJECTED, 0u);
-            a = sgnht_update(a, g.x, z.x, h, t);
-            b = sgnht_update(b, g.y, z.y, h, t);
+            a = sgnht_update(a, g.x, z.x, phase);
+            b = sgnht_update(b, g.y, z.y, phase);
             var heat = vec2<f32>(a.s, b.s);
             if ((params.flags & FLAG_SGNHT_SHARED) != 0u) {
                 heat = vec2<f32>(0.5 * (heat.x + heat.y));
             }
-            a.xi = sgnht_thermostat(a.xi, heat.x, h);
-            b.xi = sgnht_thermostat(b.xi, heat.y, h);
+            a.xi = sgnht_thermostat(a.xi, heat.x, phase);
+            b.xi = sgnht_thermostat(b.xi, heat.y, phase);
         }
         default: {
             let g = stochastic_gradient((*chain).theta, rng);
-            a.theta = sgd_update(a.theta, g.x, h);
-            b.theta = sgd_update(b.theta, g.y, h);
+            a.theta = sgd_update(a.theta, g.x, phase);
+            b.theta = sgd_update(b.theta, g.y, phase);
         }
     }
     *chain = chain_of(a, b);

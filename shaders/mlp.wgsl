@@ -251,9 +251,9 @@ fn gradient_at(i: u32, chain: u32) -> f32 {
 // `MlpModel::advance` up to the gradient: ATMC's first half; every sampler clears the sum.
 fn sampler_first_half(chain: u32) {
     if (params.sampler_kind == SAMPLER_ATMC) {
-        let ht = step_size_and_temperature(slice.step);
+        let phase = step_phase(slice.step);
         for (var i = 0u; i < params.mlp_params; i++) {
-            store_coord(i, chain, atmc_first_half(load_coord(i, chain), ht.x, ht.y));
+            store_coord(i, chain, atmc_first_half(load_coord(i, chain), phase));
         }
     }
     zero_gradient(chain);
@@ -263,9 +263,7 @@ fn sampler_first_half(chain: u32) {
 fn sampler_second_half(chain: u32) -> bool {
     finish_gradient(chain);
     let rng = chain_rng(chain);
-    let ht = step_size_and_temperature(slice.step);
-    let h = ht.x;
-    let t = ht.y;
+    let phase = step_phase(slice.step);
     let n = params.mlp_params;
     var z4 = vec4<f32>(0.0);
     switch params.sampler_kind {
@@ -277,7 +275,7 @@ fn sampler_second_half(chain: u32) -> bool {
                 var c = load_coord(i, chain);
                 // p is unchanged since the first half: s there is s here.
                 c.s = kinetic_derivatives(c.p, params.mass, params.inv_mass, params.speed).s;
-                store_coord(i, chain, atmc_second_half(c, gradient_at(i, chain), z4[i % 4u], h, t));
+                store_coord(i, chain, atmc_second_half(c, gradient_at(i, chain), z4[i % 4u], phase));
             }
         }
         case SAMPLER_SGLD: {
@@ -286,7 +284,7 @@ fn sampler_second_half(chain: u32) -> bool {
                     z4 = rng_normal4(rng, STREAM_INJECTED, i / 4u);
                 }
                 let k = state_index(REGION_THETA, i, chain);
-                state[k] = sgld_update(state[k], gradient_at(i, chain), z4[i % 4u], h, t);
+                state[k] = sgld_update(state[k], gradient_at(i, chain), z4[i % 4u], phase);
             }
         }
         case SAMPLER_SGHMC: {
@@ -294,7 +292,7 @@ fn sampler_second_half(chain: u32) -> bool {
                 if (i % 4u == 0u) {
                     z4 = rng_normal4(rng, STREAM_INJECTED, i / 4u);
                 }
-                let c = sghmc_update(load_coord(i, chain), gradient_at(i, chain), z4[i % 4u], h, t);
+                let c = sghmc_update(load_coord(i, chain), gradient_at(i, chain), z4[i % 4u], phase);
                 store_coord(i, chain, c);
             }
         }
@@ -304,7 +302,7 @@ fn sampler_second_half(chain: u32) -> bool {
                 if (i % 4u == 0u) {
                     z4 = rng_normal4(rng, STREAM_INJECTED, i / 4u);
                 }
-                let c = sgnht_update(load_coord(i, chain), gradient_at(i, chain), z4[i % 4u], h, t);
+                let c = sgnht_update(load_coord(i, chain), gradient_at(i, chain), z4[i % 4u], phase);
                 store_coord(i, chain, c);
                 // The heat of each parameter replaces its gradient once used.
                 state[state_index(REGION_GRAD, i, chain)] = c.s;
@@ -314,13 +312,13 @@ fn sampler_second_half(chain: u32) -> bool {
             for (var i = 0u; i < n; i++) {
                 let heat = select(gradient_at(i, chain), heat_sum / f32(n), shared_xi);
                 let k = state_index(REGION_XI, i, chain);
-                state[k] = sgnht_thermostat(state[k], heat, h);
+                state[k] = sgnht_thermostat(state[k], heat, phase);
             }
         }
         default: {
             for (var i = 0u; i < n; i++) {
                 let k = state_index(REGION_THETA, i, chain);
-                state[k] = sgd_update(state[k], gradient_at(i, chain), h);
+                state[k] = sgd_update(state[k], gradient_at(i, chain), phase);
             }
         }
     }

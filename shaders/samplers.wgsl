@@ -2,14 +2,24 @@
 // src/math/samplers.rs function by function. The 2-D chains (chain2.wgsl) and the MLP
 // posteriors (mlp.wgsl) both call these, so every formula of MATH.md §1–3 is written once.
 
-// (step size, temperature) at a global step: `SamplerParams::step_size_and_temperature`.
-fn step_size_and_temperature(step: u32) -> vec2<f32> {
+// One step of the schedule: `StepPhase` in src/math/samplers.rs. While a cyclical schedule
+// explores, no noise is injected and the thermostat is frozen (MATH.md §3).
+struct StepPhase {
+    h: f32,
+    temperature: f32,
+    noise_temperature: f32,
+    exploring: bool,
+}
+
+// `SamplerParams::phase`.
+fn step_phase(step: u32) -> StepPhase {
     if (params.cycle_len == 0u) {
-        return vec2<f32>(params.h, params.temperature);
+        return StepPhase(params.h, params.temperature, params.temperature, false);
     }
     let r = f32(step % params.cycle_len) / f32(params.cycle_len);
     let h = 0.5 * params.h * (cos(3.14159274 * r) + 1.0);
-    return vec2<f32>(h, select(params.temperature, 0.0, r < params.explore_fraction));
+    let exploring = r < params.explore_fraction;
+    return StepPhase(h, params.temperature, select(params.temperature, 0.0, exploring), exploring);
 }
 
 fn one_minus_exp_neg_over_x(x: f32, exp_neg_x: f32) -> f32 {
@@ -42,24 +52,29 @@ struct Coord {
     s: f32,
 }
 
-fn thermostat_half_step(xi: f32, k: Kinetic, h: f32, t: f32) -> f32 {
-    let heat = params.mass * (k.k1 * k.k1 - t * k.k2);
-    if ((params.flags & FLAG_XI_OVERWRITE) != 0u) {
-        return h * heat;
+fn thermostat_half_step(xi: f32, k: Kinetic, phase: StepPhase) -> f32 {
+    if (phase.exploring) {
+        return xi;
     }
-    return xi + 0.5 * h * heat;
+    let heat = params.mass * (k.k1 * k.k1 - phase.temperature * k.k2);
+    if ((params.flags & FLAG_XI_OVERWRITE) != 0u) {
+        return phase.h * heat;
+    }
+    return xi + 0.5 * phase.h * heat;
 }
 
-fn atmc_first_half(c: Coord, h: f32, t: f32) -> Coord {
+fn atmc_first_half(c: Coord, phase: StepPhase) -> Coord {
     let k = kinetic_derivatives(c.p, params.mass, params.inv_mass, params.speed);
     var r = c;
-    r.theta += 0.5 * h * k.k1;
-    r.xi = thermostat_half_step(c.xi, k, h, t);
+    r.theta += 0.5 * phase.h * k.k1;
+    r.xi = thermostat_half_step(c.xi, k, phase);
     r.s = k.s;
     return r;
 }
 
-fn atmc_second_half(c: Coord, g: f32, z: f32, h: f32, t: f32) -> Coord {
+fn atmc_second_half(c: Coord, g: f32, z: f32, phase: StepPhase) -> Coord {
+    let h = phase.h;
+    let t = phase.noise_temperature;
     var r = c;
     let beta = max(params.friction_floor, c.xi);
     let alpha = max(params.friction_floor - c.xi, 0.0);
@@ -74,16 +89,19 @@ fn atmc_second_half(c: Coord, g: f32, z: f32, h: f32, t: f32) -> Coord {
         * one_minus_exp_neg_over_x(2.0 * x, decay * decay);
     r.p = decay * c.p - drift * g + sqrt(variance) * z;
     let k = kinetic_derivatives(r.p, params.mass, params.inv_mass, params.speed);
-    r.xi = thermostat_half_step(c.xi, k, h, t);
+    r.xi = thermostat_half_step(c.xi, k, phase);
     r.theta += 0.5 * h * k.k1;
     return r;
 }
 
-fn sgld_update(theta: f32, g: f32, z: f32, h: f32, t: f32) -> f32 {
-    return theta + (-h * g + sqrt(2.0 * h * t) * z);
+fn sgld_update(theta: f32, g: f32, z: f32, phase: StepPhase) -> f32 {
+    let h = phase.h;
+    return theta + (-h * g + sqrt(2.0 * h * phase.noise_temperature) * z);
 }
 
-fn sghmc_update(c: Coord, g: f32, z: f32, h: f32, t: f32) -> Coord {
+fn sghmc_update(c: Coord, g: f32, z: f32, phase: StepPhase) -> Coord {
+    let h = phase.h;
+    let t = phase.noise_temperature;
     var r = c;
     let scale = sqrt(max(2.0 * (params.sghmc_friction - params.sghmc_noise_estimate) * h * t, 0.0));
     r.p = c.p - h * g - h * params.sghmc_friction * c.p * params.inv_mass + scale * z;
@@ -93,30 +111,35 @@ fn sghmc_update(c: Coord, g: f32, z: f32, h: f32, t: f32) -> Coord {
 
 // Momentum and position of SGNHT; the heat p²/m − T goes to `sgnht_thermostat` (averaged
 // first when ξ is shared), returned in `s`.
-fn sgnht_update(c: Coord, g: f32, z: f32, h: f32, t: f32) -> Coord {
+fn sgnht_update(c: Coord, g: f32, z: f32, phase: StepPhase) -> Coord {
+    let h = phase.h;
     var r = c;
-    let scale = sqrt(2.0 * params.sgnht_diffusion * h * t);
+    let scale = sqrt(2.0 * params.sgnht_diffusion * h * phase.noise_temperature);
     r.p = c.p - h * g - h * c.xi * c.p + scale * z;
     r.theta += h * r.p * params.inv_mass;
-    r.s = r.p * r.p * params.inv_mass - t;
+    r.s = r.p * r.p * params.inv_mass - phase.temperature;
     return r;
 }
 
-fn sgnht_thermostat(xi: f32, heat: f32, h: f32) -> f32 {
-    return xi + h * heat;
+fn sgnht_thermostat(xi: f32, heat: f32, phase: StepPhase) -> f32 {
+    if (phase.exploring) {
+        return xi;
+    }
+    return xi + phase.h * heat;
 }
 
-fn sgd_update(theta: f32, g: f32, h: f32) -> f32 {
-    return theta - h * g;
+fn sgd_update(theta: f32, g: f32, phase: StepPhase) -> f32 {
+    return theta - phase.h * g;
 }
 
+// Non-finite (±inf or NaN) from the bit pattern: an all-ones exponent. Comparisons with NaN
+// may be folded away by fast-math shader compilers (e.g. Metal), bit tests cannot.
 fn is_finite(v: f32) -> bool {
-    // NaN fails every comparison; infinities exceed the largest finite f32.
-    return abs(v) <= 3.4028235e38;
+    return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u;
 }
 
 fn coordinate_diverged(theta: f32, p: f32, xi: f32) -> bool {
-    return !(abs(p) <= params.divergence_bound && is_finite(theta) && is_finite(xi));
+    return !(is_finite(theta) && is_finite(p) && is_finite(xi)) || abs(p) > params.divergence_bound;
 }
 
 fn kinetic_heat(p: f32) -> f32 {

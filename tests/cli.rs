@@ -103,7 +103,7 @@ fn overrides_and_csv() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "step,step_size,kinetic_temperature,mean_xi,diverged,energy_distance"
+        "step,step_size,kinetic_temperature,mean_xi,diverged,energy_distance,exploring"
     );
     assert_eq!(lines.count(), 30);
     std::fs::remove_dir_all(dir).ok();

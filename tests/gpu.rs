@@ -181,3 +181,84 @@ fn gpu_freezes_diverged_chains() {
         }
     }
 }
+
+/// Non-finite values are recognised from their bit pattern in WGSL (MATH.md §2): ±inf and
+/// NaNs of any payload are not finite, the largest finite and the subnormal values are.
+#[test]
+fn wgsl_is_finite_reads_the_bit_pattern() {
+    let library = format!(
+        "{}{}",
+        include_str!("../shaders/params.wgsl"),
+        include_str!("../shaders/samplers.wgsl")
+    );
+    let entry =
+        "fn check(bits: u32) -> u32 { return select(0u, 1u, is_finite(bitcast<f32>(bits))); }";
+    let values = [
+        0.0f32,
+        -0.0,
+        1.0,
+        f32::MIN,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+        1e-45,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+    ];
+    let mut bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+    bits.push(0x7fc0_0001); // a quiet NaN with a payload
+    bits.push(0x7f80_0001); // a signalling NaN
+    let out = common::run_wgsl_check(&library, entry, &bits);
+    for (b, o) in bits.iter().zip(&out) {
+        let v = f32::from_bits(*b);
+        assert_eq!(*o == 1, v.is_finite(), "{v} ({b:#010x})");
+    }
+}
+
+/// Chains planted with ±inf or NaN in θ, p or ξ diverge at their first step on the GPU
+/// exactly as on the CPU; the others do not.
+#[test]
+fn gpu_detects_planted_non_finite_chains() {
+    use atmc_lab::engine::ChainStates;
+    use atmc_lab::math::Chain2;
+    let mut p = preset(SamplerKind::Atmc, "gaussian", 0.0);
+    p.chains = 64;
+    let mut planted = Vec::new();
+    for (field, value) in [
+        (0, f32::INFINITY),
+        (0, f32::NAN),
+        (1, f32::NEG_INFINITY),
+        (1, f32::NAN),
+        (2, f32::INFINITY),
+        (2, f32::NAN),
+    ] {
+        let mut c = Chain2 {
+            theta: [0.1, -0.2],
+            p: [0.3, 0.4],
+            xi: [0.0, 0.0],
+        };
+        match field {
+            0 => c.theta[1] = value,
+            1 => c.p[0] = value,
+            _ => c.xi[1] = value,
+        }
+        planted.push(c);
+    }
+    let states = ChainStates {
+        diverged_at: vec![0; planted.len()],
+        chains: planted.clone(),
+    };
+    let mut gpu = gpu_engine(&p);
+    let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
+    for engine in [&mut gpu as &mut dyn Engine, &mut cpu] {
+        engine.write_chains(10, &states).unwrap();
+        let report = engine.advance(1, &[]).unwrap();
+        let after = engine.read_chains(0, p.chains).unwrap();
+        for (i, d) in after.diverged_at.iter().enumerate() {
+            let expected = u32::from((10..10 + planted.len()).contains(&i));
+            assert_eq!(*d, expected, "{}: chain {i}", engine.backend().kind);
+        }
+        assert_eq!(report.moments.diverged, planted.len() as u64);
+    }
+}

@@ -476,7 +476,10 @@ pub fn schedule_controls(ui: &mut Ui, s: &mut ScheduleSpec, steps: u32) {
             ) {
                 *explore_fraction = f;
             }
-            ui.small("While exploring, no noise is injected (T = 0).");
+            ui.small(
+                "While exploring, no noise is injected and the thermostat ξ is frozen; \
+                 statistics use the sampling stage only.",
+            );
         }
         (ScheduleSpec::Constant, false) => {}
     }

@@ -1,8 +1,8 @@
 //! Time series of the run and marginal histograms against the exact marginals.
 
-use crate::diagnostics::SeriesRow;
+use crate::diagnostics::{SeriesRow, exploration_intervals};
 use egui::{Color32, Ui};
-use egui_plot::{HLine, Legend, Line, Plot, PlotPoints};
+use egui_plot::{HLine, Legend, Line, Plot, PlotPoints, PlotUi, Span};
 
 const ACCENT: Color32 = Color32::from_rgb(255, 170, 60);
 const TRUTH: Color32 = Color32::from_rgb(120, 200, 255);
@@ -30,6 +30,16 @@ fn series(rows: &[SeriesRow], f: impl Fn(&SeriesRow) -> f64) -> PlotPoints<'stat
         .collect()
 }
 
+/// Shades a cyclical schedule's exploration stages (their states are not pooled).
+fn shade_exploration(p: &mut PlotUi<'_>, intervals: &[[f64; 2]]) {
+    for &[from, to] in intervals {
+        p.span(
+            Span::new("exploration stage", from..=to)
+                .fill(Color32::from_rgba_unmultiplied(120, 120, 170, 56)),
+        );
+    }
+}
+
 /// The row of time-series plots: kinetic temperature against T, mean ξ, diverged fraction,
 /// distance to truth and the step size.
 pub fn time_series(
@@ -41,21 +51,25 @@ pub fn time_series(
     height: f32,
 ) {
     let w = (width - 4.0 * ui.spacing().item_spacing.x) / 4.0;
+    let explore = exploration_intervals(rows);
     ui.horizontal(|ui| {
         small_plot("kinetic temperature", w, height)
             .include_y(0.0)
             .show(ui, |p| {
+                shade_exploration(p, &explore);
                 p.line(
                     Line::new("⟨p K'(p)⟩", series(rows, |r| r.kinetic_temperature)).color(ACCENT),
                 );
                 p.hline(HLine::new("target T", temperature).color(TRUTH));
             });
         small_plot("mean xi", w, height).show(ui, |p| {
+            shade_exploration(p, &explore);
             p.line(Line::new("mean ξ", series(rows, |r| r.mean_xi)).color(ACCENT));
         });
         small_plot("diverged and distance", w, height)
             .include_y(0.0)
             .show(ui, |p| {
+                shade_exploration(p, &explore);
                 let n = f64::from(chains.max(1));
                 p.line(
                     Line::new(
@@ -75,6 +89,7 @@ pub fn time_series(
         small_plot("step size", w, height)
             .include_y(0.0)
             .show(ui, |p| {
+                shade_exploration(p, &explore);
                 p.line(
                     Line::new("step size h", series(rows, |r| r.step_size))
                         .color(Color32::from_rgb(190, 140, 255)),

@@ -386,11 +386,11 @@ impl<R: Fn()> Worker<R> {
         }
         let model = self.engine().model().clone();
         let last_step = report.step.saturating_sub(1);
-        let (h, _) = model.schedule.at(model.sampler.h, last_step);
+        let (h, exploring) = model.schedule.at(model.sampler.h, last_step);
         let m = &report.moments;
         if new_step {
             self.ticks += 1;
-            self.record_row(report.step, f64::from(h), m);
+            self.record_row(report.step, f64::from(h), exploring, m);
         }
         let backend = self.engine().backend();
         let chains = self.engine().chains();
@@ -418,7 +418,7 @@ impl<R: Fn()> Worker<R> {
         Ok(())
     }
 
-    fn record_row(&mut self, step: u32, step_size: f64, m: &Moments) {
+    fn record_row(&mut self, step: u32, step_size: f64, exploring: bool, m: &Moments) {
         if self.series.len() >= MAX_SERIES_ROWS {
             // Keep the whole history at half the resolution rather than forget its start.
             let mut i = 0;
@@ -434,6 +434,7 @@ impl<R: Fn()> Worker<R> {
             mean_xi: m.mean_xi(),
             diverged: m.diverged,
             energy_distance: self.last_distance,
+            exploring,
         });
     }
 

@@ -254,6 +254,10 @@ fn run(trainer: &mut Trainer, checkpoint: Option<&std::path::Path>) -> anyhow::R
         "train_loss": last.train_loss,
         "layers": last.layers,
         "diverged_at_step": trainer.diverged_at,
+        "atmc_mass": (c.optimizer == OptimizerKind::Atmc).then_some(trainer.config.atmc.mass),
+        "atmc_friction_floor": (c.optimizer == OptimizerKind::Atmc)
+            .then_some(trainer.config.atmc.friction_floor),
+        "sgd_equivalent": trainer.sgd_equivalent(),
         "images_per_s": images as f64 / elapsed.max(1e-9),
         "elapsed_s": elapsed,
     });

@@ -27,7 +27,31 @@ pub struct Truth {
     pub cov: [f64; 3],
     /// Exact samples (flattened pairs) for energy distances.
     pub samples: Vec<f64>,
+    /// The target, for further independent exact draws (the energy-distance baseline).
+    pub target: Target,
 }
+
+/// An energy distance to exact samples beside what a perfect sampler would score.
+///
+/// The V-statistic's bias depends on both sample sizes (MATH.md §6), so the baseline pairs
+/// the same n independent exact draws with the same n reference samples, repeated over
+/// [`BASELINE_DRAWS`] independent draws.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct EnergyDistance {
+    /// Energy distance between n alive chains and n exact reference samples.
+    pub value: f64,
+    /// Points on each side.
+    pub n: usize,
+    /// Mean of the same distance between n independent exact draws and the same reference.
+    pub baseline_mean: f64,
+    /// Standard deviation of that distance over the draws.
+    pub baseline_sd: f64,
+    /// Independent exact draws behind the baseline.
+    pub baseline_draws: usize,
+}
+
+/// Independent exact draws behind an energy-distance baseline.
+pub const BASELINE_DRAWS: usize = 8;
 
 /// Exact samples kept for distances.
 pub const TRUTH_SAMPLES: usize = 2000;
@@ -49,21 +73,69 @@ impl Truth {
             mean,
             cov,
             samples: target.exact_samples(TRUTH_SAMPLES, 0x7407),
+            target: target.clone(),
         }
     }
 
-    /// Energy distance between the alive chains' θ (at most `limit` of them) and the exact
-    /// samples. NaN when no chain is alive.
+    /// Energy distance between the alive chains' θ (at most `limit` of them, and at most
+    /// [`TRUTH_SAMPLES`]) and as many exact samples. NaN when no chain is alive.
     pub fn energy_distance(&self, states: &ChainStates, limit: usize) -> f64 {
-        let points: Vec<f64> = alive(states)
-            .take(limit)
-            .flat_map(|c| c.theta.map(f64::from))
+        let points = self.distance_points(states, limit);
+        self.distance_to_reference(&points)
+    }
+
+    /// [`Self::energy_distance`] with its baseline: the same distance for
+    /// [`BASELINE_DRAWS`] independent sets of exact samples of the same size.
+    pub fn energy_distance_with_baseline(
+        &self,
+        states: &ChainStates,
+        limit: usize,
+    ) -> EnergyDistance {
+        let points = self.distance_points(states, limit);
+        let n = points.len() / 2;
+        let value = self.distance_to_reference(&points);
+        let (baseline_mean, baseline_sd) = self.energy_distance_baseline(n, BASELINE_DRAWS);
+        EnergyDistance {
+            value,
+            n,
+            baseline_mean,
+            baseline_sd,
+            baseline_draws: BASELINE_DRAWS,
+        }
+    }
+
+    /// Mean and standard deviation of the energy distance between `n` fresh exact samples
+    /// and `n` reference samples over `draws` independent draws: what a sampler drawing exact
+    /// samples scores. NaN for n = 0.
+    pub fn energy_distance_baseline(&self, n: usize, draws: usize) -> (f64, f64) {
+        let n = n.min(self.samples.len() / 2);
+        if n == 0 || draws == 0 {
+            return (f64::NAN, f64::NAN);
+        }
+        // One call draws every set (the exact sampler's set-up, a fine grid for some targets,
+        // is paid once); consecutive blocks of a sequential stream are independent.
+        let fresh = self.target.exact_samples(n * draws, 0xba5e);
+        let values: Vec<f64> = fresh
+            .chunks_exact(2 * n)
+            .map(|set| self.distance_to_reference(set))
             .collect();
+        mean_and_sd(&values)
+    }
+
+    /// θ of the first `limit` alive chains (at most [`TRUTH_SAMPLES`]), flattened.
+    fn distance_points(&self, states: &ChainStates, limit: usize) -> Vec<f64> {
+        alive(states)
+            .take(limit.min(self.samples.len() / 2))
+            .flat_map(|c| c.theta.map(f64::from))
+            .collect()
+    }
+
+    /// Energy distance between flattened points and as many reference samples.
+    fn distance_to_reference(&self, points: &[f64]) -> f64 {
         if points.is_empty() {
             return f64::NAN;
         }
-        let m = (points.len() / 2).min(self.samples.len() / 2);
-        mcmc::energy_distance(&points, &self.samples[..2 * m], 2)
+        mcmc::energy_distance(points, &self.samples[..points.len()], 2)
     }
 
     /// Total variation between a histogram (with its outside count) and the exact masses.
@@ -80,6 +152,21 @@ impl Truth {
             .sum();
         0.5 * (inside + (outside as f64 / n - self.outside_mass).abs())
     }
+}
+
+/// Mean and sample standard deviation (NaN below two values).
+fn mean_and_sd(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (
+        mean,
+        if values.len() > 1 {
+            var.sqrt()
+        } else {
+            f64::NAN
+        },
+    )
 }
 
 fn alive(states: &ChainStates) -> impl Iterator<Item = &Chain2> {
@@ -106,6 +193,29 @@ pub struct SeriesRow {
     pub diverged: u64,
     /// Energy distance of (up to 500) alive chains to the exact samples.
     pub energy_distance: f64,
+    /// Whether the block ended in a cyclical schedule's exploration stage (its states are
+    /// left out of every pooled statistic).
+    pub exploring: bool,
+}
+
+/// The step intervals (from, to] in which the recorded blocks explored (a cyclical schedule's
+/// exploration stage), merged where consecutive: what the app shades in its time series.
+pub fn exploration_intervals(rows: &[SeriesRow]) -> Vec<[f64; 2]> {
+    let mut out: Vec<[f64; 2]> = Vec::new();
+    let mut previous_step = 0.0;
+    let mut open = false;
+    for r in rows {
+        let step = f64::from(r.step);
+        if r.exploring {
+            match (open, out.last_mut()) {
+                (true, Some(last)) => last[1] = step,
+                _ => out.push([previous_step, step]),
+            }
+        }
+        open = r.exploring;
+        previous_step = step;
+    }
+    out
 }
 
 /// The summary of a run: the JSON line of `atmc-lab run`.
@@ -129,6 +239,9 @@ pub struct Summary {
     pub printed_defects: Vec<String>,
     /// First step of the statistics window.
     pub statistics_from_step: u32,
+    /// Recorded states pooled into the statistics (a cyclical schedule's exploration-stage
+    /// states are left out).
+    pub pooled_states: u64,
     /// Fraction of chains diverged at the end.
     pub diverged_fraction: f64,
     /// Step at which the first chain diverged (null if none did).
@@ -145,11 +258,18 @@ pub struct Summary {
     pub true_mean: [f64; 2],
     /// Exact covariance of the target.
     pub true_cov: [[f64; 2]; 2],
-    /// Energy distance of the final alive chains (≤ 2000) to 2000 exact samples.
+    /// Energy distance of the alive chains (≤ 2000) at the last sampling-stage state to as
+    /// many exact samples.
     pub energy_distance: f64,
-    /// The same distance between two independent exact samples of the same sizes: the
-    /// value a perfect sampler would show.
+    /// Points on each side of the energy distance.
+    pub energy_distance_n: usize,
+    /// What a perfect sampler would score: the mean of the same distance for independent
+    /// exact draws of the same size.
     pub energy_distance_baseline: f64,
+    /// Standard deviation of the baseline over its draws.
+    pub energy_distance_baseline_sd: f64,
+    /// Independent exact draws behind the baseline.
+    pub energy_distance_baseline_draws: usize,
     /// Total variation between the pooled histogram over the window and the exact cell masses.
     pub tv_histogram: f64,
     /// Largest split rank-normalised R̂ over coordinates (64 traced chains).
@@ -170,6 +290,7 @@ pub struct RunRecorder {
     /// The time series, one row per recorded block.
     pub series: Vec<SeriesRow>,
     snapshots: u64,
+    alive_snapshots: u64,
     pooled_n: f64,
     pooled_sum: [f64; 2],
     pooled_sq: [f64; 3],
@@ -191,6 +312,7 @@ impl RunRecorder {
             stats_from,
             series: Vec::new(),
             snapshots: 0,
+            alive_snapshots: 0,
             pooled_n: 0.0,
             pooled_sum: [0.0; 2],
             pooled_sq: [0.0; 3],
@@ -209,15 +331,20 @@ impl RunRecorder {
         &self.truth
     }
 
-    /// Whether a report at `step` falls into the statistics window (and so should carry a
-    /// histogram).
+    /// Whether a report at `step` falls into the statistics window.
     pub fn in_window(&self, step: u32) -> bool {
         step > self.stats_from
     }
 
-    /// Records one block: the report, the states of the first chains (traces and distance)
-    /// and the step size of the block's last step.
-    pub fn record(&mut self, report: &Report, head: &ChainStates, step_size: f64) {
+    /// Whether a report at `step`, whose last step explored or not, is pooled into the
+    /// statistics (and so should carry a histogram): in the window and in a sampling stage.
+    pub fn pools(&self, step: u32, exploring: bool) -> bool {
+        self.in_window(step) && !exploring
+    }
+
+    /// Records one block: the report, the states of the first chains (traces and distance),
+    /// the step size of the block's last step and whether that step explored.
+    pub fn record(&mut self, report: &Report, head: &ChainStates, step_size: f64, exploring: bool) {
         let m = &report.moments;
         if m.diverged > 0 && self.first_divergence.is_none() {
             self.first_divergence = head
@@ -252,12 +379,14 @@ impl RunRecorder {
             mean_xi: m.mean_xi(),
             diverged: m.diverged,
             energy_distance,
+            exploring,
         });
-        if !self.in_window(report.step) {
+        if !self.pools(report.step, exploring) {
             return;
         }
         self.snapshots += 1;
         if m.alive > 0 {
+            self.alive_snapshots += 1;
             self.pooled_n += m.alive as f64;
             for c in 0..2 {
                 self.pooled_sum[c] += m.sum_theta[c];
@@ -286,7 +415,7 @@ impl RunRecorder {
     }
 
     /// The summary after the last block. `final_states` are the states of (up to 2000)
-    /// chains at the end.
+    /// chains at the last pooled (sampling-stage) block.
     pub fn summary(&self, run: RunInfo, final_states: &ChainStates) -> Summary {
         let n = self.pooled_n;
         let mean = [self.pooled_sum[0] / n, self.pooled_sum[1] / n];
@@ -312,14 +441,9 @@ impl RunRecorder {
             rhat_max = nan_max(rhat_max, r);
             ess_min = nan_min(ess_min, e);
         }
-        let energy_distance = self.truth.energy_distance(final_states, TRUTH_SAMPLES);
-        let alive_final = alive(final_states).count().min(TRUTH_SAMPLES);
-        let energy_distance_baseline = if alive_final == 0 {
-            f64::NAN
-        } else {
-            let reference = run.exact_reference(alive_final);
-            mcmc::energy_distance(&reference, &self.truth.samples, 2)
-        };
+        let distance = self
+            .truth
+            .energy_distance_with_baseline(final_states, TRUTH_SAMPLES);
         let t = &self.truth;
         Summary {
             sampler: run.sampler,
@@ -331,6 +455,7 @@ impl RunRecorder {
             device: run.device,
             printed_defects: run.printed_defects,
             statistics_from_step: self.stats_from,
+            pooled_states: self.snapshots,
             diverged_fraction: run.diverged_fraction,
             first_divergence_step: self.first_divergence,
             kinetic_temperature: run.has_momentum.then(|| self.heat_sum / windows),
@@ -339,8 +464,11 @@ impl RunRecorder {
             cov: [[c11, c12], [c12, c22]],
             true_mean: t.mean,
             true_cov: [[t.cov[0], t.cov[1]], [t.cov[1], t.cov[2]]],
-            energy_distance,
-            energy_distance_baseline,
+            energy_distance: distance.value,
+            energy_distance_n: distance.n,
+            energy_distance_baseline: distance.baseline_mean,
+            energy_distance_baseline_sd: distance.baseline_sd,
+            energy_distance_baseline_draws: distance.baseline_draws,
             tv_histogram: t.total_variation(&self.histogram, self.outside),
             rhat_max,
             ess_bulk_min: ess_min,
@@ -351,8 +479,8 @@ impl RunRecorder {
 
     fn snapshots_with_alive(&self) -> f64 {
         // heat_sum and xi_sum only accumulate snapshots with alive chains.
-        if self.pooled_n > 0.0 {
-            self.snapshots as f64
+        if self.alive_snapshots > 0 {
+            self.alive_snapshots as f64
         } else {
             f64::NAN
         }
@@ -396,12 +524,100 @@ pub struct RunInfo {
     pub elapsed_s: f64,
     /// Chain-steps per second.
     pub chain_steps_per_s: f64,
-    /// The target, for the baseline's independent exact samples.
-    pub target_model: Target,
 }
 
-impl RunInfo {
-    fn exact_reference(&self, n: usize) -> Vec<f64> {
-        self.target_model.exact_samples(n, 0xba5e)
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::TargetSpec;
+
+    fn exact_states(target: &Target, n: usize, seed: u64) -> ChainStates {
+        let samples = target.exact_samples(n, seed);
+        ChainStates {
+            chains: samples
+                .chunks_exact(2)
+                .map(|p| Chain2 {
+                    theta: [p[0] as f32, p[1] as f32],
+                    ..Chain2::default()
+                })
+                .collect(),
+            diverged_at: vec![0; n],
+        }
+    }
+
+    /// A sampler that draws exact samples scores within noise of the baseline at 500 chains:
+    /// the baseline pairs as many exact draws with the same reference samples. The earlier
+    /// baseline (500 exact draws against all 2000 reference samples) has a smaller V-statistic
+    /// bias and sits clearly below what an exact sampler scores.
+    #[test]
+    fn exact_samplers_score_the_baseline() {
+        for name in ["gaussian", "banana", "gmm25"] {
+            let target = TargetSpec::from_name(name).unwrap().build();
+            let truth = Truth::new(&target);
+            let n = 500;
+            let scores: Vec<EnergyDistance> = (0..48)
+                .map(|seed| truth.energy_distance_with_baseline(&exact_states(&target, n, seed), n))
+                .collect();
+            let base = scores[0];
+            assert_eq!((base.n, base.baseline_draws), (n, BASELINE_DRAWS));
+            for s in &scores {
+                assert_eq!(s.baseline_mean, base.baseline_mean, "one baseline per size");
+                assert!(
+                    (s.value - base.baseline_mean).abs() < 5.0 * base.baseline_sd,
+                    "{name}: {} vs baseline {} ± {}",
+                    s.value,
+                    base.baseline_mean,
+                    base.baseline_sd
+                );
+            }
+            let values: Vec<f64> = scores.iter().map(|s| s.value).collect();
+            let (mean, sd) = mean_and_sd(&values);
+            let standard_error = sd / (values.len() as f64).sqrt();
+            // Both sides are averages: their standard errors add.
+            let baseline_error = base.baseline_sd / (base.baseline_draws as f64).sqrt();
+            assert!(
+                (mean - base.baseline_mean).abs() < 3.0 * standard_error.hypot(baseline_error),
+                "{name}: exact samplers score {mean} ± {standard_error}, baseline {} ± {baseline_error}",
+                base.baseline_mean
+            );
+            // The old construction, n exact draws against all 2000 reference samples, has a
+            // smaller bias: even averaged over many draws it sits below what exact samplers
+            // score against n reference samples.
+            let fresh = target.exact_samples(n * 48, 0x01d);
+            let old: Vec<f64> = fresh
+                .chunks_exact(2 * n)
+                .map(|set| mcmc::energy_distance(set, &truth.samples, 2))
+                .collect();
+            let (old_mean, old_sd) = mean_and_sd(&old);
+            let old_error = old_sd / (old.len() as f64).sqrt();
+            assert!(
+                mean - old_mean > 2.5 * old_error.hypot(standard_error),
+                "{name}: old baseline {old_mean} ± {old_error} vs exact samplers {mean} ± {standard_error}"
+            );
+        }
+    }
+
+    #[test]
+    fn exploration_intervals_merge_consecutive_blocks() {
+        let row = |step, exploring| SeriesRow {
+            step,
+            step_size: 0.1,
+            kinetic_temperature: 1.0,
+            mean_xi: 0.0,
+            diverged: 0,
+            energy_distance: 0.0,
+            exploring,
+        };
+        let rows = [
+            row(10, true),
+            row(20, true),
+            row(30, false),
+            row(40, true),
+            row(50, false),
+        ];
+        assert_eq!(
+            exploration_intervals(&rows),
+            vec![[0.0, 20.0], [30.0, 40.0]]
+        );
     }
 }

@@ -169,6 +169,15 @@ impl Engine for CpuEngine {
         })
     }
 
+    fn write_chains(&mut self, first: u32, states: &ChainStates) -> anyhow::Result<()> {
+        let n = self.chains.len();
+        let start = (first as usize).min(n);
+        let end = start.saturating_add(states.chains.len()).min(n);
+        self.chains[start..end].copy_from_slice(&states.chains[..end - start]);
+        self.diverged_at[start..end].copy_from_slice(&states.diverged_at[..end - start]);
+        Ok(())
+    }
+
     fn reset(&mut self, init: &InitSpec, seed: u64) {
         self.seed = seed;
         self.step = 0;

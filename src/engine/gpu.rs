@@ -242,7 +242,7 @@ impl GpuContext {
     }
 
     /// Copies `size` bytes at `offset` of `source` back to the host.
-    pub(crate) fn read_buffer(
+    pub fn read_buffer(
         &self,
         source: &wgpu::Buffer,
         offset: u64,
@@ -702,6 +702,31 @@ impl Engine for GpuEngine {
             chains: chains.iter().map(|&c| c.into()).collect(),
             diverged_at: bytemuck::cast_slice(&raw).to_vec(),
         })
+    }
+
+    fn write_chains(&mut self, first: u32, states: &ChainStates) -> anyhow::Result<()> {
+        if states.chains.len() != states.diverged_at.len() {
+            bail!("chain states and divergence steps differ in length");
+        }
+        let start = first.min(self.chains);
+        let count = (states.chains.len() as u32).min(self.chains - start) as usize;
+        if count == 0 {
+            return Ok(());
+        }
+        let chains: Vec<GpuChain> = states.chains[..count].iter().map(|&c| c.into()).collect();
+        let size = std::mem::size_of::<GpuChain>() as u64;
+        let queue = &self.ctx.queue;
+        queue.write_buffer(
+            &self.buffers.chains,
+            u64::from(start) * size,
+            bytemuck::cast_slice(&chains),
+        );
+        queue.write_buffer(
+            &self.buffers.diverged_at,
+            4 * u64::from(start),
+            bytemuck::cast_slice(&states.diverged_at[..count]),
+        );
+        Ok(())
     }
 
     fn reset(&mut self, init: &InitSpec, seed: u64) {

@@ -201,6 +201,9 @@ pub trait Engine: Send {
     fn advance(&mut self, steps: u32, histograms: &[HistogramSpec]) -> anyhow::Result<Report>;
     /// Reads back the states of chains `first .. first + count` (clamped to the ensemble).
     fn read_chains(&mut self, first: u32, count: u32) -> anyhow::Result<ChainStates>;
+    /// Overwrites chains `first ..` with `states` (clamped to the ensemble): restores a saved
+    /// state, and lets tests plant a chain in a given state.
+    fn write_chains(&mut self, first: u32, states: &ChainStates) -> anyhow::Result<()>;
     /// Re-initialises every chain from `init` with `seed` and sets the step count to 0.
     fn reset(&mut self, init: &InitSpec, seed: u64);
 }

@@ -569,13 +569,13 @@ impl MlpModel {
         grad: &mut [f32],
     ) -> bool {
         let sp = &self.sampler;
-        let (h, t) = sp.step_size_and_temperature(&self.schedule, rng.step);
+        let phase = sp.phase(&self.schedule, rng.step);
         let n = c.theta.len();
         let post = &self.posterior;
         match sp.kind {
             SamplerKind::Atmc => {
                 for i in 0..n {
-                    sp.atmc_first_half(&mut c.theta[i], c.p[i], &mut c.xi[i], h, t);
+                    sp.atmc_first_half(&mut c.theta[i], c.p[i], &mut c.xi[i], phase);
                 }
                 post.stochastic_gradient(c.theta, rng, ws, grad);
                 for_each_normal(rng, n, |i, z| {
@@ -583,19 +583,19 @@ impl MlpModel {
                     // is the one here (recomputed rather than stored: one scratch fewer).
                     let s = kinetic_derivatives(c.p[i], sp.mass, sp.inv_mass, sp.speed).2;
                     let (theta, p, xi) = (&mut c.theta[i], &mut c.p[i], &mut c.xi[i]);
-                    sp.atmc_second_half(theta, p, xi, s, grad[i], z, h, t);
+                    sp.atmc_second_half(theta, p, xi, s, grad[i], z, phase);
                 });
             }
             SamplerKind::Sgld => {
                 post.stochastic_gradient(c.theta, rng, ws, grad);
                 for_each_normal(rng, n, |i, z| {
-                    sp.sgld_update(&mut c.theta[i], grad[i], z, h, t)
+                    sp.sgld_update(&mut c.theta[i], grad[i], z, phase)
                 });
             }
             SamplerKind::Sghmc => {
                 post.stochastic_gradient(c.theta, rng, ws, grad);
                 for_each_normal(rng, n, |i, z| {
-                    sp.sghmc_update(&mut c.theta[i], &mut c.p[i], grad[i], z, h, t)
+                    sp.sghmc_update(&mut c.theta[i], &mut c.p[i], grad[i], z, phase)
                 });
             }
             SamplerKind::Sgnht => {
@@ -603,20 +603,20 @@ impl MlpModel {
                 // The heat of each parameter replaces its gradient once used.
                 for_each_normal(rng, n, |i, z| {
                     grad[i] =
-                        sp.sgnht_update(&mut c.theta[i], &mut c.p[i], c.xi[i], grad[i], z, h, t);
+                        sp.sgnht_update(&mut c.theta[i], &mut c.p[i], c.xi[i], grad[i], z, phase);
                 });
                 if sp.sgnht_shared_xi {
                     let mean = grad.iter().sum::<f32>() / n as f32;
                     grad.fill(mean);
                 }
                 for i in 0..n {
-                    c.xi[i] = sp.sgnht_thermostat(c.xi[i], grad[i], h);
+                    c.xi[i] = sp.sgnht_thermostat(c.xi[i], grad[i], phase);
                 }
             }
             SamplerKind::Sgd => {
                 post.stochastic_gradient(c.theta, rng, ws, grad);
                 for i in 0..n {
-                    sp.sgd_update(&mut c.theta[i], grad[i], h);
+                    sp.sgd_update(&mut c.theta[i], grad[i], phase);
                 }
             }
         }

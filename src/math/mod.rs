@@ -20,7 +20,8 @@ pub use noise::{NoiseModel, NoiseSpec};
 pub use real::{Lanes, Real, RngLanes, StepRng};
 pub use rng::{RngCounter, Stream};
 pub use samplers::{
-    Chain2, ChainOf, Kinetic, Model, NoiseMass, SamplerKind, SamplerParams, SamplerSpec, XiUpdate,
+    Chain2, ChainOf, Kinetic, Model, NoiseMass, SamplerKind, SamplerParams, SamplerSpec, StepPhase,
+    XiUpdate,
 };
 pub use schedule::{Schedule, ScheduleSpec};
 pub use targets::{Target, TargetSpec};

@@ -105,7 +105,9 @@ pub const VARIANCE: Range = Range::positive("variance", 100.0);
 /// σ_v of the funnel.
 pub const FUNNEL_SIGMA: Range = Range::positive("funnel σ_v", 6.0);
 /// Double-well barrier.
-pub const BARRIER: Range = Range::closed("barrier height", 0.0, 100.0);
+/// (Without a barrier the density is flat in θ₁ and cannot be normalised; below 1e-3 its
+/// quartic tails reach beyond 40 μ.)
+pub const BARRIER: Range = Range::closed("barrier height", 1e-3, 100.0);
 /// Data points of data-based targets.
 pub const DATA_POINTS: Range = Range::closed("data points", 2.0, 1e5);
 /// Points of a generated classification data set.

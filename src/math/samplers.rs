@@ -257,6 +257,22 @@ impl SamplerSpec {
     }
 }
 
+/// What one step of a schedule does (MATH.md §3): its step size, the temperature the
+/// thermostat aims at, the temperature of the injected noise, and whether the thermostat is
+/// frozen. Both engines compute it from the same integers (`step_phase` in the WGSL).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepPhase {
+    /// Step size h of this step.
+    pub h: f32,
+    /// Temperature T the thermostats drive the kinetic temperature to.
+    pub temperature: f32,
+    /// Temperature of the injected noise: T while sampling, 0 while a cyclical schedule
+    /// explores.
+    pub noise_temperature: f32,
+    /// A cyclical schedule's exploration stage: no injected noise, thermostat frozen.
+    pub exploring: bool,
+}
+
 /// Sampler parameters in the f32 form both engines use.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SamplerParams {
@@ -293,22 +309,28 @@ pub struct SamplerParams {
 }
 
 impl SamplerParams {
-    /// The step size h and temperature T at global step `step`: the schedule's h, and T = 0
-    /// in a cyclical schedule's exploration stage (MATH.md §3).
+    /// The step size, temperatures and thermostat state at global step `step` (MATH.md §3):
+    /// in a cyclical schedule's exploration stage no noise is injected and the thermostat is
+    /// frozen (a T = 0 passed into the thermostat would ratchet ξ up every cycle).
     #[inline(always)]
-    pub fn step_size_and_temperature(&self, schedule: &Schedule, step: u32) -> (f32, f32) {
+    pub fn phase(&self, schedule: &Schedule, step: u32) -> StepPhase {
         let (h, exploring) = schedule.at(self.h, step);
-        (h, if exploring { 0.0 } else { self.temperature })
+        StepPhase {
+            h,
+            temperature: self.temperature,
+            noise_temperature: if exploring { 0.0 } else { self.temperature },
+            exploring,
+        }
     }
 
     /// ATMC's splitting (MATH.md §1) up to the gradient, for one coordinate: half a θ step
     /// and half a thermostat step. Returns the relativistic factor s at the old p, which the
     /// O-step freezes (1 for Gaussian K).
     #[inline(always)]
-    pub fn atmc_first_half<R: Real>(&self, theta: &mut R, p: R, xi: &mut R, h: f32, t: f32) -> R {
+    pub fn atmc_first_half<R: Real>(&self, theta: &mut R, p: R, xi: &mut R, phase: StepPhase) -> R {
         let (k1, k2, s) = kinetic_derivatives(p, self.mass, self.inv_mass, self.speed);
-        *theta += k1 * (0.5 * h);
-        *xi = self.thermostat_half_step(*xi, k1, k2, h, t);
+        *theta += k1 * (0.5 * phase.h);
+        *xi = self.thermostat_half_step(*xi, k1, k2, phase);
         s
     }
 
@@ -325,9 +347,9 @@ impl SamplerParams {
         s: R,
         g: R,
         z: R,
-        h: f32,
-        t: f32,
+        phase: StepPhase,
     ) {
+        let (h, t) = (phase.h, phase.noise_temperature);
         let beta = xi.max(R::splat(self.friction_floor));
         let alpha = (-*xi + self.friction_floor).max(R::splat(0.0));
         // Exact OU step with friction φβ/s (s frozen over the step for hyperbolic K).
@@ -342,31 +364,36 @@ impl SamplerParams {
             * one_minus_exp_neg_over_x(x * 2.0, decay * decay);
         *p = decay * *p - drift * g + variance.sqrt() * z;
         let (k1, k2, _) = kinetic_derivatives(*p, self.mass, self.inv_mass, self.speed);
-        *xi = self.thermostat_half_step(*xi, k1, k2, h, t);
+        *xi = self.thermostat_half_step(*xi, k1, k2, phase);
         *theta += k1 * (0.5 * h);
     }
 
     /// Half a thermostat step, ξ += (h/2) m (K'² − T K''), or the printed overwrite
-    /// ξ = h m (K'² − T K'').
+    /// ξ = h m (K'² − T K''); ξ unchanged while a cyclical schedule explores.
     #[inline(always)]
-    fn thermostat_half_step<R: Real>(&self, xi: R, k1: R, k2: R, h: f32, t: f32) -> R {
-        let heat = (k1 * k1 - k2 * t) * self.mass;
+    fn thermostat_half_step<R: Real>(&self, xi: R, k1: R, k2: R, phase: StepPhase) -> R {
+        if phase.exploring {
+            return xi;
+        }
+        let heat = (k1 * k1 - k2 * phase.temperature) * self.mass;
         if self.xi_overwrite {
-            heat * h
+            heat * phase.h
         } else {
-            xi + heat * (0.5 * h)
+            xi + heat * (0.5 * phase.h)
         }
     }
 
     /// SGLD: θ ← θ − h g̃ + sqrt(2hT) z.
     #[inline(always)]
-    pub fn sgld_update<R: Real>(&self, theta: &mut R, g: R, z: R, h: f32, t: f32) {
+    pub fn sgld_update<R: Real>(&self, theta: &mut R, g: R, z: R, phase: StepPhase) {
+        let (h, t) = (phase.h, phase.noise_temperature);
         *theta += g * -h + z * (2.0 * h * t).sqrt();
     }
 
     /// SGHMC: p ← p − h g̃ − h C p/m + sqrt(2(C − B̂) h T) z; θ ← θ + h p/m.
     #[inline(always)]
-    pub fn sghmc_update<R: Real>(&self, theta: &mut R, p: &mut R, g: R, z: R, h: f32, t: f32) {
+    pub fn sghmc_update<R: Real>(&self, theta: &mut R, p: &mut R, g: R, z: R, phase: StepPhase) {
+        let (h, t) = (phase.h, phase.noise_temperature);
         let scale = (2.0 * (self.sghmc_friction - self.sghmc_noise_estimate) * h * t)
             .max(0.0)
             .sqrt();
@@ -387,26 +414,30 @@ impl SamplerParams {
         xi: R,
         g: R,
         z: R,
-        h: f32,
-        t: f32,
+        phase: StepPhase,
     ) -> R {
-        let scale = (2.0 * self.sgnht_diffusion * h * t).sqrt();
+        let h = phase.h;
+        let scale = (2.0 * self.sgnht_diffusion * h * phase.noise_temperature).sqrt();
         let old = *p;
         *p = old - g * h - xi * h * old + z * scale;
         *theta += *p * h * self.inv_mass;
-        *p * *p * self.inv_mass - t
+        *p * *p * self.inv_mass - phase.temperature
     }
 
-    /// SGNHT's thermostat: ξ ← ξ + h · heat.
+    /// SGNHT's thermostat: ξ ← ξ + h · heat; unchanged while a cyclical schedule explores.
     #[inline(always)]
-    pub fn sgnht_thermostat<R: Real>(&self, xi: R, heat: R, h: f32) -> R {
-        xi + heat * h
+    pub fn sgnht_thermostat<R: Real>(&self, xi: R, heat: R, phase: StepPhase) -> R {
+        if phase.exploring {
+            xi
+        } else {
+            xi + heat * phase.h
+        }
     }
 
     /// Plain SGD: θ ← θ − h g̃.
     #[inline(always)]
-    pub fn sgd_update<R: Real>(&self, theta: &mut R, g: R, h: f32) {
-        *theta -= g * h;
+    pub fn sgd_update<R: Real>(&self, theta: &mut R, g: R, phase: StepPhase) {
+        *theta -= g * phase.h;
     }
 
     /// Whether one coordinate is diverged: non-finite θ or ξ, or |p| above the bound.
@@ -529,33 +560,33 @@ impl Model {
     #[inline(always)]
     pub fn advance<R: Real, G: StepRng<R>>(&self, chain: &mut ChainOf<R>, rng: &G) {
         let sp = &self.sampler;
-        let (h, t) = sp.step_size_and_temperature(&self.schedule, rng.step());
+        let phase = sp.phase(&self.schedule, rng.step());
         let c = chain;
         match sp.kind {
             SamplerKind::Atmc => {
                 let mut s = [R::splat(1.0); 2];
                 for k in 0..2 {
-                    s[k] = sp.atmc_first_half(&mut c.theta[k], c.p[k], &mut c.xi[k], h, t);
+                    s[k] = sp.atmc_first_half(&mut c.theta[k], c.p[k], &mut c.xi[k], phase);
                 }
                 let g = self.stochastic_gradient(c.theta, rng);
                 let z = rng.normal2(Stream::Injected, 0);
                 for k in 0..2 {
                     let (theta, p, xi) = (&mut c.theta[k], &mut c.p[k], &mut c.xi[k]);
-                    sp.atmc_second_half(theta, p, xi, s[k], g[k], z[k], h, t);
+                    sp.atmc_second_half(theta, p, xi, s[k], g[k], z[k], phase);
                 }
             }
             SamplerKind::Sgld => {
                 let g = self.stochastic_gradient(c.theta, rng);
                 let z = rng.normal2(Stream::Injected, 0);
                 for k in 0..2 {
-                    sp.sgld_update(&mut c.theta[k], g[k], z[k], h, t);
+                    sp.sgld_update(&mut c.theta[k], g[k], z[k], phase);
                 }
             }
             SamplerKind::Sghmc => {
                 let g = self.stochastic_gradient(c.theta, rng);
                 let z = rng.normal2(Stream::Injected, 0);
                 for k in 0..2 {
-                    sp.sghmc_update(&mut c.theta[k], &mut c.p[k], g[k], z[k], h, t);
+                    sp.sghmc_update(&mut c.theta[k], &mut c.p[k], g[k], z[k], phase);
                 }
             }
             SamplerKind::Sgnht => {
@@ -564,20 +595,20 @@ impl Model {
                 let mut heat = [R::splat(0.0); 2];
                 for k in 0..2 {
                     heat[k] =
-                        sp.sgnht_update(&mut c.theta[k], &mut c.p[k], c.xi[k], g[k], z[k], h, t);
+                        sp.sgnht_update(&mut c.theta[k], &mut c.p[k], c.xi[k], g[k], z[k], phase);
                 }
                 if sp.sgnht_shared_xi {
                     let mean = (heat[0] + heat[1]) * 0.5;
                     heat = [mean, mean];
                 }
                 for k in 0..2 {
-                    c.xi[k] = sp.sgnht_thermostat(c.xi[k], heat[k], h);
+                    c.xi[k] = sp.sgnht_thermostat(c.xi[k], heat[k], phase);
                 }
             }
             SamplerKind::Sgd => {
                 let g = self.stochastic_gradient(c.theta, rng);
                 for k in 0..2 {
-                    sp.sgd_update(&mut c.theta[k], g[k], h);
+                    sp.sgd_update(&mut c.theta[k], g[k], phase);
                 }
             }
         }
@@ -602,6 +633,59 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// MATH.md §3: while a cyclical schedule explores, every thermostat keeps its value and
+    /// no sampler injects noise (the update does not depend on z); while it samples, both act.
+    #[test]
+    fn exploration_freezes_the_thermostat_and_injects_no_noise() {
+        let schedule = crate::math::ScheduleSpec::Cyclical {
+            total_steps: 100,
+            cycles: 2,
+            explore_fraction: 0.5,
+        }
+        .schedule();
+        for kind in [
+            SamplerKind::Atmc,
+            SamplerKind::Sgld,
+            SamplerKind::Sghmc,
+            SamplerKind::Sgnht,
+        ] {
+            let sp = SamplerSpec::new(kind).params();
+            for (step, exploring) in [(3, true), (30, false)] {
+                let phase = sp.phase(&schedule, step);
+                assert_eq!(phase.exploring, exploring);
+                assert!(phase.h > 0.0);
+                // One coordinate with a hot momentum, stepped with two noise draws.
+                let run = |z: f32| {
+                    let (mut theta, mut p, mut xi) = (0.4f32, 2.5f32, 0.3f32);
+                    match kind {
+                        SamplerKind::Atmc => {
+                            let s = sp.atmc_first_half(&mut theta, p, &mut xi, phase);
+                            sp.atmc_second_half(&mut theta, &mut p, &mut xi, s, 0.7, z, phase);
+                        }
+                        SamplerKind::Sgld => sp.sgld_update(&mut theta, 0.7, z, phase),
+                        SamplerKind::Sghmc => {
+                            sp.sghmc_update(&mut theta, &mut p, 0.7, z, phase);
+                        }
+                        _ => {
+                            let heat = sp.sgnht_update(&mut theta, &mut p, xi, 0.7, z, phase);
+                            xi = sp.sgnht_thermostat(xi, heat, phase);
+                        }
+                    }
+                    (theta, p, xi)
+                };
+                let (a, b) = (run(1.0), run(-1.0));
+                assert_eq!(
+                    a == b,
+                    exploring,
+                    "{kind:?} at step {step}: noise {a:?} {b:?}"
+                );
+                if kind.has_thermostat() {
+                    assert_eq!(a.2 == 0.3, exploring, "{kind:?} at step {step}: ξ {}", a.2);
+                }
+            }
+        }
+    }
 
     #[test]
     fn series_and_closed_form_agree_at_the_switch() {

@@ -57,25 +57,38 @@ pub fn run(
     )?;
     let mut recorder = RunRecorder::new(truth, preset.steps / 2);
     let head = SERIES_DISTANCE_CHAINS.max(TRACE_CHAINS);
+    let ends = block_ends(preset.steps, preset.record_every);
+    // The distance to truth uses the last pooled (sampling-stage) state; with a constant
+    // schedule that is the end of the run.
+    let last_pooled = ends
+        .iter()
+        .rev()
+        .copied()
+        .find(|&end| recorder.pools(end, model.schedule.at(model.sampler.h, end - 1).1));
+    let mut final_states = None;
     let mut elapsed = 0.0;
     let mut done = 0u32;
-    while done < preset.steps {
-        let block = preset.record_every.min(preset.steps - done);
-        let histograms: Vec<HistogramSpec> = if recorder.in_window(done + block) {
+    for end in ends {
+        let (h, exploring) = model.schedule.at(model.sampler.h, end - 1);
+        let histograms: Vec<HistogramSpec> = if recorder.pools(end, exploring) {
             vec![HistogramSpec::theta(recorder.truth().grid)]
         } else {
             Vec::new()
         };
         let start = Instant::now();
-        let report = engine.advance(block, &histograms)?;
+        let report = engine.advance(end - done, &histograms)?;
         elapsed += start.elapsed().as_secs_f64();
-        done += block;
+        done = end;
         let states = engine.read_chains(0, head)?;
-        let (h, _) = model.schedule.at(model.sampler.h, done - 1);
-        recorder.record(&report, &states, f64::from(h));
+        recorder.record(&report, &states, f64::from(h), exploring);
+        if Some(end) == last_pooled {
+            final_states = Some(engine.read_chains(0, TRUTH_SAMPLES as u32)?);
+        }
         progress(done);
     }
-    let final_states = engine.read_chains(0, TRUTH_SAMPLES as u32)?;
+    // No pooled state at all (a run of 0 steps, or exploring to the end): the distance is
+    // undefined and reported as null.
+    let final_states = final_states.unwrap_or_default();
     let last = recorder.series.last().map(|r| r.diverged).unwrap_or(0);
     let info = engine.backend();
     let chain_steps = f64::from(preset.chains) * f64::from(preset.steps);
@@ -98,7 +111,6 @@ pub fn run(
             } else {
                 f64::NAN
             },
-            target_model: model.target.clone(),
         },
         &final_states,
     );
@@ -109,14 +121,32 @@ pub fn run(
     })
 }
 
+/// The steps at which a run of `steps` steps records a block: every `record_every` steps
+/// and at the end.
+pub fn block_ends(steps: u32, record_every: u32) -> Vec<u32> {
+    let every = record_every.max(1);
+    let mut ends: Vec<u32> = (1..=steps / every).map(|k| k * every).collect();
+    if !steps.is_multiple_of(every) {
+        ends.push(steps);
+    }
+    ends
+}
+
 /// The time series as CSV text.
 pub fn series_csv(series: &[SeriesRow]) -> String {
-    let mut out =
-        String::from("step,step_size,kinetic_temperature,mean_xi,diverged,energy_distance\n");
+    let mut out = String::from(
+        "step,step_size,kinetic_temperature,mean_xi,diverged,energy_distance,exploring\n",
+    );
     for r in series {
         out.push_str(&format!(
-            "{},{},{},{},{},{}\n",
-            r.step, r.step_size, r.kinetic_temperature, r.mean_xi, r.diverged, r.energy_distance
+            "{},{},{},{},{},{},{}\n",
+            r.step,
+            r.step_size,
+            r.kinetic_temperature,
+            r.mean_xi,
+            r.diverged,
+            r.energy_distance,
+            r.exploring
         ));
     }
     out

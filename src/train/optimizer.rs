@@ -84,9 +84,9 @@ impl Atmc {
 
     fn first_half(&mut self, theta: &mut [f32]) {
         let sp = self.sampler;
-        let (h, t) = sp.step_size_and_temperature(&self.schedule, self.state.step);
+        let phase = sp.phase(&self.schedule, self.state.step);
         for ((th, p), xi) in theta.iter_mut().zip(&self.state.p).zip(&mut self.state.xi) {
-            sp.atmc_first_half(th, *p, xi, h, t);
+            sp.atmc_first_half(th, *p, xi, phase);
         }
     }
 
@@ -103,7 +103,7 @@ impl Atmc {
         assert_eq!(theta.len(), grad.len());
         let sp = self.sampler;
         let step = self.state.step;
-        let (h, t) = sp.step_size_and_temperature(&self.schedule, step);
+        let phase = sp.phase(&self.schedule, step);
         let rng = RngCounter::new(self.seed, 0, step);
         let n = theta.len();
         for block in 0..n.div_ceil(4) {
@@ -122,8 +122,7 @@ impl Atmc {
                     s,
                     grad[i],
                     zl,
-                    h,
-                    t,
+                    phase,
                 );
             }
         }
@@ -230,25 +229,33 @@ mod tests {
             let mut xi = vec![0.2f32; n];
             let steps = 25;
             for k in 0..steps {
-                let (h, t) = sp.step_size_and_temperature(&schedule, k);
+                let phase = sp.phase(&schedule, k);
                 for i in 0..n {
-                    sp.atmc_first_half(&mut reference[i], p[i], &mut xi[i], h, t);
+                    sp.atmc_first_half(&mut reference[i], p[i], &mut xi[i], phase);
                 }
                 let g: Vec<f32> = (0..n).map(|i| curvature[i] * reference[i]).collect();
                 let rng = RngCounter::new(11, 0, k);
                 for i in 0..n {
                     let z = rng.normal(Stream::Injected, i as u32);
                     let s = kinetic_derivatives(p[i], sp.mass, sp.inv_mass, sp.speed).2;
-                    sp.atmc_second_half(&mut reference[i], &mut p[i], &mut xi[i], s, g[i], z, h, t);
+                    sp.atmc_second_half(
+                        &mut reference[i],
+                        &mut p[i],
+                        &mut xi[i],
+                        s,
+                        g[i],
+                        z,
+                        phase,
+                    );
                 }
                 // The optimiser sees the gradient at its (mid-step) weights.
                 let g: Vec<f32> = (0..n).map(|i| curvature[i] * theta[i]).collect();
                 opt.step(&mut theta, &g);
             }
             // The optimiser has also started step `steps`: do the same to the reference.
-            let (h, t) = sp.step_size_and_temperature(&schedule, steps);
+            let phase = sp.phase(&schedule, steps);
             for i in 0..n {
-                sp.atmc_first_half(&mut reference[i], p[i], &mut xi[i], h, t);
+                sp.atmc_first_half(&mut reference[i], p[i], &mut xi[i], phase);
             }
             // Bit for bit (the printed sign reaches NaN, which equals nothing).
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();

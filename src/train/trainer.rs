@@ -70,9 +70,10 @@ pub struct TrainConfig {
     /// Random crops and flips.
     pub augment: bool,
     /// Set ATMC's mass and friction floor from h and the number of training images N so that,
-    /// thermostat aside, ATMC moves like SGD with momentum 0.9 at learning rate
-    /// [`ATMC_EQUIVALENT_LR`] on the mean loss: m = h²N/η, D = −ln(0.9)/h. (With m = 1 the
-    /// N-scaled gradient makes any usable h explode the network.) The run records the values.
+    /// thermostat aside, ATMC moves like SGD with momentum [`ATMC_EQUIVALENT_MOMENTUM`] at
+    /// learning rate [`ATMC_EQUIVALENT_LR`] on the mean loss ([`SgdEquivalent::atmc_mass_and_friction`]).
+    /// (With m = 1 the N-scaled gradient makes any usable h explode the network.) The run
+    /// records the values.
     #[serde(default)]
     pub atmc_auto_scale: bool,
 }
@@ -80,6 +81,45 @@ pub struct TrainConfig {
 /// The SGD learning rate ATMC's automatic scaling imitates (see
 /// [`TrainConfig::atmc_auto_scale`]).
 pub const ATMC_EQUIVALENT_LR: f64 = 0.02;
+/// The SGD momentum ATMC's automatic scaling imitates.
+pub const ATMC_EQUIVALENT_MOMENTUM: f64 = 0.9;
+
+/// SGD with heavy-ball momentum on the mean loss (v ← μ v − η ∇ℓ, θ ← θ + v) that ATMC with
+/// step h, mass m and friction floor D moves like on the N-scaled posterior gradient, noise and
+/// thermostat aside (MATH.md §8): μ = e^{−Dh} and η = h N (1 − μ)/(D m) (h² N/m at D = 0).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SgdEquivalent {
+    /// Learning rate η.
+    pub lr: f64,
+    /// Momentum μ.
+    pub momentum: f64,
+}
+
+impl SgdEquivalent {
+    /// The SGD that ATMC (h, m, D) on N training examples imitates.
+    pub fn of_atmc(h: f64, mass: f64, friction_floor: f64, n: f64) -> Self {
+        let x = friction_floor * h;
+        let momentum = (-x).exp();
+        // h (1 − e^{−Dh})/(Dh), written with expm1 so that D → 0 is exact.
+        let decay_over_d = if x == 0.0 {
+            h
+        } else {
+            -(-x).exp_m1() / friction_floor
+        };
+        Self {
+            lr: h * n * decay_over_d / mass,
+            momentum,
+        }
+    }
+
+    /// The mass and friction floor that make ATMC with step `h` on `n` examples move like
+    /// this SGD: m = h² N (1 − μ)/(η (−ln μ)), D = −ln μ / h (for 0 < μ < 1).
+    pub fn atmc_mass_and_friction(&self, h: f64, n: f64) -> (f64, f64) {
+        let log_mu = -self.momentum.ln();
+        let mass = h * h * n * (1.0 - self.momentum) / (self.lr * log_mu);
+        (mass, log_mu / h)
+    }
+}
 
 impl TrainConfig {
     /// The defaults of `atmc-lab train` for a data set at `data`.
@@ -208,9 +248,14 @@ impl Trainer {
             bail!("no training or test images");
         }
         if config.atmc_auto_scale {
-            let h = config.atmc.h;
-            config.atmc.mass = h * h * train.len() as f64 / ATMC_EQUIVALENT_LR;
-            config.atmc.friction_floor = -(0.9f64.ln()) / h;
+            let target = SgdEquivalent {
+                lr: ATMC_EQUIVALENT_LR,
+                momentum: ATMC_EQUIVALENT_MOMENTUM,
+            };
+            let (mass, friction_floor) =
+                target.atmc_mass_and_friction(config.atmc.h, train.len() as f64);
+            config.atmc.mass = mass;
+            config.atmc.friction_floor = friction_floor;
             config.atmc_auto_scale = false;
         }
         if config.optimizer == OptimizerKind::Atmc {
@@ -326,6 +371,13 @@ impl Trainer {
         self.train.len()
     }
 
+    /// The SGD with momentum that this ATMC run moves like (None for SGD runs).
+    pub fn sgd_equivalent(&self) -> Option<SgdEquivalent> {
+        let a = &self.config.atmc;
+        (self.config.optimizer == OptimizerKind::Atmc)
+            .then(|| SgdEquivalent::of_atmc(a.h, a.mass, a.friction_floor, self.train.len() as f64))
+    }
+
     /// Whether all epochs are done.
     pub fn finished(&self) -> bool {
         self.epoch >= self.config.epochs || self.diverged_at.is_some()
@@ -430,7 +482,10 @@ impl Trainer {
                 // ⌈K/M⌉ steps per cycle: the last cycle may end with the run, short.
                 let len = a.schedule.cycle_len;
                 let total = self.steps_per_epoch() * self.config.epochs;
-                len > 0 && (a.state.step.is_multiple_of(len) || a.state.step == total)
+                // A short last cycle is sampled at the run's end only if that step samples.
+                let run_end =
+                    a.state.step == total && total > 0 && !a.schedule.at(a.sampler.h, total - 1).1;
+                len > 0 && (a.state.step.is_multiple_of(len) || run_end)
             }
             Opt::Sgd(_) => false,
         }

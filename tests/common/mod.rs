@@ -41,3 +41,71 @@ pub fn assert_rel(what: &str, a: f64, b: f64, tol: f64) {
         tol * 100.0
     );
 }
+
+/// Runs `entry` — WGSL that defines `fn check(bits: u32) -> u32` using the functions in
+/// `library` — over `inputs` on the GPU and returns its outputs. The check's own buffers sit
+/// at bindings 14 and 15 of group 0, clear of the library's. Panics (no silent skip) when no
+/// adapter exists.
+pub fn run_wgsl_check(library: &str, entry: &str, inputs: &[u32]) -> Vec<u32> {
+    use wgpu::util::DeviceExt;
+    let ctx = atmc_lab::engine::gpu::GpuContext::new()
+        .unwrap_or_else(|e| panic!("no usable GPU adapter: {e:#}"));
+    let device = &ctx.device;
+    let source = format!(
+        "{library}\n{entry}\n\
+         @group(0) @binding(14) var<storage, read> check_in: array<u32>;\n\
+         @group(0) @binding(15) var<storage, read_write> check_out: array<u32>;\n\
+         @compute @workgroup_size(64)\n\
+         fn run_check(@builtin(global_invocation_id) id: vec3<u32>) {{\n\
+             if (id.x < arrayLength(&check_in)) {{ check_out[id.x] = check(check_in[id.x]); }}\n\
+         }}\n"
+    );
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("wgsl check"),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("wgsl check"),
+        layout: None,
+        module: &module,
+        entry_point: Some("run_check"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let n = inputs.len() as u64;
+    let input = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("check in"),
+        contents: bytemuck::cast_slice(inputs),
+        usage: wgpu::BufferUsages::STORAGE,
+    });
+    let output = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("check out"),
+        size: 4 * n,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 14,
+                resource: input.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 15,
+                resource: output.as_entire_binding(),
+            },
+        ],
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups((n as u32).div_ceil(64), 1, 1);
+    }
+    ctx.queue.submit([encoder.finish()]);
+    let bytes = ctx.read_buffer(&output, 0, 4 * n).expect("read back");
+    bytemuck::cast_slice(&bytes).to_vec()
+}

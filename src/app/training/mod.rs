@@ -324,6 +324,16 @@ impl TrainingPanel {
                     .unwrap_or_default()
             ));
         });
+        if let Some(e) = &s.sgd_equivalent {
+            ui.label(
+                RichText::new(format!(
+                    "ATMC with h = {}, m = {:.4}, D = {:.4} moves like SGD with learning rate \
+                     {:.4} and momentum {:.3} (noise and thermostat aside)",
+                    c.atmc.h, c.atmc.mass, c.atmc.friction_floor, e.lr, e.momentum
+                ))
+                .small(),
+            );
+        }
         let spacing = ui.spacing().item_spacing.x;
         let available = ui.available_size();
         let w = (available.x - 2.0 * spacing) / 3.0;

@@ -61,6 +61,8 @@ pub struct TrainSnapshot {
     pub reliability: Vec<ReliabilityBin>,
     /// Step at which the parameters diverged.
     pub diverged_at: Option<u32>,
+    /// The SGD with momentum an ATMC run moves like (MATH.md §8).
+    pub sgd_equivalent: Option<crate::train::trainer::SgdEquivalent>,
     /// Errors and notices.
     pub message: Option<String>,
     /// Where the checkpoint is written.
@@ -292,7 +294,9 @@ impl<R: Fn()> Worker<R> {
                 s.losses.clone_from(&self.losses);
             }
             s.diverged_at = t.diverged_at;
+            s.sgd_equivalent = t.sgd_equivalent();
         } else {
+            s.sgd_equivalent = None;
             s.config = None;
             s.history.clear();
             s.losses.clear();
