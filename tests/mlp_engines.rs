@@ -3,8 +3,8 @@
 //! CI) and fail loudly when there is none.
 
 use atmc_lab::engine::gpu::GpuContext;
+use atmc_lab::engine::mlp::gpu::MlpGpuEngine;
 use atmc_lab::engine::mlp::{MlpCpuEngine, MlpEngine};
-use atmc_lab::engine::mlp_gpu::MlpGpuEngine;
 use atmc_lab::math::mlp::{Activation, MlpInit, MlpModel, MlpSpec};
 use atmc_lab::math::{DataSource, DataSpec, SamplerKind, SamplerSpec, ScheduleSpec};
 

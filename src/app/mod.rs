@@ -875,7 +875,7 @@ impl AtmcApp {
             return;
         };
         let csv = match (s, self.workspace, &self.mlp, &self.training) {
-            (Some(s), ..) => crate::runner::series_csv(&s.series),
+            (Some(s), ..) => crate::diagnostics::series_csv(&s.series),
             (None, Workspace::Training, _, Some(t)) => t
                 .session()
                 .with_snapshot(|s| crate::train::trainer::history_csv(&s.history)),

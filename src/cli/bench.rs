@@ -2,9 +2,10 @@
 //! `--mlp` whole-network stochastic gradients per second of Bayesian MLPs.
 
 use crate::engine::gpu::{GpuContext, GpuEngine};
+use crate::engine::mlp::gpu::MlpGpuEngine;
 use crate::engine::mlp::{MlpCpuEngine, MlpEngine};
-use crate::engine::mlp_gpu::MlpGpuEngine;
-use crate::engine::{Engine, InitSpec, cpu::CpuEngine};
+use crate::engine::{Engine, cpu::CpuEngine};
+use crate::math::InitSpec;
 use crate::math::mlp::{Activation, MlpInit, MlpModel, MlpSpec};
 use crate::math::{DataSource, DataSpec, SamplerKind, SamplerSpec, TargetSpec, ranges};
 use crate::preset::Preset;

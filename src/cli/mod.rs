@@ -399,7 +399,7 @@ fn execute(
     if let Some(notice) = &outcome.notice {
         eprintln!("notice: {notice}");
     }
-    write_csv(csv, || runner::series_csv(&outcome.series))?;
+    write_csv(csv, || crate::diagnostics::series_csv(&outcome.series))?;
     let s = &outcome.summary;
     eprintln!(
         "{} on {}: {} chains × {} steps on {} ({}), {:.3e} chain-steps/s; diverged {:.2}%",

@@ -198,6 +198,26 @@ pub struct SeriesRow {
     pub exploring: bool,
 }
 
+/// The time series as CSV text.
+pub fn series_csv(series: &[SeriesRow]) -> String {
+    let mut out = String::from(
+        "step,step_size,kinetic_temperature,mean_xi,diverged,energy_distance,exploring\n",
+    );
+    for r in series {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{}\n",
+            r.step,
+            r.step_size,
+            r.kinetic_temperature,
+            r.mean_xi,
+            r.diverged,
+            r.energy_distance,
+            r.exploring
+        ));
+    }
+    out
+}
+
 /// The step intervals (from, to] in which the recorded blocks explored (a cyclical schedule's
 /// exploration stage), merged where consecutive: what the app shades in its time series.
 pub fn exploration_intervals(rows: &[SeriesRow]) -> Vec<[f64; 2]> {

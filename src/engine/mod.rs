@@ -4,73 +4,12 @@
 pub mod cpu;
 pub mod gpu;
 pub mod mlp;
-pub mod mlp_gpu;
 pub mod moments;
 
 pub use moments::Moments;
 
-use crate::math::{Chain2, Grid2, Model, RngCounter, Stream};
+use crate::math::{Chain2, Grid2, InitSpec, Model};
 use serde::{Deserialize, Serialize};
-
-/// How chains start.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct InitSpec {
-    /// Centre of the initial θ.
-    #[serde(default)]
-    pub center: [f64; 2],
-    /// Standard deviation of the initial θ around the centre.
-    #[serde(
-        default = "one",
-        deserialize_with = "crate::math::ranges::de_init_scale"
-    )]
-    pub scale: f64,
-    /// Initial thermostat ξ of every coordinate.
-    #[serde(default)]
-    pub xi: f64,
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-impl Default for InitSpec {
-    fn default() -> Self {
-        Self {
-            center: [0.0; 2],
-            scale: 1.0,
-            xi: 0.0,
-        }
-    }
-}
-
-impl InitSpec {
-    /// The initial state of `chain`: θ ~ N(centre, scale²), p ~ N(0, m T) for samplers with
-    /// a momentum (0 otherwise), ξ as given for samplers with a thermostat (0 otherwise).
-    /// A pure function of (seed, chain), like everything random here.
-    pub fn chain(&self, model: &Model, seed: u64, chain: u32) -> Chain2 {
-        let z = RngCounter::new(seed, chain, 0).normal4(Stream::Init, 0);
-        let sp = &model.sampler;
-        let p_scale = if sp.kind.has_momentum() {
-            (sp.mass * sp.temperature).sqrt()
-        } else {
-            0.0
-        };
-        let xi = if sp.kind.has_thermostat() {
-            self.xi as f32
-        } else {
-            0.0
-        };
-        Chain2 {
-            theta: [
-                self.center[0] as f32 + self.scale as f32 * z[0],
-                self.center[1] as f32 + self.scale as f32 * z[1],
-            ],
-            p: [p_scale * z[2], p_scale * z[3]],
-            xi: [xi, xi],
-        }
-    }
-}
 
 /// Which backend runs the chains, and on what.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -270,6 +209,40 @@ pub(crate) fn open_device(device: &mut Option<gpu::GpuContext>) -> anyhow::Resul
     match device {
         Some(ctx) => Ok(ctx.clone()),
         None => Ok(device.insert(gpu::GpuContext::new()?).clone()),
+    }
+}
+
+/// Creates an MLP engine for a choice of backend, sharing the GPU device the caller keeps
+/// in `device`. Returns the engine and, when `auto` fell back to the CPU, the reason.
+pub fn create_mlp_engine(
+    choice: BackendChoice,
+    device: &mut Option<gpu::GpuContext>,
+    model: crate::math::mlp::MlpModel,
+    chains: u32,
+    init: &crate::math::mlp::MlpInit,
+    seed: u64,
+) -> anyhow::Result<(Box<dyn mlp::MlpEngine>, Option<String>)> {
+    let gpu = |ctx, model| -> anyhow::Result<Box<dyn mlp::MlpEngine>> {
+        Ok(Box::new(mlp::gpu::MlpGpuEngine::with_context(
+            ctx, model, chains, init, seed,
+        )?))
+    };
+    let cpu = |model| {
+        Box::new(mlp::MlpCpuEngine::new(model, chains, init, seed)) as Box<dyn mlp::MlpEngine>
+    };
+    match choice {
+        BackendChoice::Cpu => Ok((cpu(model), None)),
+        BackendChoice::Gpu => Ok((gpu(open_device(device)?, model)?, None)),
+        BackendChoice::Auto => {
+            let reason = match hardware_gpu(device) {
+                Ok(ctx) => match gpu(ctx, model.clone()) {
+                    Ok(engine) => return Ok((engine, None)),
+                    Err(e) => format!("the GPU engine failed ({e:#})"),
+                },
+                Err(reason) => reason,
+            };
+            Ok((cpu(model), Some(fallback_notice(&reason))))
+        }
     }
 }
 

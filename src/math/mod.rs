@@ -4,6 +4,7 @@
 
 pub mod datasets;
 pub mod grid;
+pub mod init;
 pub mod mlp;
 pub mod noise;
 pub mod ranges;
@@ -16,6 +17,7 @@ pub mod targets;
 
 pub use datasets::{DataSource, DataSpec, Dataset};
 pub use grid::Grid2;
+pub use init::InitSpec;
 pub use noise::{NoiseModel, NoiseSpec};
 pub use real::{Lanes, Real, RngLanes, StepRng};
 pub use rng::{RngCounter, Stream};

@@ -7,8 +7,7 @@ pub mod mlp;
 
 pub use mlp::{AnyPreset, MlpPreset};
 
-use crate::engine::InitSpec;
-use crate::math::{Model, NoiseSpec, SamplerSpec, ScheduleSpec, TargetSpec, ranges};
+use crate::math::{InitSpec, Model, NoiseSpec, SamplerSpec, ScheduleSpec, TargetSpec, ranges};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::Path;

@@ -4,7 +4,8 @@
 use super::printed_defects;
 use crate::diagnostics::mlp::{Evaluation, LayerSummary, MlpSeriesRow, MlpSummary, evaluate};
 use crate::engine::BackendChoice;
-use crate::engine::mlp::{MlpCpuEngine, MlpEngine, create_mlp_engine};
+use crate::engine::create_mlp_engine;
+use crate::engine::mlp::{MlpCpuEngine, MlpEngine};
 use crate::preset::MlpPreset;
 use std::time::Instant;
 
@@ -22,11 +23,6 @@ pub struct MlpOutcome {
     pub notice: Option<String>,
 }
 
-/// The SGD baseline: one network on the CPU (it is one chain; a GPU would idle).
-pub fn baseline_engine(preset: &MlpPreset, model: &crate::math::mlp::MlpModel) -> MlpCpuEngine {
-    MlpCpuEngine::new(preset.baseline_model(model), 1, &preset.init, preset.seed)
-}
-
 /// Runs `preset` for its number of steps on `backend`. `progress` is called with the steps
 /// done after every block.
 pub fn run_mlp(
@@ -35,7 +31,9 @@ pub fn run_mlp(
     progress: &mut dyn FnMut(u32),
 ) -> anyhow::Result<MlpOutcome> {
     let (model, data) = preset.build().map_err(anyhow::Error::msg)?;
-    let mut baseline = baseline_engine(preset, &model);
+    // The SGD baseline is one network: on the CPU (a GPU would idle).
+    let mut baseline =
+        MlpCpuEngine::new(preset.baseline_model(&model), 1, &preset.init, preset.seed);
     let (mut engine, notice) = create_mlp_engine(
         backend,
         &mut None,

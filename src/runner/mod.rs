@@ -131,23 +131,3 @@ pub fn block_ends(steps: u32, record_every: u32) -> Vec<u32> {
     }
     ends
 }
-
-/// The time series as CSV text.
-pub fn series_csv(series: &[SeriesRow]) -> String {
-    let mut out = String::from(
-        "step,step_size,kinetic_temperature,mean_xi,diverged,energy_distance,exploring\n",
-    );
-    for r in series {
-        out.push_str(&format!(
-            "{},{},{},{},{},{},{}\n",
-            r.step,
-            r.step_size,
-            r.kinetic_temperature,
-            r.mean_xi,
-            r.diverged,
-            r.energy_distance,
-            r.exploring
-        ));
-    }
-    out
-}

@@ -1,7 +1,8 @@
 //! Shared helpers of the integration tests.
 #![allow(dead_code)]
 
-use atmc_lab::engine::{BackendChoice, InitSpec};
+use atmc_lab::engine::BackendChoice;
+use atmc_lab::math::InitSpec;
 use atmc_lab::math::{NoiseSpec, SamplerKind, SamplerSpec, ScheduleSpec, TargetSpec};
 use atmc_lab::preset::{Preset, ViewHints};
 use atmc_lab::runner::{self, RunOutcome};

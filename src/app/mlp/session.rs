@@ -5,13 +5,10 @@
 
 use crate::app::worker::{QuitCommand, WorkerHandle};
 use crate::diagnostics::mlp::{EnsembleEvaluation, Evaluation, MlpSeriesRow, evaluate_with};
-use crate::engine::mlp::{
-    MlpCpuEngine, MlpEngine, MlpReport, ParameterStates, Prediction, create_mlp_engine,
-};
-use crate::engine::{BackendChoice, BackendInfo, gpu::GpuContext};
+use crate::engine::mlp::{MlpCpuEngine, MlpEngine, MlpReport, ParameterStates, Prediction};
+use crate::engine::{BackendChoice, BackendInfo, create_mlp_engine, gpu::GpuContext};
 use crate::math::{Dataset, Grid2};
 use crate::preset::MlpPreset;
-use crate::runner::mlp::baseline_engine;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -195,7 +192,8 @@ impl<R: Fn()> Worker<R> {
         };
         self.error = None;
         let p = &self.preset;
-        let baseline = baseline_engine(p, &model);
+        // The SGD baseline is one network: on the CPU (a GPU would idle).
+        let baseline = MlpCpuEngine::new(p.baseline_model(&model), 1, &p.init, p.seed);
         let created = create_mlp_engine(
             self.backend,
             &mut self.device,

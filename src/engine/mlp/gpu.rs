@@ -7,20 +7,21 @@
 //! advance reads back per-workgroup layer statistics only; predictions, single parameters and
 //! weights are read on request.
 
-use super::BackendInfo;
-use super::gpu::{GpuContext, GpuParams, storage_entry};
-use super::mlp::{MAX_LAYERS, MlpEngine, MlpReport, ParameterStates, Prediction, initial_regions};
-use crate::math::mlp::{Architecture, MlpInit, MlpModel};
+use super::{MAX_LAYERS, MlpEngine, MlpReport, ParameterStates, Prediction};
+use crate::engine::BackendInfo;
+use crate::engine::gpu::{GpuContext, GpuParams, storage_entry};
+use crate::math::mlp::{Architecture, ChainSlices, MlpInit, MlpModel};
 use anyhow::{bail, ensure};
 use bytemuck::{Pod, Zeroable};
+use rayon::prelude::*;
 use wgpu::util::DeviceExt;
 
 /// The WGSL of the MLP engine, composed from the files that mirror `src/math`.
 pub const MLP_SHADER_SOURCE: &str = concat!(
-    include_str!("../../shaders/params.wgsl"),
-    include_str!("../../shaders/rng.wgsl"),
-    include_str!("../../shaders/samplers.wgsl"),
-    include_str!("../../shaders/mlp.wgsl"),
+    include_str!("../../../shaders/params.wgsl"),
+    include_str!("../../../shaders/rng.wgsl"),
+    include_str!("../../../shaders/samplers.wgsl"),
+    include_str!("../../../shaders/mlp.wgsl"),
 );
 
 const WORKGROUP: u32 = 64;
@@ -655,4 +656,28 @@ impl MlpEngine for MlpGpuEngine {
         queue.write_buffer(&self.diverged_at, 0, bytemuck::cast_slice(&zeros));
         Ok(())
     }
+}
+
+/// The initial state of every chain in the GPU's layout: three regions (θ, p, ξ) of
+/// P × chains with the chain index fastest.
+fn initial_regions(model: &MlpModel, init: &MlpInit, seed: u64, chains: u32) -> Vec<f32> {
+    let params = model.posterior.params();
+    let per_chain: Vec<Vec<f32>> = (0..chains)
+        .into_par_iter()
+        .map(|chain| {
+            let mut v = vec![0.0; 3 * params];
+            let (theta, rest) = v.split_at_mut(params);
+            let (p, xi) = rest.split_at_mut(params);
+            model.initial_state(init, seed, chain, ChainSlices { theta, p, xi });
+            v
+        })
+        .collect();
+    let n = chains as usize;
+    let mut out = vec![0.0; 3 * params * n];
+    for (chain, v) in per_chain.iter().enumerate() {
+        for (k, &value) in v.iter().enumerate() {
+            out[k * n + chain] = value;
+        }
+    }
+    out
 }
