@@ -4,6 +4,7 @@
 pub mod colormap;
 pub mod contours;
 pub mod controls;
+pub mod fonts;
 pub mod mlp;
 pub mod plots;
 pub mod portrait;
@@ -161,48 +162,10 @@ pub(crate) fn explosion_banner(ui: &mut egui::Ui, text: &str, reset_label: &str)
         .inner
 }
 
-/// Where Debian's fonts-dejavu-core puts its fonts (Greek, subscripts and symbols that
-/// egui's built-in font lacks). Loaded at run time, never shipped.
-const FALLBACK_FONTS: &[(&str, &str, egui::FontFamily)] = &[
-    (
-        "DejaVuSans",
-        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-        egui::FontFamily::Proportional,
-    ),
-    (
-        "DejaVuSansMono",
-        "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
-        egui::FontFamily::Monospace,
-    ),
-];
-
-/// Adds the system's DejaVu fonts (when present) as fallbacks after egui's own fonts.
-pub fn install_fonts(ctx: &egui::Context) {
-    let mut fonts = egui::FontDefinitions::default();
-    let mut added = false;
-    for (name, path, family) in FALLBACK_FONTS {
-        if let Ok(bytes) = std::fs::read(path) {
-            fonts.font_data.insert(
-                (*name).to_owned(),
-                std::sync::Arc::new(egui::FontData::from_owned(bytes)),
-            );
-            fonts
-                .families
-                .entry(family.clone())
-                .or_default()
-                .push((*name).to_owned());
-            added = true;
-        }
-    }
-    if added {
-        ctx.set_fonts(fonts);
-    }
-}
-
 impl AtmcApp {
     /// The app on a preset, with the engine on `backend`, running or paused.
     pub fn new(ctx: &egui::Context, preset: Preset, backend: BackendChoice, playing: bool) -> Self {
-        install_fonts(ctx);
+        fonts::install_fonts(ctx);
         let repaint_ctx = ctx.clone();
         let session = Session::start(preset.clone(), backend, playing, move || {
             repaint_ctx.request_repaint()
