@@ -1,6 +1,7 @@
 //! The app driven as a user would, offscreen (egui_kittest on wgpu; lavapipe in CI).
 
 use atmc_lab::app::AtmcApp;
+use atmc_lab::app::posterior::PosteriorView;
 use atmc_lab::app::screenshot::{harness, run_to_step};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::Preset;
@@ -15,17 +16,21 @@ fn app(h: &AppHarness) -> &AtmcApp {
     h.state().as_ref().expect("app started")
 }
 
+fn view(h: &AppHarness) -> &PosteriorView {
+    app(h).get::<PosteriorView>().expect("the 2-D view")
+}
+
 /// Steps the UI until `done` holds for the latest snapshot, or fails after `seconds`.
 fn run_until(
     h: &mut AppHarness,
     seconds: u64,
     what: &str,
-    done: impl Fn(&atmc_lab::app::session::Snapshot) -> bool,
+    done: impl Fn(&atmc_lab::app::posterior::session::Snapshot) -> bool,
 ) {
     let deadline = Instant::now() + Duration::from_secs(seconds);
     loop {
         h.step();
-        if app(h).session().with_snapshot(&done) {
+        if view(h).session().with_snapshot(&done) {
             return;
         }
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -39,18 +44,18 @@ fn flipping_the_friction_sign_explodes_the_chains() {
     preset.chains = 4000;
     let mut h = harness(preset, [1280, 720], 1.0, BackendChoice::Auto);
     run_to_step(&mut h, 20).unwrap();
-    assert_eq!(app(&h).session().snapshot().moments.diverged, 0);
+    assert_eq!(view(&h).session().snapshot().moments.diverged, 0);
     h.get_by_label("▶ Play").click();
     h.get_by_role_and_label(Role::Slider, "friction sign φ")
         .set_value_accesskit(-1.0);
     h.step();
-    assert_eq!(app(&h).preset.sampler.friction_sign, -1.0);
+    assert_eq!(view(&h).preset.sampler.friction_sign, -1.0);
     run_until(&mut h, 60, "the explosion", |s| s.moments.diverged >= 3960);
     h.step();
     h.step();
     // The banner is there (the query panics when no such label exists).
     h.get_by_label_contains("Momentum explosion");
-    let s = app(&h).session().snapshot();
+    let s = view(&h).session().snapshot();
     assert!(s.first_divergence.is_some());
     // One click resets the chains.
     h.get_all_by_label("↺ Reset chains").next().unwrap().click();
@@ -72,7 +77,7 @@ fn changing_d_is_live_and_keeps_the_chains() {
         s.sampler.is_some_and(|p| p.friction_floor == 2.5)
     });
     // No reset: the step count carried on from 100.
-    let s = app(&h).session().snapshot();
+    let s = view(&h).session().snapshot();
     assert!(s.step >= 100, "step {}", s.step);
     assert_eq!(
         s.series.first().map(|r| r.step),
@@ -94,7 +99,7 @@ fn loading_a_preset_from_the_menu() {
     h.get_by_label_contains("printed: ATMC as printed").click();
     h.run_steps(2);
     let printed = Preset::load("printed").unwrap();
-    assert_eq!(app(&h).preset, printed);
+    assert_eq!(view(&h).preset, printed);
     run_until(&mut h, 30, "the printed preset in the engine", |s| {
         s.sampler
             .is_some_and(|p| p.friction_sign == -1.0 && p.xi_overwrite)

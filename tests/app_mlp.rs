@@ -1,7 +1,8 @@
 //! The MLP view driven as a user would, offscreen (egui_kittest on wgpu; lavapipe in CI).
 
+use atmc_lab::app::mlp::MlpView;
 use atmc_lab::app::screenshot::{harness, run_to_step};
-use atmc_lab::app::{AtmcApp, Workspace};
+use atmc_lab::app::{AtmcApp, Tab};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::{AnyPreset, MlpPreset, Preset};
 use egui::accesskit::Role;
@@ -37,7 +38,7 @@ fn run_until(
     loop {
         h.step();
         let ready = app(h)
-            .mlp
+            .get::<MlpView>()
             .as_ref()
             .is_some_and(|m| m.session().with_snapshot(&done));
         if ready {
@@ -56,25 +57,32 @@ fn the_tab_opens_the_mlp_view_with_its_maps() {
         1.0,
         BackendChoice::Cpu,
     );
-    assert_eq!(app(&h).workspace, Workspace::Toy);
+    assert_eq!(app(&h).tab, Tab::Posterior);
     h.get_by_label("Bayesian MLPs").click();
     h.run_steps(2);
-    assert_eq!(app(&h).workspace, Workspace::Mlp);
+    assert_eq!(app(&h).tab, Tab::Mlp);
     run_until(&mut h, 120, "the first maps", |s| s.map.is_some());
     h.run_steps(2);
     h.get_by_label_contains("posterior predictive (");
     // Back to the 2-D view: the MLP networks pause.
     h.get_by_label("2-D posteriors").click();
     h.run_steps(2);
-    assert_eq!(app(&h).workspace, Workspace::Toy);
-    assert!(!app(&h).mlp.as_ref().unwrap().session().snapshot().playing);
+    assert_eq!(app(&h).tab, Tab::Posterior);
+    assert!(
+        !app(&h)
+            .get::<MlpView>()
+            .unwrap()
+            .session()
+            .snapshot()
+            .playing
+    );
 }
 
 #[test]
 fn printed_friction_sign_explodes_the_networks() {
     let mut h = harness(two_moons(128), [1280, 720], 1.0, BackendChoice::Cpu);
     run_to_step(&mut h, 20).unwrap();
-    let s = app(&h).mlp.as_ref().unwrap().session().snapshot();
+    let s = app(&h).get::<MlpView>().unwrap().session().snapshot();
     assert_eq!(s.report.diverged, 0);
     assert!(s.evaluation.is_some() && s.map.is_some());
     h.get_by_label("▶ Play").click();
@@ -82,7 +90,12 @@ fn printed_friction_sign_explodes_the_networks() {
         .set_value_accesskit(-1.0);
     h.step();
     assert_eq!(
-        app(&h).mlp.as_ref().unwrap().preset.sampler.friction_sign,
+        app(&h)
+            .get::<MlpView>()
+            .unwrap()
+            .preset
+            .sampler
+            .friction_sign,
         -1.0
     );
     run_until(&mut h, 120, "the explosion", |s| s.report.diverged >= 120);
@@ -105,7 +118,7 @@ fn a_new_data_set_changes_live() {
     run_until(&mut h, 60, "the noisier data", |s| {
         s.data.as_ref().is_some_and(|d| d.name == "two moons") && s.map.is_some() && s.step >= 40
     });
-    let p = &app(&h).mlp.as_ref().unwrap().preset;
+    let p = &app(&h).get::<MlpView>().unwrap().preset;
     assert_eq!(p.network.data.noise, 0.6);
 }
 

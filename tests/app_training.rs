@@ -3,8 +3,9 @@
 //! checkpoint.
 
 use atmc_lab::app::screenshot::harness;
+use atmc_lab::app::training::TrainingView;
 use atmc_lab::app::training::session::TrainStatus;
-use atmc_lab::app::{AtmcApp, Workspace};
+use atmc_lab::app::{AtmcApp, Tab};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::Preset;
 use egui_kittest::Harness;
@@ -54,7 +55,7 @@ fn run_until(h: &mut AppHarness, seconds: u64, what: &str, done: impl Fn(TrainSt
         let status = h
             .state()
             .as_ref()
-            .and_then(|a| a.training.as_ref())
+            .and_then(|a| a.get::<TrainingView>())
             .map(|t| t.session().with_snapshot(|s| (s.status, s.message.clone())));
         if status.as_ref().is_some_and(|(s, _)| done(*s)) {
             return;
@@ -87,8 +88,8 @@ fn train_in_the_background_and_resume_from_the_checkpoint() {
     h.run_steps(2);
     {
         let app = h.state_mut().as_mut().unwrap();
-        assert_eq!(app.workspace, Workspace::Training);
-        let panel = app.training.as_mut().unwrap();
+        assert_eq!(app.tab, Tab::Training);
+        let panel = app.get_mut::<TrainingView>().unwrap();
         panel.config.data = dir.clone();
         panel.config.width = 4;
         panel.config.epochs = 2;
@@ -106,7 +107,7 @@ fn train_in_the_background_and_resume_from_the_checkpoint() {
         .state()
         .as_ref()
         .unwrap()
-        .training
+        .get::<TrainingView>()
         .as_ref()
         .unwrap()
         .session()
@@ -133,7 +134,7 @@ fn train_in_the_background_and_resume_from_the_checkpoint() {
         .state()
         .as_ref()
         .unwrap()
-        .training
+        .get::<TrainingView>()
         .as_ref()
         .unwrap()
         .session()

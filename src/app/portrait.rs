@@ -2,9 +2,11 @@
 //! with fading trails, optional contours of the target, pan and zoom.
 
 use super::colormap::Colormap;
+use crate::diagnostics::views::Segment;
 use crate::engine::Axis;
 use crate::math::{Chain2, Grid2};
 use egui::{Color32, Pos2, Rect, Sense, Shape, Stroke, Vec2, pos2};
+use glam::DVec2;
 use std::collections::VecDeque;
 
 /// Histogram cells along each axis for an ensemble of `chains`: about six chains per cell
@@ -31,6 +33,17 @@ impl ViewRange {
         Self { x, y, auto: true }
     }
 
+    /// The map from this view's data coordinates to `rect` on screen (y up).
+    pub fn transform(&self, rect: Rect) -> ViewTransform {
+        let min = DVec2::new(self.x[0], self.y[0]);
+        let span = DVec2::new(self.x[1] - self.x[0], self.y[1] - self.y[0]);
+        ViewTransform {
+            origin: DVec2::new(f64::from(rect.left()), f64::from(rect.bottom())),
+            scale: DVec2::new(f64::from(rect.width()), -f64::from(rect.height())) / span,
+            min,
+        }
+    }
+
     /// The histogram grid of this view with `resolution` cells per axis.
     pub fn grid(&self, resolution: u32) -> Grid2 {
         Grid2::new(self.x, self.y, resolution, resolution)
@@ -53,6 +66,27 @@ impl ViewRange {
     }
 }
 
+/// Data coordinates to screen points for one view.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ViewTransform {
+    origin: DVec2,
+    scale: DVec2,
+    min: DVec2,
+}
+
+impl ViewTransform {
+    /// The screen point of a data point.
+    pub fn to_screen(&self, p: DVec2) -> Pos2 {
+        let q = self.origin + (p - self.min) * self.scale;
+        pos2(q.x as f32, q.y as f32)
+    }
+
+    /// The data point under a screen point.
+    pub fn to_data(&self, p: Pos2) -> DVec2 {
+        (DVec2::new(f64::from(p.x), f64::from(p.y)) - self.origin) / self.scale + self.min
+    }
+}
+
 /// What one portrait draws this frame.
 pub struct PortraitData<'a> {
     /// Panel title.
@@ -66,7 +100,7 @@ pub struct PortraitData<'a> {
     /// Which highlighted chains diverged.
     pub trail_diverged_at: &'a [u32],
     /// Contour segments in data coordinates.
-    pub contours: &'a [[f64; 4]],
+    pub contours: &'a [Segment],
     /// Logarithmic colour scale.
     pub log_scale: bool,
     /// A note drawn in the middle of an empty panel (e.g. SGLD has no momentum).
@@ -103,12 +137,8 @@ pub fn show(
 ) -> egui::Response {
     let (rect, response) = ui.allocate_exact_size(Vec2::splat(side), Sense::click_and_drag());
     let painter = ui.painter_at(rect);
-    let to_screen = |x: f64, y: f64| -> Pos2 {
-        pos2(
-            rect.left() + ((x - view.x[0]) / (view.x[1] - view.x[0])) as f32 * rect.width(),
-            rect.bottom() - ((y - view.y[0]) / (view.y[1] - view.y[0])) as f32 * rect.height(),
-        )
-    };
+    let transform = view.transform(rect);
+    let to_screen = |x: f64, y: f64| transform.to_screen(DVec2::new(x, y));
     painter.rect_filled(rect, 4.0, Color32::from_rgb(8, 8, 16));
 
     if let Some((grid, counts)) = data.histogram {
@@ -140,8 +170,8 @@ pub fn show(
     }
 
     let contour = Stroke::new(1.0, Color32::from_rgba_unmultiplied(120, 200, 255, 150));
-    for s in data.contours {
-        painter.line_segment([to_screen(s[0], s[1]), to_screen(s[2], s[3])], contour);
+    for [a, b] in data.contours {
+        painter.line_segment([transform.to_screen(*a), transform.to_screen(*b)], contour);
     }
 
     // Trails fade from transparent (oldest) to opaque (newest). Diverged chains are drawn
@@ -263,19 +293,13 @@ pub fn show(
         if scroll != 0.0
             && let Some(pointer) = response.hover_pos()
         {
+            // Zoom about the data point under the pointer.
             let factor = f64::from((-scroll * 0.003).exp());
-            let fx = f64::from((pointer.x - rect.left()) / rect.width());
-            let fy = f64::from((rect.bottom() - pointer.y) / rect.height());
-            let cx = view.x[0] + fx * (view.x[1] - view.x[0]);
-            let cy = view.y[0] + fy * (view.y[1] - view.y[0]);
-            view.x = [
-                cx - (cx - view.x[0]) * factor,
-                cx + (view.x[1] - cx) * factor,
-            ];
-            view.y = [
-                cy - (cy - view.y[0]) * factor,
-                cy + (view.y[1] - cy) * factor,
-            ];
+            let c = transform.to_data(pointer);
+            let min = c + (DVec2::new(view.x[0], view.y[0]) - c) * factor;
+            let max = c + (DVec2::new(view.x[1], view.y[1]) - c) * factor;
+            view.x = [min.x, max.x];
+            view.y = [min.y, max.y];
             view.auto = false;
         }
     }
@@ -299,6 +323,17 @@ mod tests {
         assert_eq!(resolution(10_000), 48);
         assert_eq!(resolution(100_000), 128);
         assert_eq!(resolution(1_000_000), 256);
+    }
+
+    #[test]
+    fn transform_round_trips() {
+        let v = ViewRange::auto([-2.0, 6.0], [1.0, 3.0]);
+        let rect = Rect::from_min_max(pos2(10.0, 20.0), pos2(110.0, 70.0));
+        let t = v.transform(rect);
+        assert_eq!(t.to_screen(DVec2::new(-2.0, 1.0)), pos2(10.0, 70.0));
+        assert_eq!(t.to_screen(DVec2::new(6.0, 3.0)), pos2(110.0, 20.0));
+        let back = t.to_data(pos2(60.0, 45.0));
+        assert!((back - DVec2::new(2.0, 2.0)).length() < 1e-9);
     }
 
     #[test]

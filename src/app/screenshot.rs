@@ -1,7 +1,7 @@
 //! Pictures of the app: the offscreen renderer behind `atmc-lab screenshot` (egui_kittest on
 //! wgpu, no window or display needed) and the PNG writer behind the app's export menu.
 
-use super::{AtmcApp, Workspace};
+use super::AtmcApp;
 use crate::engine::BackendChoice;
 use crate::preset::AnyPreset;
 use anyhow::{Context, anyhow, bail};
@@ -43,7 +43,7 @@ pub fn harness(
         .build_ui_state(
             move |ui, app: &mut Option<AtmcApp>| {
                 let app = app.get_or_insert_with(|| {
-                    let mut app = AtmcApp::with_preset(ui.ctx(), preset.clone(), backend, false);
+                    let mut app = AtmcApp::new(ui.ctx(), preset.clone(), backend, false);
                     app.set_reproducible(true);
                     app
                 });
@@ -55,71 +55,26 @@ pub fn harness(
     harness
 }
 
-/// Runs the harnessed app to `steps` and lets the UI draw the final snapshot.
-pub fn run_to_step(
-    harness: &mut egui_kittest::Harness<'static, Option<AtmcApp>>,
-    steps: u32,
-) -> anyhow::Result<()> {
-    let app = harness.state().as_ref().context("app not started")?;
+/// Runs the harnessed app's shown view to `steps` and lets the UI draw the final snapshot.
+pub fn run_to_step(harness: &mut AppHarness, steps: u32) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(600);
-    if let (Workspace::Mlp, Some(panel)) = (app.workspace, &app.mlp) {
-        // The maps are evaluated at multiples of `map_every` and at the final step.
-        panel
-            .session()
-            .send(super::mlp::session::MlpCommand::RunTo(steps));
-        loop {
-            harness.step();
-            let app = harness.state().as_ref().context("app not started")?;
-            let done = app.mlp.as_ref().is_some_and(|m| {
-                m.session().with_snapshot(|s| {
-                    s.error.is_some()
-                        || (s.step >= steps
-                            && s.run_to.is_none()
-                            && s.map.as_ref().is_some_and(|m| m.step == s.step))
-                })
-            });
-            if done {
-                break;
-            }
-            if Instant::now() > deadline {
-                bail!("step {steps} did not happen within 10 minutes");
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        for _ in 0..3 {
-            harness.step();
-        }
-        return Ok(());
-    }
-    app.session().send(super::session::Command::RunTo(steps));
-    let wait = |harness: &mut AppHarness, what: &str, ready: &dyn Fn(&AtmcApp) -> bool| {
-        loop {
-            harness.step();
-            let app = harness.state().as_ref().context("app not started")?;
-            if ready(app) {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                bail!("{what} did not happen within 10 minutes");
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    };
-    wait(harness, &format!("step {steps}"), &|app| {
-        app.session()
-            .with_snapshot(|s| s.step >= steps && s.run_to.is_none())
-    })?;
-    // The views follow the ensemble; settle them on the final snapshot, then wait for the
-    // histograms binned on exactly those views (still at step N: the worker is paused).
     harness
         .state_mut()
         .as_mut()
         .context("app not started")?
-        .settle_views();
-    wait(harness, "the final histograms", &|app| {
-        app.session()
-            .with_snapshot(|s| s.histograms.len() == 3 && s.specs == app.specs())
-    })?;
+        .active_view_mut()
+        .run_to(steps);
+    loop {
+        harness.step();
+        let app = harness.state_mut().as_mut().context("app not started")?;
+        if app.active_view_mut().settled_at(steps) {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("step {steps} did not happen within 10 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
     for _ in 0..3 {
         harness.step();
     }

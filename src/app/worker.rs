@@ -1,18 +1,24 @@
-//! The UI's handle on a worker thread: commands go in through a channel, the latest snapshot
-//! comes out through a mutex, and dropping the handle stops the thread. The 2-D view's
-//! [`super::session::Session`] and the MLP view's [`super::mlp::session::MlpSession`] are
-//! both this handle.
+//! The worker threads behind the views. A worker owns an engine, advances it tick by tick
+//! and publishes a snapshot for the UI; the UI thread never waits for it, so the controls stay
+//! live however long a tick takes.
+//!
+//! [`WorkerHandle`] is the UI's end: messages go in through a channel, the latest snapshot
+//! comes out through a mutex, and dropping the handle stops the thread. [`run`] is the loop
+//! every simulation worker shares; a [`Simulation`] only says what a command, a reset and a
+//! tick do. Every random number is a function of (seed, chain, step), so where the tick
+//! boundaries fall does not change the chains.
 
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-/// A command type with a "stop the thread" value.
+/// A message type with a "stop the thread" value.
 pub trait QuitCommand {
-    /// The command that ends the worker's loop.
+    /// The message that ends the worker's loop.
     fn quit() -> Self;
 }
 
-/// Commands in, snapshots out.
+/// Messages in, snapshots out.
 pub struct WorkerHandle<C: QuitCommand, S> {
     commands: Sender<C>,
     shared: Arc<Mutex<S>>,
@@ -20,7 +26,7 @@ pub struct WorkerHandle<C: QuitCommand, S> {
 }
 
 impl<C: QuitCommand + Send + 'static, S: Clone + Send + 'static> WorkerHandle<C, S> {
-    /// Spawns thread `name` running `body` on the command channel and the shared snapshot,
+    /// Spawns thread `name` running `body` on the message channel and the shared snapshot,
     /// which starts as `initial`.
     pub fn spawn(
         name: &str,
@@ -41,7 +47,7 @@ impl<C: QuitCommand + Send + 'static, S: Clone + Send + 'static> WorkerHandle<C,
         }
     }
 
-    /// Sends a command (ignored once the worker has stopped).
+    /// Sends a message (ignored once the worker has stopped).
     pub fn send(&self, command: C) {
         let _ = self.commands.send(command);
     }
@@ -63,5 +69,215 @@ impl<C: QuitCommand, S> Drop for WorkerHandle<C, S> {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// The transport every simulation offers: play, pause, single ticks, run to a step, reset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Run or pause.
+    Play(bool),
+    /// Advance one tick while paused.
+    Step,
+    /// Run until the step count reaches the value, then pause.
+    RunTo(u32),
+    /// Start the chains over with the current settings.
+    Reset,
+}
+
+/// What a simulation worker receives: transport, a view-specific command, or quit.
+#[derive(Clone, Debug)]
+pub enum Message<C> {
+    /// Transport.
+    Control(Control),
+    /// A command of the view (apply a preset, which histograms to bin, …).
+    View(C),
+    /// Stop the thread.
+    Quit,
+}
+
+impl<C> QuitCommand for Message<C> {
+    fn quit() -> Self {
+        Message::Quit
+    }
+}
+
+impl<C: Send + 'static, S: Clone + Send + 'static> WorkerHandle<Message<C>, S> {
+    /// Sends a transport message.
+    pub fn control(&self, control: Control) {
+        self.send(Message::Control(control));
+    }
+
+    /// Sends a view command.
+    pub fn command(&self, command: C) {
+        self.send(Message::View(command));
+    }
+}
+
+/// Play state of a worker: whether it runs, pending single ticks and a step to stop at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Transport {
+    /// Running (ticks follow each other) or paused.
+    pub playing: bool,
+    /// Single ticks asked for while paused.
+    pending: u32,
+    /// Run until this step, then pause.
+    pub run_to: Option<u32>,
+}
+
+impl Transport {
+    /// A transport, running or paused.
+    pub fn new(playing: bool) -> Self {
+        Self {
+            playing,
+            ..Self::default()
+        }
+    }
+
+    /// Applies play, pause, step or run-to (reset is the simulation's).
+    fn apply(&mut self, control: Control) {
+        match control {
+            Control::Play(on) => {
+                self.playing = on;
+                self.run_to = None;
+            }
+            Control::Step => self.pending += 1,
+            Control::RunTo(step) => self.run_to = Some(step),
+            Control::Reset => {}
+        }
+    }
+
+    /// Whether a tick is due without waiting for a message.
+    pub fn busy(&self) -> bool {
+        self.playing || self.pending > 0 || self.run_to.is_some()
+    }
+
+    /// Steps of the next tick at step `step` with `per_tick` steps a tick: stops at the
+    /// run-to step (and pauses there), consumes a single tick, or runs.
+    pub fn steps(&mut self, step: u32, per_tick: u32) -> u32 {
+        if let Some(target) = self.run_to {
+            if step >= target {
+                self.reached();
+                return 0;
+            }
+            return per_tick.min(target - step);
+        }
+        if self.pending > 0 {
+            self.pending -= 1;
+            return per_tick;
+        }
+        if self.playing { per_tick } else { 0 }
+    }
+
+    /// Pauses when the run-to step has been reached at `step`.
+    pub fn arrived(&mut self, step: u32) {
+        if self.run_to.is_some_and(|t| step >= t) {
+            self.reached();
+        }
+    }
+
+    fn reached(&mut self) {
+        self.run_to = None;
+        self.playing = false;
+    }
+
+    /// Stops everything after a failure.
+    pub fn halt(&mut self) {
+        *self = Self::default();
+    }
+}
+
+/// Shortest time between two ticks while running: the worker never outruns a 60 Hz display.
+pub const MIN_TICK: Duration = Duration::from_millis(16);
+
+/// A simulation driven by [`run`].
+pub trait Simulation {
+    /// The view's own commands.
+    type Command;
+    /// Applies a view command.
+    fn command(&mut self, command: Self::Command);
+    /// Starts the chains over with the current settings.
+    fn reset(&mut self);
+    /// The play state.
+    fn transport(&mut self) -> &mut Transport;
+    /// Steps of the next tick (0: nothing to do); a simulation may cut ticks short, e.g. to
+    /// land on the step of its next evaluation.
+    fn steps_this_tick(&mut self) -> u32;
+    /// Advances `steps` steps (0 republishes after a change) and publishes a snapshot.
+    fn tick(&mut self, steps: u32, changed: bool) -> anyhow::Result<()>;
+    /// Reports a failed tick to the UI (the transport is already halted).
+    fn fail(&mut self, message: String);
+}
+
+/// The loop of a simulation worker: wait for messages while idle, apply every queued message,
+/// tick, publish; at most one tick per [`MIN_TICK`] while running.
+pub fn run<S: Simulation>(sim: &mut S, rx: Receiver<Message<S::Command>>) {
+    // Publish the initial state so the views have something to draw.
+    if let Err(e) = sim.tick(0, true) {
+        sim.transport().halt();
+        sim.fail(format!("engine failed: {e:#}"));
+    }
+    // A busy transport that produced no tick (nothing to run) waits like an idle one.
+    let mut stalled = false;
+    loop {
+        let first = if sim.transport().busy() && !stalled {
+            rx.try_recv().ok()
+        } else {
+            match rx.recv_timeout(Duration::from_millis(250)) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        };
+        let mut changed = false;
+        let mut next = first;
+        while let Some(message) = next {
+            changed = true;
+            match message {
+                Message::Control(Control::Reset) => sim.reset(),
+                Message::Control(c) => sim.transport().apply(c),
+                Message::View(c) => sim.command(c),
+                Message::Quit => return,
+            }
+            next = rx.try_recv().ok();
+        }
+        let steps = sim.steps_this_tick();
+        stalled = steps == 0 && !changed;
+        if steps > 0 || changed {
+            let start = Instant::now();
+            if let Err(e) = sim.tick(steps, changed) {
+                sim.transport().halt();
+                sim.fail(format!("engine failed: {e:#}"));
+            }
+            let spent = start.elapsed();
+            if steps > 0 && spent < MIN_TICK && sim.transport().run_to.is_none() {
+                std::thread::sleep(MIN_TICK - spent);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_runs_steps_and_stops_at_the_target() {
+        let mut t = Transport::new(false);
+        assert_eq!(t.steps(0, 5), 0);
+        t.apply(Control::Step);
+        assert_eq!(t.steps(0, 5), 5);
+        assert_eq!(t.steps(5, 5), 0);
+        t.apply(Control::RunTo(12));
+        assert!(t.busy());
+        assert_eq!(t.steps(5, 5), 5);
+        assert_eq!(t.steps(10, 5), 2);
+        assert_eq!(t.steps(12, 5), 0);
+        assert!(!t.busy() && !t.playing);
+        t.apply(Control::Play(true));
+        assert_eq!(t.steps(12, 5), 5);
+        t.apply(Control::RunTo(14));
+        t.arrived(15);
+        assert!(!t.playing && t.run_to.is_none());
     }
 }

@@ -56,21 +56,21 @@ fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
         1.0,
         args.backend,
     );
-    let app = h.state().as_ref().expect("app started");
-    app.session()
-        .send(crate::app::session::Command::Play(!args.paused));
+    if !args.paused {
+        let app = h.state_mut().as_mut().expect("app started");
+        app.active_view_mut()
+            .transport(crate::app::view::Transport::TogglePlay);
+    }
     // Warm-up: shader compilation and the first histograms.
     let warm = Instant::now();
     while warm.elapsed().as_secs_f64() < 2.0 {
         h.step();
         h.render().map_err(|e| anyhow::anyhow!(e))?;
     }
-    let rows = |h: &crate::app::screenshot::AppHarness| {
-        h.state()
-            .as_ref()
-            .map_or(0, |a| a.session().with_snapshot(|s| s.series.len()))
+    let step = |h: &crate::app::screenshot::AppHarness| {
+        h.state().as_ref().map_or(0, |a| a.active().step())
     };
-    let (rows0, start) = (rows(&h), Instant::now());
+    let (step0, start) = (step(&h), Instant::now());
     let mut frames = 0u64;
     let mut worst = 0.0f64;
     let (mut ui_time, mut render_time) = (0.0, 0.0);
@@ -91,12 +91,11 @@ fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
         1e3 * render_time / frames as f64
     );
     let seconds = start.elapsed().as_secs_f64();
-    let ticks = rows(&h).saturating_sub(rows0) as f64;
+    let ticks = f64::from(step(&h).saturating_sub(step0)) / f64::from(args.steps_per_frame);
     let backend = h
         .state()
         .as_ref()
-        .and_then(|a| a.session().with_snapshot(|s| s.backend.clone()))
-        .map(|b| format!("{} ({})", b.kind, b.device))
+        .map(|a| a.active().status())
         .unwrap_or_default();
     println!(
         "ui   {} chains, {} steps/frame on {backend}: UI {:.1} frames/s (worst frame {:.0} ms), engine {:.1} ticks/s = {:.2e} chain-steps/s",

@@ -7,6 +7,46 @@ use crate::engine::mlp::{MlpEngine, MlpReport, Prediction};
 use crate::math::Dataset;
 use serde::Serialize;
 
+/// How uncertain the posterior predictive is at a point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Uncertainty {
+    /// Entropy of the posterior predictive, in units of ln K (0: certain, 1: uniform).
+    Entropy,
+    /// Standard deviation of the class probabilities across networks, averaged over the
+    /// classes and scaled by 2 (the spread of a probability is at most 1/2): in [0, 1].
+    Spread,
+}
+
+/// The uncertainty of `prediction` at every point, in [0, 1].
+pub fn uncertainty(prediction: &Prediction, kind: Uncertainty) -> Vec<f32> {
+    let k = prediction.classes.max(1);
+    let ln_k = (k as f32).ln().max(1e-6);
+    prediction
+        .mean
+        .chunks_exact(k)
+        .zip(prediction.mean_square.chunks_exact(k))
+        .map(|(mean, square)| match kind {
+            Uncertainty::Entropy => {
+                -mean
+                    .iter()
+                    .filter(|&&q| q > 0.0)
+                    .map(|&q| q * q.ln())
+                    .sum::<f32>()
+                    / ln_k
+            }
+            Uncertainty::Spread => {
+                let sd: f32 = mean
+                    .iter()
+                    .zip(square)
+                    .map(|(m, s)| (s - m * m).max(0.0).sqrt())
+                    .sum::<f32>()
+                    / k as f32;
+                2.0 * sd
+            }
+        })
+        .collect()
+}
+
 /// Metrics on both parts of a data set.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Evaluation {
@@ -227,4 +267,27 @@ pub struct MlpSummary {
     pub elapsed_s: f64,
     /// Stochastic-gradient evaluations of whole networks per second.
     pub chain_gradients_per_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uncertainty_runs_from_certain_to_uniform() {
+        let p = Prediction {
+            classes: 2,
+            mean: vec![1.0, 0.0, 0.5, 0.5, 0.5, 0.5],
+            mean_square: vec![1.0, 0.0, 0.25, 0.25, 0.5, 0.5],
+            focus: Vec::new(),
+            chains_used: 2,
+        };
+        let h = uncertainty(&p, Uncertainty::Entropy);
+        assert_eq!(h[0], 0.0);
+        assert!((h[1] - 1.0).abs() < 1e-6);
+        let s = uncertainty(&p, Uncertainty::Spread);
+        // Networks agree on 0.5 at the second point and split 0/1 at the third.
+        assert_eq!(s[1], 0.0);
+        assert!((s[2] - 1.0).abs() < 1e-6);
+    }
 }

@@ -7,6 +7,7 @@
 pub mod classification;
 pub mod mcmc;
 pub mod mlp;
+pub mod views;
 
 use crate::engine::{ChainStates, Report};
 use crate::math::{Chain2, Grid2, Target};

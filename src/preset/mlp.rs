@@ -204,6 +204,36 @@ impl MlpPreset {
         Ok((model, data))
     }
 
+    /// The MLP view's built-in preset: the shipped `two-moons`.
+    pub fn default_preset() -> MlpPreset {
+        let (_, text) = SHIPPED
+            .iter()
+            .find(|(n, _)| *n == "two-moons")
+            .expect("two-moons is shipped");
+        MlpPreset::parse(text, "presets/two-moons.ron").expect("the shipped two-moons parses")
+    }
+
+    /// What going from `old` to this preset does to running networks: a new number of
+    /// networks or a new network shape rebuilds them, a new seed or initial state restarts
+    /// them, everything else (sampler, schedule, prior, minibatch, data, view) changes live.
+    /// (A data set with another number of classes changes the shape too: the worker finds
+    /// that out when it builds the model and rebuilds.)
+    pub fn change_from(&self, old: &MlpPreset) -> super::Change {
+        use super::Change;
+        if self == old {
+            Change::None
+        } else if self.chains != old.chains
+            || self.network.hidden != old.network.hidden
+            || self.network.activation != old.network.activation
+        {
+            Change::Reallocate
+        } else if self.seed != old.seed || self.init != old.init {
+            Change::Restart
+        } else {
+            Change::Live
+        }
+    }
+
     /// The SGD baseline's model: the same posterior and minibatches, plain SGD at the
     /// baseline's learning rate.
     pub fn baseline_model(&self, model: &MlpModel) -> MlpModel {
@@ -253,6 +283,14 @@ impl AnyPreset {
         match self {
             AnyPreset::Toy(p) => &p.name,
             AnyPreset::Mlp(p) => &p.name,
+        }
+    }
+
+    /// What the preset shows.
+    pub fn description(&self) -> &str {
+        match self {
+            AnyPreset::Toy(p) => &p.description,
+            AnyPreset::Mlp(p) => &p.description,
         }
     }
 

@@ -54,6 +54,20 @@ impl Default for ViewHints {
     }
 }
 
+/// How a running view takes an edited preset. Each kind of preset decides it in one place
+/// ([`Preset::change_from`], [`MlpPreset::change_from`]); the workers only carry it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Change {
+    /// Nothing changed.
+    None,
+    /// Parameters change under the running chains (sliders).
+    Live,
+    /// The chains start over from their initial state.
+    Restart,
+    /// The engine is rebuilt (a new number of chains, a new network shape).
+    Reallocate,
+}
+
 /// A complete, reproducible run description.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -205,6 +219,21 @@ impl Preset {
             ));
         }
         Ok(())
+    }
+
+    /// What going from `old` to this preset does to running chains: a new number of chains
+    /// reallocates them, a new seed or initial state restarts them, everything else (sampler,
+    /// target, noise, schedule, view) changes live.
+    pub fn change_from(&self, old: &Preset) -> Change {
+        if self == old {
+            Change::None
+        } else if self.chains != old.chains {
+            Change::Reallocate
+        } else if self.seed != old.seed || self.init != old.init {
+            Change::Restart
+        } else {
+            Change::Live
+        }
     }
 
     /// The runtime model of this preset.

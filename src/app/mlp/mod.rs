@@ -8,14 +8,19 @@ pub mod session;
 use super::colormap::Colormap;
 use super::controls::{self, Actions, slider};
 use super::plots::{reliability_diagram, small_plot};
+use super::view::{Shell, Transport, View};
+use super::worker::Control;
 use crate::diagnostics::classification::ClassMetrics;
+use crate::diagnostics::mlp::{Uncertainty, uncertainty};
+use crate::diagnostics::views::Histogram;
 use crate::engine::BackendChoice;
 use crate::math::mlp::{Activation, Architecture, MAX_HIDDEN_LAYERS, MAX_WIDTH};
 use crate::math::{DataSource, Dataset, ranges};
-use crate::preset::MlpPreset;
+use crate::preset::{AnyPreset, MlpPreset};
 use egui::{Color32, Pos2, Rect, RichText, Sense, Slider, Ui, Vec2, pos2};
 use egui_plot::{Bar, BarChart, HLine, Legend, Line, PlotPoints, Points, VLine};
 use session::{MapData, MlpCommand, MlpSession, MlpSnapshot};
+use std::any::Any;
 
 /// Class colours (colour-blind-safe first two: blue and orange).
 const CLASS_COLORS: [Color32; 8] = [
@@ -34,32 +39,24 @@ const TRUTH: Color32 = Color32::from_rgb(120, 200, 255);
 const SGD: Color32 = Color32::from_rgb(120, 200, 255);
 const SINGLE: Color32 = Color32::from_rgb(190, 140, 255);
 
-/// What the uncertainty map shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Uncertainty {
-    /// Entropy of the posterior predictive, in units of ln K.
-    Entropy,
-    /// Standard deviation of the class probabilities across networks.
-    Spread,
-}
-
 /// The MLP view's state.
-pub struct MlpPanel {
+pub struct MlpView {
     session: MlpSession,
     /// The preset being edited (the controls' model).
     pub preset: MlpPreset,
     applied: MlpPreset,
+    snapshot: MlpSnapshot,
     textures: [Option<egui::TextureHandle>; 3],
     /// What the textures show: (map step, resolution, uncertainty kind), to upload only
     /// when it changes.
     texture_key: Option<(u32, u32, Uncertainty, u32)>,
     uncertainty: Uncertainty,
     colormap: Colormap,
-    /// Where the panels are on screen (for panel PNG export): maps, portraits.
-    pub panel_rects: Vec<Rect>,
+    /// Where the maps are on screen (for panel PNG export).
+    panel_rects: Vec<Rect>,
 }
 
-impl MlpPanel {
+impl MlpView {
     /// The view on `preset`, with its engine on `backend`, running or paused.
     pub fn new(
         ctx: &egui::Context,
@@ -75,6 +72,7 @@ impl MlpPanel {
             session,
             applied: preset.clone(),
             preset,
+            snapshot: MlpSnapshot::default(),
             textures: [None, None, None],
             texture_key: None,
             uncertainty: Uncertainty::Entropy,
@@ -94,38 +92,30 @@ impl MlpPanel {
         self.apply_changes(true);
     }
 
-    /// Sends the edited preset to the worker: the number of networks, the architecture, the
-    /// seed or the initial state start them over; everything else changes live.
-    pub fn apply_changes(&mut self, force_reset: bool) {
-        if self.preset == self.applied && !force_reset {
+    /// Sends the edited preset to the worker when it changed (or, with `restart`, always);
+    /// [`MlpPreset::change_from`] decides there whether the networks go on or start over.
+    fn apply_changes(&mut self, restart: bool) {
+        if self.preset == self.applied && !restart {
             return;
         }
-        let reset = force_reset
-            || self.preset.seed != self.applied.seed
-            || self.preset.init != self.applied.init;
-        self.session.send(MlpCommand::Apply {
+        self.session.command(MlpCommand::Apply {
             preset: Box::new(self.preset.clone()),
-            reset,
+            restart,
         });
         self.applied = self.preset.clone();
     }
 
-    /// Play or pause.
-    pub fn toggle_play(&self, s: &MlpSnapshot) {
-        self.session.send(MlpCommand::Play(!s.playing));
-    }
-
     /// The control panel.
-    pub fn controls(&mut self, ui: &mut Ui, s: &MlpSnapshot) {
-        let actions: Actions = controls::transport(ui, s.playing, "↺ Reset networks");
+    fn control_panel(&mut self, ui: &mut Ui) {
+        let actions: Actions = controls::transport(ui, self.snapshot.playing, "↺ Reset networks");
         if actions.toggle_play {
-            self.toggle_play(s);
+            self.transport(Transport::TogglePlay);
         }
         if actions.step {
-            self.session.send(MlpCommand::Step);
+            self.transport(Transport::Step);
         }
         if actions.reset {
-            self.session.send(MlpCommand::Reset);
+            self.transport(Transport::Reset);
         }
         let p = &mut self.preset;
         ui.add(
@@ -189,7 +179,8 @@ impl MlpPanel {
     }
 
     /// One line for the status bar.
-    pub fn status_text(&self, s: &MlpSnapshot) -> String {
+    fn status_text(&self) -> String {
+        let s = &self.snapshot;
         let mut parts = vec![
             s.backend
                 .as_ref()
@@ -203,8 +194,14 @@ impl MlpPanel {
         parts.join("  |  ")
     }
 
-    /// The views.
-    pub fn central(&mut self, ui: &mut Ui, s: &MlpSnapshot) {
+    /// The maps, tables, portraits and plots.
+    fn central_area(&mut self, ui: &mut Ui) {
+        let snapshot = std::mem::take(&mut self.snapshot);
+        self.draw_central(ui, &snapshot);
+        self.snapshot = snapshot;
+    }
+
+    fn draw_central(&mut self, ui: &mut Ui, s: &MlpSnapshot) {
         if let Some(error) = &s.error {
             ui.label(
                 RichText::new(format!("⚠ {error}"))
@@ -270,7 +267,7 @@ impl MlpPanel {
             s.first_divergence.unwrap_or(s.step)
         );
         if super::explosion_banner(ui, &text, "↺ Reset networks") {
-            self.session.send(MlpCommand::Reset);
+            self.session.control(Control::Reset);
         }
     }
 
@@ -371,7 +368,13 @@ impl MlpPanel {
             .x_axis_label(format!("θ {name} across networks"))
             .include_y(0.0)
             .show(ui, |plot| {
-                if let Some(bars) = histogram_bars(&thetas, 40) {
+                if let Some(h) = Histogram::of(&thetas, 40) {
+                    let bars = h
+                        .density
+                        .iter()
+                        .enumerate()
+                        .map(|(b, &d)| Bar::new(h.centre(b), d).width(h.width))
+                        .collect();
                     plot.bar_chart(BarChart::new("posterior", bars).color(ACCENT));
                 }
                 if let Some(v) = s.baseline_parameter {
@@ -379,30 +382,6 @@ impl MlpPanel {
                 }
             });
     }
-}
-
-/// Density histogram of `values` as bars.
-fn histogram_bars(values: &[f64], bins: usize) -> Option<Vec<Bar>> {
-    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    if finite.is_empty() {
-        return None;
-    }
-    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let width = ((hi - lo) / bins as f64).max(1e-6);
-    let mut counts = vec![0.0; bins];
-    for v in &finite {
-        let b = (((v - lo) / width) as usize).min(bins - 1);
-        counts[b] += 1.0;
-    }
-    let norm = finite.len() as f64 * width;
-    Some(
-        counts
-            .iter()
-            .enumerate()
-            .map(|(b, c)| Bar::new(lo + (b as f64 + 0.5) * width, c / norm).width(width))
-            .collect(),
-    )
 }
 
 /// Mixes the class colours by probability, fading to neutral where the classes are equally
@@ -433,7 +412,7 @@ fn map_images(map: &MapData, kind: Uncertainty, colormap: &Colormap) -> [egui::C
     let (nx, ny) = (map.grid.nx as usize, map.grid.ny as usize);
     let p = &map.prediction;
     let k = p.classes.max(1);
-    let ln_k = (k as f32).ln().max(1e-6);
+    let spread = uncertainty(p, kind);
     let mut images = [
         egui::ColorImage::filled([nx, ny], NEUTRAL),
         egui::ColorImage::filled([nx, ny], NEUTRAL),
@@ -448,28 +427,9 @@ fn map_images(map: &MapData, kind: Uncertainty, colormap: &Colormap) -> [egui::C
                 continue;
             };
             images[0].pixels[pixel] = class_mix(mean);
-            let value = match kind {
-                Uncertainty::Entropy => {
-                    -mean
-                        .iter()
-                        .filter(|&&q| q > 0.0)
-                        .map(|&q| q * q.ln())
-                        .sum::<f32>()
-                        / ln_k
-                }
-                Uncertainty::Spread => {
-                    let sq = &p.mean_square[cell * k..(cell + 1) * k];
-                    let sd: f32 = mean
-                        .iter()
-                        .zip(sq)
-                        .map(|(m, s)| (s - m * m).max(0.0).sqrt())
-                        .sum::<f32>()
-                        / k as f32;
-                    // The spread of a probability is at most 1/2.
-                    2.0 * sd
-                }
-            };
-            images[1].pixels[pixel] = colormap.color(value);
+            if let Some(&value) = spread.get(cell) {
+                images[1].pixels[pixel] = colormap.color(value);
+            }
             if let Some(own) = p.focus.get(cell * k..(cell + 1) * k) {
                 images[2].pixels[pixel] = class_mix(own);
             }
@@ -778,4 +738,94 @@ fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) 
         ui.selectable_value(uncertainty, Uncertainty::Entropy, "entropy");
         ui.selectable_value(uncertainty, Uncertainty::Spread, "spread");
     });
+}
+
+impl View for MlpView {
+    fn refresh(&mut self) {
+        self.snapshot = self.session.snapshot();
+    }
+
+    fn controls(&mut self, ui: &mut Ui, _shell: &mut Shell) {
+        self.control_panel(ui);
+        self.apply_changes(false);
+    }
+
+    fn central(&mut self, ui: &mut Ui, _shell: &mut Shell) {
+        self.central_area(ui);
+    }
+
+    fn status(&self) -> String {
+        self.status_text()
+    }
+
+    fn step(&self) -> u32 {
+        self.snapshot.step
+    }
+
+    fn set_visible(&mut self, visible: bool) {
+        if !visible {
+            self.session.control(Control::Play(false));
+        }
+    }
+
+    fn transport(&mut self, action: Transport) {
+        let control = match action {
+            Transport::TogglePlay => Control::Play(!self.snapshot.playing),
+            Transport::Step => Control::Step,
+            Transport::Reset => Control::Reset,
+        };
+        self.session.control(control);
+    }
+
+    fn preset(&self) -> Option<AnyPreset> {
+        Some(AnyPreset::Mlp(self.preset.clone()))
+    }
+
+    fn load(&mut self, preset: AnyPreset) -> bool {
+        match preset {
+            AnyPreset::Mlp(p) => {
+                self.load_preset(p);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn series_csv(&self) -> Option<String> {
+        Some(crate::diagnostics::mlp::series_csv(&self.snapshot.series))
+    }
+
+    fn panels(&self) -> Vec<(String, Rect)> {
+        [
+            "posterior-predictive map",
+            "uncertainty map",
+            "one network's map",
+        ]
+        .iter()
+        .zip(&self.panel_rects)
+        .map(|(l, r)| (l.to_string(), *r))
+        .collect()
+    }
+
+    fn run_to(&mut self, step: u32) {
+        self.session.control(Control::RunTo(step));
+    }
+
+    /// The maps are evaluated at multiples of `map_every` and at the final step.
+    fn settled_at(&mut self, step: u32) -> bool {
+        self.session.with_snapshot(|s| {
+            s.error.is_some()
+                || (s.step >= step
+                    && s.run_to.is_none()
+                    && s.map.as_ref().is_some_and(|m| m.step == s.step))
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
 }

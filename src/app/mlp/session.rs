@@ -3,18 +3,15 @@
 //! chains, every random number is a function of (seed, chain, step), and evaluations happen
 //! at fixed step counts, so the pictures at step N do not depend on timing.
 
-use crate::app::worker::{QuitCommand, WorkerHandle};
+use crate::app::worker::{Message, Simulation, Transport, WorkerHandle};
 use crate::diagnostics::mlp::{EnsembleEvaluation, Evaluation, MlpSeriesRow, evaluate_with};
 use crate::engine::mlp::{MlpCpuEngine, MlpEngine, MlpReport, ParameterStates, Prediction};
 use crate::engine::{BackendChoice, BackendInfo, create_mlp_engine, gpu::GpuContext};
 use crate::math::{Dataset, Grid2};
-use crate::preset::MlpPreset;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use crate::preset::{Change, MlpPreset};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// Shortest time between two ticks.
-const MIN_TICK: Duration = Duration::from_millis(16);
 /// Rows of the time series kept; older rows are thinned, never dropped.
 const MAX_SERIES_ROWS: usize = 4096;
 
@@ -68,36 +65,21 @@ pub struct MlpSnapshot {
     pub chains: u32,
 }
 
-/// Instructions for the worker, applied in order.
+/// The MLP view's commands (transport is [`crate::app::worker::Control`]).
 #[derive(Clone, Debug)]
 pub enum MlpCommand {
-    /// Apply a preset; `reset` starts the networks over.
+    /// Apply an edited preset; [`MlpPreset::change_from`] decides what it does to the
+    /// networks. `restart` starts them over whatever changed (a newly loaded preset).
     Apply {
         /// The new preset.
         preset: Box<MlpPreset>,
-        /// Whether the networks start over.
-        reset: bool,
+        /// Start the networks over in any case.
+        restart: bool,
     },
-    /// Run or pause.
-    Play(bool),
-    /// Advance one tick while paused.
-    Step,
-    /// Run until the step count reaches the value, then pause.
-    RunTo(u32),
-    /// Re-initialise the networks.
-    Reset,
-    /// Stop the thread.
-    Quit,
 }
 
 /// The UI's handle on the worker.
-pub type MlpSession = WorkerHandle<MlpCommand, MlpSnapshot>;
-
-impl QuitCommand for MlpCommand {
-    fn quit() -> Self {
-        MlpCommand::Quit
-    }
-}
+pub type MlpSession = WorkerHandle<Message<MlpCommand>, MlpSnapshot>;
 
 impl MlpSession {
     /// Starts a worker on `preset`. `repaint` is called after every tick.
@@ -113,7 +95,10 @@ impl MlpSession {
             ..MlpSnapshot::default()
         };
         WorkerHandle::spawn("atmc-lab mlp engine", initial, move |rx, shared| {
-            Worker::new(preset, backend, playing, shared, repaint).run(rx);
+            crate::app::worker::run(
+                &mut Worker::new(preset, backend, playing, shared, repaint),
+                rx,
+            );
         })
     }
 }
@@ -132,9 +117,7 @@ struct Worker<R: Fn()> {
     engines: Option<Engines>,
     error: Option<String>,
     notice: Option<String>,
-    playing: bool,
-    pending_steps: u32,
-    run_to: Option<u32>,
+    transport: Transport,
     shared: Arc<Mutex<MlpSnapshot>>,
     repaint: R,
     series: Vec<MlpSeriesRow>,
@@ -161,9 +144,7 @@ impl<R: Fn()> Worker<R> {
             engines: None,
             error: None,
             notice: None,
-            playing,
-            pending_steps: 0,
-            run_to: None,
+            transport: Transport::new(playing),
             shared,
             repaint,
             series: Vec::new(),
@@ -233,38 +214,34 @@ impl<R: Fn()> Worker<R> {
         self.report = MlpReport::default();
     }
 
-    fn apply(&mut self, command: MlpCommand) -> bool {
-        match command {
-            MlpCommand::Apply { preset, reset } => {
-                let old = std::mem::replace(&mut self.preset, *preset);
-                let structural = old.chains != self.preset.chains
-                    || old.network.hidden != self.preset.network.hidden
-                    || old.network.activation != self.preset.network.activation
-                    || self.engines.is_none();
-                if structural {
-                    self.allocate();
-                } else if let Err(e) = self.update_models() {
-                    // A new data set with another number of classes changes the output
-                    // layer: start over with new networks.
+    /// Carries out what [`MlpPreset::change_from`] decided.
+    fn apply_preset(&mut self, preset: MlpPreset, restart: bool) {
+        let mut change = preset.change_from(&self.preset);
+        if restart {
+            change = change.max(Change::Restart);
+        }
+        self.preset = preset;
+        if self.engines.is_none() && change != Change::None {
+            // Nothing runs yet (say a CSV file could not be read): try again from scratch.
+            change = Change::Reallocate;
+        }
+        match change {
+            Change::None => {}
+            Change::Reallocate => self.allocate(),
+            Change::Live | Change::Restart => {
+                if let Err(e) = self.update_models() {
+                    // A data set with another number of classes changes the output layer:
+                    // start over with new networks.
                     self.allocate();
                     self.notice = Some(format!("{e}: the networks started over"));
-                } else if reset {
-                    self.reset();
+                } else if change == Change::Restart {
+                    self.reset_networks();
                 } else {
                     // Same networks, new parameters: re-evaluate what is drawn.
                     self.map = None;
                 }
             }
-            MlpCommand::Play(on) => {
-                self.playing = on;
-                self.run_to = None;
-            }
-            MlpCommand::Step => self.pending_steps += 1,
-            MlpCommand::RunTo(step) => self.run_to = Some(step),
-            MlpCommand::Reset => self.reset(),
-            MlpCommand::Quit => return false,
         }
-        true
     }
 
     /// Live changes: sampler, schedule, prior, minibatch and data set (same architecture).
@@ -280,7 +257,7 @@ impl<R: Fn()> Worker<R> {
         Ok(())
     }
 
-    fn reset(&mut self) {
+    fn reset_networks(&mut self) {
         let (init, seed) = (self.preset.init, self.preset.seed);
         if let Some(e) = self.engines.as_mut() {
             let _ = e.networks.reset(&init, seed);
@@ -289,82 +266,11 @@ impl<R: Fn()> Worker<R> {
         self.clear_history();
     }
 
-    fn run(&mut self, rx: Receiver<MlpCommand>) {
-        if let Err(e) = self.tick(0, true) {
-            self.notice = Some(format!("engine failed: {e:#}"));
-            self.publish();
-        }
-        loop {
-            let busy = self.engines.is_some()
-                && (self.playing || self.pending_steps > 0 || self.run_to.is_some());
-            let first = if busy {
-                rx.try_recv().ok()
-            } else {
-                match rx.recv_timeout(Duration::from_millis(250)) {
-                    Ok(c) => Some(c),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => return,
-                }
-            };
-            let mut changed = false;
-            if let Some(c) = first {
-                changed = true;
-                if !self.apply(c) {
-                    return;
-                }
-                while let Ok(c) = rx.try_recv() {
-                    if !self.apply(c) {
-                        return;
-                    }
-                }
-            }
-            let steps = self.steps_this_tick();
-            if steps > 0 || changed {
-                let start = Instant::now();
-                if let Err(e) = self.tick(steps, changed) {
-                    self.notice = Some(format!("engine failed: {e:#}"));
-                    self.playing = false;
-                    self.run_to = None;
-                    self.publish();
-                }
-                let spent = start.elapsed();
-                if steps > 0 && spent < MIN_TICK && self.run_to.is_none() {
-                    std::thread::sleep(MIN_TICK - spent);
-                }
-            }
-        }
-    }
-
     fn step_count(&self) -> u32 {
         self.engines.as_ref().map_or(0, |e| e.networks.steps_done())
     }
 
-    /// Steps of the next tick: the frame's steps, stopping at the next evaluation and at a
-    /// requested step, so evaluations fall on the same step counts however ticks fall.
-    fn steps_this_tick(&mut self) -> u32 {
-        if self.engines.is_none() {
-            return 0;
-        }
-        let step = self.step_count();
-        let every = self.preset.view.map_every.max(1);
-        let to_eval = every - step % every;
-        let per_tick = self.preset.view.steps_per_frame.min(to_eval);
-        if let Some(target) = self.run_to {
-            if step >= target {
-                self.run_to = None;
-                self.playing = false;
-                return 0;
-            }
-            return per_tick.min(target - step);
-        }
-        if self.pending_steps > 0 {
-            self.pending_steps -= 1;
-            return per_tick;
-        }
-        if self.playing { per_tick } else { 0 }
-    }
-
-    fn tick(&mut self, steps: u32, changed: bool) -> anyhow::Result<()> {
+    fn advance(&mut self, steps: u32, changed: bool) -> anyhow::Result<()> {
         let Some(e) = self.engines.as_mut() else {
             self.publish();
             return Ok(());
@@ -379,16 +285,13 @@ impl<R: Fn()> Worker<R> {
             self.rate = chains * f64::from(steps) / start.elapsed().as_secs_f64();
         }
         let step = self.report.step;
-        if self.run_to.is_some_and(|t| step >= t) {
-            self.run_to = None;
-            self.playing = false;
-        }
+        self.transport.arrived(step);
         if self.report.diverged > 0 && self.first_divergence.is_none() {
             self.first_divergence = Some(step);
         }
         let every = self.preset.view.map_every.max(1);
         let due = step.is_multiple_of(every) && self.map.as_ref().is_none_or(|m| m.step != step);
-        if due || self.map.is_none() || (changed && !self.playing) {
+        if due || self.map.is_none() || (changed && !self.transport.playing) {
             self.evaluate()?;
         }
         self.publish();
@@ -474,11 +377,51 @@ impl<R: Fn()> Worker<R> {
         s.backend = backend;
         s.notice.clone_from(&self.notice);
         s.error.clone_from(&self.error);
-        s.playing = self.playing;
-        s.run_to = self.run_to;
+        s.playing = self.transport.playing;
+        s.run_to = self.transport.run_to;
         s.gradients_per_s = self.rate;
         s.chains = self.preset.chains;
         drop(s);
         (self.repaint)();
+    }
+}
+
+impl<R: Fn()> Simulation for Worker<R> {
+    type Command = MlpCommand;
+
+    fn command(&mut self, command: MlpCommand) {
+        match command {
+            MlpCommand::Apply { preset, restart } => self.apply_preset(*preset, restart),
+        }
+    }
+
+    fn reset(&mut self) {
+        self.reset_networks();
+    }
+
+    fn transport(&mut self) -> &mut Transport {
+        &mut self.transport
+    }
+
+    /// The frame's steps, cut at the next evaluation so evaluations fall on the same step
+    /// counts however ticks fall.
+    fn steps_this_tick(&mut self) -> u32 {
+        if self.engines.is_none() {
+            return 0;
+        }
+        let step = self.step_count();
+        let every = self.preset.view.map_every.max(1);
+        let to_eval = every - step % every;
+        let per_tick = self.preset.view.steps_per_frame.min(to_eval);
+        self.transport.steps(step, per_tick)
+    }
+
+    fn tick(&mut self, steps: u32, changed: bool) -> anyhow::Result<()> {
+        self.advance(steps, changed)
+    }
+
+    fn fail(&mut self, message: String) {
+        self.notice = Some(message);
+        self.publish();
     }
 }

@@ -7,28 +7,32 @@ pub mod session;
 
 use super::controls::slider;
 use super::plots::{reliability_diagram, small_plot};
+use super::view::{Shell, Transport, View};
 use crate::math::{Kinetic, NoiseMass, XiUpdate, ranges};
+use crate::preset::AnyPreset;
 use crate::train::data::{DEBIAN_FASHION_MNIST, DatasetKind};
 use crate::train::trainer::{OptimizerKind, TrainConfig};
 use egui::{Color32, RichText, Slider, Ui};
 use egui_plot::{HLine, Line, PlotPoints};
 use session::{TrainCommand, TrainSession, TrainSnapshot, TrainStatus};
+use std::any::Any;
 use std::path::PathBuf;
 
 const ACCENT: Color32 = Color32::from_rgb(255, 170, 60);
 const SINGLE: Color32 = Color32::from_rgb(190, 140, 255);
 const TRUTH: Color32 = Color32::from_rgb(120, 200, 255);
 
-/// The training panel's state.
-pub struct TrainingPanel {
+/// The training view's state.
+pub struct TrainingView {
     session: TrainSession,
+    snapshot: TrainSnapshot,
     /// The configuration being edited.
     pub config: TrainConfig,
     /// Folder of the checkpoint (empty: none).
     pub checkpoint: String,
 }
 
-impl TrainingPanel {
+impl TrainingView {
     /// An idle panel, ready for Fashion-MNIST where Debian installs it.
     pub fn new(ctx: &egui::Context) -> Self {
         let repaint = ctx.clone();
@@ -39,6 +43,7 @@ impl TrainingPanel {
         );
         Self {
             session: TrainSession::start(move || repaint.request_repaint()),
+            snapshot: TrainSnapshot::default(),
             config,
             checkpoint: String::new(),
         }
@@ -58,7 +63,7 @@ impl TrainingPanel {
     }
 
     /// One line for the status bar.
-    pub fn status_text(&self, s: &TrainSnapshot) -> String {
+    pub fn status_text(s: &TrainSnapshot) -> String {
         let mut parts = vec![format!("training: {:?}", s.status).to_lowercase()];
         if let Some(c) = &s.config {
             parts.push(format!("epoch {}/{}", s.epoch, c.epochs));
@@ -70,7 +75,7 @@ impl TrainingPanel {
     }
 
     /// The control panel.
-    pub fn controls(&mut self, ui: &mut Ui, s: &TrainSnapshot) {
+    fn control_panel(&mut self, ui: &mut Ui, s: &TrainSnapshot) {
         let busy = matches!(
             s.status,
             TrainStatus::Running | TrainStatus::Paused | TrainStatus::Loading
@@ -281,7 +286,7 @@ impl TrainingPanel {
     }
 
     /// The views.
-    pub fn central(&mut self, ui: &mut Ui, s: &TrainSnapshot) {
+    fn central_area(&mut self, ui: &mut Ui, s: &TrainSnapshot) {
         if let Some(m) = &s.message {
             ui.label(RichText::new(format!("⚠ {m}")).color(Color32::from_rgb(255, 110, 90)));
         }
@@ -451,5 +456,74 @@ fn eta(seconds: f64) -> String {
         format!("{} min {:02} s", s / 60, s % 60)
     } else {
         format!("{s} s")
+    }
+}
+
+impl View for TrainingView {
+    fn refresh(&mut self) {
+        self.snapshot = self.session.snapshot();
+    }
+
+    fn controls(&mut self, ui: &mut Ui, _shell: &mut Shell) {
+        let snapshot = std::mem::take(&mut self.snapshot);
+        self.control_panel(ui, &snapshot);
+        self.snapshot = snapshot;
+    }
+
+    fn central(&mut self, ui: &mut Ui, _shell: &mut Shell) {
+        let snapshot = std::mem::take(&mut self.snapshot);
+        self.central_area(ui, &snapshot);
+        self.snapshot = snapshot;
+    }
+
+    fn status(&self) -> String {
+        Self::status_text(&self.snapshot)
+    }
+
+    fn step(&self) -> u32 {
+        self.snapshot.step
+    }
+
+    /// A training run goes on in the background: that is what it is for.
+    fn set_visible(&mut self, _visible: bool) {}
+
+    fn transport(&mut self, action: Transport) {
+        if action == Transport::TogglePlay {
+            match self.snapshot.status {
+                TrainStatus::Running => self.session.send(TrainCommand::Pause(true)),
+                TrainStatus::Paused => self.session.send(TrainCommand::Pause(false)),
+                _ => {}
+            }
+        }
+    }
+
+    fn preset(&self) -> Option<AnyPreset> {
+        None
+    }
+
+    fn load(&mut self, _preset: AnyPreset) -> bool {
+        false
+    }
+
+    fn series_csv(&self) -> Option<String> {
+        Some(crate::train::trainer::history_csv(&self.snapshot.history))
+    }
+
+    fn panels(&self) -> Vec<(String, egui::Rect)> {
+        Vec::new()
+    }
+
+    fn run_to(&mut self, _step: u32) {}
+
+    fn settled_at(&mut self, _step: u32) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
     }
 }

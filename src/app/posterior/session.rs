@@ -1,22 +1,18 @@
-//! The simulation worker: a thread that owns the engine, advances it tick by tick and
-//! publishes what the views draw. The UI thread never waits for the engine, so sliders stay
-//! live even when a million chains take a while per tick.
-//!
-//! Every random number is a function of (seed, chain, step), so where the tick boundaries fall
-//! does not change the chains: a preset run to step N gives the same state every time.
+//! The 2-D view's worker: a thread that owns the chain engine, advances it tick by tick and
+//! publishes what the portraits and plots draw. A preset run to step N gives the same state
+//! every time, however the ticks fell.
 
-use super::worker::{QuitCommand, WorkerHandle};
+use crate::app::worker::{Message, Simulation, Transport, WorkerHandle};
 use crate::diagnostics::{SERIES_DISTANCE_CHAINS, SeriesRow, Truth};
 use crate::engine::{
     BackendChoice, BackendInfo, ChainStates, Engine, HistogramSpec, Moments, create_engine,
     create_engine_reusing, gpu::GpuContext,
 };
 use crate::math::{Chain2, Grid2, SamplerParams, Target};
-use crate::preset::Preset;
+use crate::preset::{Change, Preset};
 use std::collections::VecDeque;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Positions kept per highlighted chain.
 pub const TRAIL_LENGTH: usize = 24;
@@ -26,8 +22,6 @@ const DISTANCE_EVERY: u32 = 8;
 const CONTOUR_RESOLUTION: u32 = 160;
 /// Rows of the time series kept; older rows are thinned, never dropped.
 const MAX_SERIES_ROWS: usize = 8192;
-/// Shortest time between two ticks: the worker never outruns a 60 Hz display.
-const MIN_TICK: Duration = Duration::from_millis(16);
 
 /// What the views draw, replaced after every tick.
 #[derive(Clone, Debug, Default)]
@@ -68,39 +62,23 @@ pub struct Snapshot {
     pub contour_truth: Option<(Grid2, Vec<f64>)>,
 }
 
-/// Instructions for the worker, applied in order.
+/// The 2-D view's commands (transport is [`crate::app::worker::Control`]).
 #[derive(Clone, Debug)]
 pub enum Command {
-    /// Apply a preset. `reset` re-initialises (or reallocates) the chains; otherwise the
-    /// chains keep their state and only the parameters change.
+    /// Apply an edited preset; [`Preset::change_from`] decides what it does to the chains.
+    /// `restart` starts them over whatever changed (a newly loaded preset).
     Apply {
         /// The new preset.
         preset: Box<Preset>,
-        /// Whether the chains start over.
-        reset: bool,
+        /// Start the chains over in any case.
+        restart: bool,
     },
     /// Histograms to bin after each tick (at most three).
     Views(Vec<HistogramSpec>),
-    /// Run or pause.
-    Play(bool),
-    /// Advance one tick while paused.
-    Step,
-    /// Run until the step count reaches the value, then pause.
-    RunTo(u32),
-    /// Re-initialise the chains with the current preset.
-    Reset,
-    /// Stop the thread.
-    Quit,
 }
 
 /// The UI's handle on the worker.
-pub type Session = WorkerHandle<Command, Snapshot>;
-
-impl QuitCommand for Command {
-    fn quit() -> Self {
-        Command::Quit
-    }
-}
+pub type Session = WorkerHandle<Message<Command>, Snapshot>;
 
 impl Session {
     /// Starts a worker on `preset` with the given backend. `repaint` is called after every
@@ -117,7 +95,10 @@ impl Session {
             ..Snapshot::default()
         };
         WorkerHandle::spawn("atmc-lab engine", initial, move |rx, shared| {
-            Worker::new(preset, backend, playing, shared, repaint).run(rx);
+            crate::app::worker::run(
+                &mut Worker::new(preset, backend, playing, shared, repaint),
+                rx,
+            );
         })
     }
 }
@@ -132,9 +113,7 @@ struct Worker<R: Fn()> {
     views: Vec<HistogramSpec>,
     view_truth: Option<(Grid2, Vec<f64>)>,
     contour_truth: Option<(Grid2, Vec<f64>)>,
-    playing: bool,
-    pending_steps: u32,
-    run_to: Option<u32>,
+    transport: Transport,
     ticks: u32,
     shared: Arc<Mutex<Snapshot>>,
     repaint: R,
@@ -166,9 +145,7 @@ impl<R: Fn()> Worker<R> {
             views: Vec::new(),
             view_truth: None,
             contour_truth: None,
-            playing,
-            pending_steps: 0,
-            run_to: None,
+            transport: Transport::new(playing),
             ticks: 0,
             shared,
             repaint,
@@ -227,42 +204,30 @@ impl<R: Fn()> Worker<R> {
         self.engine.as_deref_mut().expect("engine allocated")
     }
 
-    fn apply(&mut self, command: Command) -> bool {
-        match command {
-            Command::Apply { preset, reset } => {
-                let realloc = preset.chains != self.preset.chains;
-                let target_changed = preset.target != self.preset.target;
-                self.preset = *preset;
-                if target_changed {
-                    self.target = self.preset.model().target;
-                    self.truth = Truth::new(&self.target);
-                    self.view_truth = None;
-                    self.update_view_truth();
-                }
-                if realloc {
-                    self.allocate();
-                } else {
-                    let model = self.preset.model();
-                    self.engine().set_model(model);
-                    if reset {
-                        self.reset();
-                    }
-                }
-            }
-            Command::Views(views) => {
-                self.views = views;
-                self.update_view_truth();
-            }
-            Command::Play(on) => {
-                self.playing = on;
-                self.run_to = None;
-            }
-            Command::Step => self.pending_steps += 1,
-            Command::RunTo(step) => self.run_to = Some(step),
-            Command::Reset => self.reset(),
-            Command::Quit => return false,
+    /// Carries out what [`Preset::change_from`] decided.
+    fn apply_preset(&mut self, preset: Preset, restart: bool) {
+        let mut change = preset.change_from(&self.preset);
+        if restart {
+            change = change.max(Change::Restart);
         }
-        true
+        if preset.target != self.preset.target {
+            self.target = preset.model().target;
+            self.truth = Truth::new(&self.target);
+            self.view_truth = None;
+        }
+        self.preset = preset;
+        self.update_view_truth();
+        match change {
+            Change::None => {}
+            Change::Reallocate => self.allocate(),
+            Change::Live | Change::Restart => {
+                let model = self.preset.model();
+                self.engine().set_model(model);
+                if change == Change::Restart {
+                    self.reset_chains();
+                }
+            }
+        }
     }
 
     /// Exact masses on the first view's grid, recomputed only when that grid changes.
@@ -286,83 +251,17 @@ impl<R: Fn()> Worker<R> {
         self.contour_truth = Some((fine, masses));
     }
 
-    fn reset(&mut self) {
+    fn reset_chains(&mut self) {
         let (init, seed) = (self.preset.init, self.preset.seed);
         self.engine().reset(&init, seed);
         self.clear_history();
     }
 
-    fn run(&mut self, rx: Receiver<Command>) {
-        // Publish the initial state so the views have something to draw.
-        if let Err(e) = self.tick(0) {
-            self.notice = Some(format!("engine failed: {e:#}"));
-        }
-        loop {
-            let busy = self.playing || self.pending_steps > 0 || self.run_to.is_some();
-            let first = if busy {
-                rx.try_recv().ok()
-            } else {
-                match rx.recv_timeout(Duration::from_millis(250)) {
-                    Ok(c) => Some(c),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => return,
-                }
-            };
-            let mut changed = false;
-            if let Some(c) = first {
-                changed = true;
-                if !self.apply(c) {
-                    return;
-                }
-                while let Ok(c) = rx.try_recv() {
-                    if !self.apply(c) {
-                        return;
-                    }
-                }
-            }
-            let steps = self.steps_this_tick();
-            if steps > 0 || changed {
-                let start = Instant::now();
-                if let Err(e) = self.tick(steps) {
-                    self.notice = Some(format!("engine failed: {e:#}"));
-                    self.playing = false;
-                    self.run_to = None;
-                    self.publish_notice();
-                }
-                let spent = start.elapsed();
-                if steps > 0 && spent < MIN_TICK && self.run_to.is_none() {
-                    std::thread::sleep(MIN_TICK - spent);
-                }
-            }
-        }
-    }
-
-    fn steps_this_tick(&mut self) -> u32 {
-        let per_tick = self.preset.view.steps_per_frame;
-        let step = self.engine.as_ref().map_or(0, |e| e.steps_done());
-        if let Some(target) = self.run_to {
-            if step >= target {
-                self.run_to = None;
-                self.playing = false;
-                return 0;
-            }
-            return per_tick.min(target - step);
-        }
-        if self.pending_steps > 0 {
-            self.pending_steps -= 1;
-            return per_tick;
-        }
-        if self.playing { per_tick } else { 0 }
-    }
-
-    fn tick(&mut self, steps: u32) -> anyhow::Result<()> {
+    fn advance(&mut self, steps: u32) -> anyhow::Result<()> {
         let views = self.views.clone();
         let start = Instant::now();
         let report = self.engine().advance(steps, &views)?;
-        if self.run_to.is_some_and(|t| report.step >= t) {
-            self.run_to = None;
-            self.playing = false;
-        }
+        self.transport.arrived(report.step);
         if steps > 0 {
             let chains = f64::from(self.engine().chains());
             self.rate = chains * f64::from(steps) / start.elapsed().as_secs_f64();
@@ -406,10 +305,10 @@ impl<R: Fn()> Worker<R> {
         s.first_divergence = self.first_divergence;
         s.backend = Some(backend);
         s.notice.clone_from(&self.notice);
-        s.playing = self.playing;
+        s.playing = self.transport.playing;
         s.chain_steps_per_s = self.rate;
         s.chains = chains;
-        s.run_to = self.run_to;
+        s.run_to = self.transport.run_to;
         s.view_truth.clone_from(&self.view_truth);
         s.contour_truth.clone_from(&self.contour_truth);
         s.sampler = Some(model.sampler);
@@ -441,8 +340,8 @@ impl<R: Fn()> Worker<R> {
     fn publish_notice(&self) {
         let mut s = self.shared.lock().expect("snapshot lock");
         s.notice.clone_from(&self.notice);
-        s.playing = self.playing;
-        s.run_to = None;
+        s.playing = self.transport.playing;
+        s.run_to = self.transport.run_to;
         drop(s);
         (self.repaint)();
     }
@@ -456,5 +355,41 @@ impl<R: Fn()> Worker<R> {
             }
             trail.push_back(*chain);
         }
+    }
+}
+
+impl<R: Fn()> Simulation for Worker<R> {
+    type Command = Command;
+
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::Apply { preset, restart } => self.apply_preset(*preset, restart),
+            Command::Views(views) => {
+                self.views = views;
+                self.update_view_truth();
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.reset_chains();
+    }
+
+    fn transport(&mut self) -> &mut Transport {
+        &mut self.transport
+    }
+
+    fn steps_this_tick(&mut self) -> u32 {
+        let step = self.engine.as_ref().map_or(0, |e| e.steps_done());
+        self.transport.steps(step, self.preset.view.steps_per_frame)
+    }
+
+    fn tick(&mut self, steps: u32, _changed: bool) -> anyhow::Result<()> {
+        self.advance(steps)
+    }
+
+    fn fail(&mut self, message: String) {
+        self.notice = Some(message);
+        self.publish_notice();
     }
 }

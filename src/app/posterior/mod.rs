@@ -1,0 +1,407 @@
+//! The 2-D view: live phase portraits of thousands of chains on a 2-D toy posterior (θ₁–θ₂
+//! over the target's contours, θᵢ–pᵢ, pᵢ–ξᵢ), marginals against the exact ones, time series
+//! and every control of a [`Preset`]. The chains run in [`session`].
+
+pub mod session;
+
+use super::colormap::Colormap;
+use super::controls;
+use super::plots;
+use super::portrait::{self, PortraitData, ViewRange};
+use super::view::{Shell, Transport, View};
+use super::worker::Control;
+use crate::diagnostics::views::{Segment, hpd_contours, marginals, portrait_ranges};
+use crate::engine::{Axis, BackendChoice, HistogramSpec};
+use crate::math::Grid2;
+use crate::preset::{AnyPreset, Preset};
+use egui::{Color32, RichText, Ui};
+use session::{Command, Session, Snapshot};
+use std::any::Any;
+
+/// Where the three portraits look.
+#[derive(Clone, Copy, Debug)]
+struct Views {
+    theta: ViewRange,
+    phase: ViewRange,
+    thermostat: ViewRange,
+}
+
+/// The 2-D view's state.
+pub struct PosteriorView {
+    session: Session,
+    /// The preset being edited (the controls' model).
+    pub preset: Preset,
+    applied: Preset,
+    snapshot: Snapshot,
+    views: Views,
+    textures: [Option<egui::TextureHandle>; 3],
+    colormap: Colormap,
+    contour_cache: Option<(Grid2, Vec<Segment>)>,
+    panel_rects: [egui::Rect; 3],
+    sent_views: Vec<HistogramSpec>,
+    /// The display grid of the applied target (auto-range of θ).
+    target_grid: Grid2,
+}
+
+impl PosteriorView {
+    /// The view on `preset`, with its engine on `backend`, running or paused.
+    pub fn new(ctx: &egui::Context, preset: Preset, backend: BackendChoice, playing: bool) -> Self {
+        let repaint = ctx.clone();
+        let session = Session::start(preset.clone(), backend, playing, move || {
+            repaint.request_repaint()
+        });
+        let target_grid = preset.target.build().default_grid();
+        let r = portrait_ranges(
+            &target_grid,
+            preset.view.coordinate as usize,
+            preset.sampler.mass,
+            preset.sampler.temperature,
+            None,
+        );
+        let mut view = Self {
+            session,
+            applied: preset.clone(),
+            preset,
+            snapshot: Snapshot::default(),
+            views: Views {
+                theta: ViewRange::auto(r.theta.0, r.theta.1),
+                phase: ViewRange::auto(r.phase.0, r.phase.1),
+                thermostat: ViewRange::auto(r.thermostat.0, r.thermostat.1),
+            },
+            textures: [None, None, None],
+            colormap: Colormap::inferno(),
+            contour_cache: None,
+            panel_rects: [egui::Rect::NOTHING; 3],
+            sent_views: Vec::new(),
+            target_grid,
+        };
+        view.send_views();
+        view
+    }
+
+    /// The worker's handle (tests and tools wait on it).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The histograms the three portraits need.
+    pub fn specs(&self) -> Vec<HistogramSpec> {
+        let c = self.preset.view.coordinate as u8;
+        let r = portrait::resolution(self.preset.chains);
+        vec![
+            HistogramSpec::theta(self.views.theta.grid(r)),
+            HistogramSpec {
+                grid: self.views.phase.grid(r),
+                axes: [Axis::Theta(c), Axis::P(c)],
+            },
+            HistogramSpec {
+                grid: self.views.thermostat.grid(r),
+                axes: [Axis::P(c), Axis::Xi(c)],
+            },
+        ]
+    }
+
+    /// Tells the worker which histograms to bin, when they changed.
+    fn send_views(&mut self) {
+        let specs = self.specs();
+        if specs != self.sent_views {
+            self.session.command(Command::Views(specs.clone()));
+            self.sent_views = specs;
+        }
+    }
+
+    /// Loads a preset: the chains start over and the portraits auto-range.
+    pub fn load_preset(&mut self, preset: Preset) {
+        self.preset = preset;
+        self.apply_changes(true);
+        for v in [
+            &mut self.views.theta,
+            &mut self.views.phase,
+            &mut self.views.thermostat,
+        ] {
+            v.auto = true;
+        }
+    }
+
+    /// Sends the edited preset to the worker when it changed (or, with `restart`, always);
+    /// [`Preset::change_from`] decides there whether the chains go on or start over.
+    fn apply_changes(&mut self, restart: bool) {
+        if self.preset == self.applied && !restart {
+            return;
+        }
+        if self.preset.target != self.applied.target {
+            self.target_grid = self.preset.target.build().default_grid();
+        }
+        self.session.command(Command::Apply {
+            preset: Box::new(self.preset.clone()),
+            restart,
+        });
+        self.applied = self.preset.clone();
+    }
+
+    /// Moves the auto-ranging views to the ranges of the snapshot (within `tolerance` of
+    /// their width; 0 settles them exactly).
+    fn follow_views(&mut self, tolerance: f64) {
+        let r = portrait_ranges(
+            &self.target_grid,
+            self.preset.view.coordinate as usize,
+            self.preset.sampler.mass,
+            self.preset.sampler.temperature,
+            Some(&self.snapshot.moments),
+        );
+        self.views.theta.follow(r.theta, tolerance);
+        self.views.phase.follow(r.phase, tolerance);
+        self.views.thermostat.follow(r.thermostat, tolerance);
+    }
+
+    fn contours(&mut self) -> Vec<Segment> {
+        let Some((grid, masses)) = &self.snapshot.contour_truth else {
+            return Vec::new();
+        };
+        if let Some((g, segs)) = &self.contour_cache
+            && g == grid
+        {
+            return segs.clone();
+        }
+        let segs = hpd_contours(grid, masses, &[0.5, 0.9, 0.99]);
+        self.contour_cache = Some((*grid, segs.clone()));
+        segs
+    }
+
+    fn explosion_banner(&self, ui: &mut Ui) {
+        let s = &self.snapshot;
+        let total = s.moments.diverged + s.moments.alive;
+        let text = format!(
+            "⚠ Momentum explosion: {} of {} chains diverged ({:.1}%), first seen at step {}. Diverged chains are frozen and excluded from every statistic.",
+            s.moments.diverged,
+            total,
+            100.0 * s.moments.diverged_fraction(),
+            s.first_divergence.unwrap_or(s.step)
+        );
+        if super::explosion_banner(ui, &text, "↺ Reset chains") {
+            self.session.control(Control::Reset);
+        }
+    }
+
+    fn portraits(&mut self, ui: &mut Ui, side: f32) {
+        let c = self.preset.view.coordinate as u8;
+        let names = [
+            (
+                "θ₁ – θ₂ over the target".to_owned(),
+                [Axis::Theta(0), Axis::Theta(1)],
+            ),
+            (
+                format!(
+                    "phase space {} – {}",
+                    Axis::Theta(c).label(),
+                    Axis::P(c).label()
+                ),
+                [Axis::Theta(c), Axis::P(c)],
+            ),
+            (
+                format!(
+                    "thermostat {} – {}",
+                    Axis::P(c).label(),
+                    Axis::Xi(c).label()
+                ),
+                [Axis::P(c), Axis::Xi(c)],
+            ),
+        ];
+        let contours = self.contours();
+        let s = &self.snapshot;
+        ui.horizontal(|ui| {
+            for (k, (title, axes)) in names.iter().enumerate() {
+                let spec_ok = s.specs.get(k).is_some_and(|sp| sp.axes == *axes);
+                let histogram = if spec_ok {
+                    s.histograms
+                        .get(k)
+                        .map(|(counts, _)| (&s.specs[k].grid, counts.as_slice()))
+                } else {
+                    None
+                };
+                let data = PortraitData {
+                    title: title.clone(),
+                    axes: *axes,
+                    histogram,
+                    trails: &s.trails,
+                    trail_diverged_at: &s.trail_diverged_at,
+                    contours: if k == 0 { &contours } else { &[] },
+                    log_scale: self.preset.view.log_scale,
+                    note: (k > 0 && !self.preset.sampler.kind.has_momentum())
+                        .then_some("this sampler has no momentum p\nand no thermostat ξ"),
+                };
+                let view = match k {
+                    0 => &mut self.views.theta,
+                    1 => &mut self.views.phase,
+                    _ => &mut self.views.thermostat,
+                };
+                let response =
+                    portrait::show(ui, side, view, &data, &mut self.textures[k], &self.colormap);
+                self.panel_rects[k] = response.rect;
+            }
+        });
+    }
+
+    fn marginal_plots(&self, ui: &mut Ui, width: f32, height: f32) {
+        let s = &self.snapshot;
+        let (Some(spec), Some((counts, _))) = (s.specs.first(), s.histograms.first()) else {
+            return;
+        };
+        let g = spec.grid;
+        let (nx, ny) = (g.nx as usize, g.ny as usize);
+        let counts: Vec<f64> = counts.iter().map(|&c| f64::from(c)).collect();
+        let [mx, my] = marginals(&counts, nx, ny);
+        let [tx, ty] = match &s.view_truth {
+            Some((tg, masses)) if *tg == g => marginals(masses, nx, ny),
+            _ => [vec![0.0; nx], vec![0.0; ny]],
+        };
+        let size = egui::vec2(width, height);
+        plots::marginal(ui, "marginal 1", "θ₁", g.x, &mx, &tx, size);
+        plots::marginal(ui, "marginal 2", "θ₂", g.y, &my, &ty, size);
+    }
+}
+
+impl View for PosteriorView {
+    fn refresh(&mut self) {
+        self.snapshot = self.session.snapshot();
+    }
+
+    fn controls(&mut self, ui: &mut Ui, _shell: &mut Shell) {
+        let actions = controls::show(ui, &mut self.preset, self.snapshot.playing);
+        if actions.toggle_play {
+            self.transport(Transport::TogglePlay);
+        }
+        if actions.step {
+            self.transport(Transport::Step);
+        }
+        if actions.reset {
+            self.transport(Transport::Reset);
+        }
+        self.apply_changes(false);
+    }
+
+    fn central(&mut self, ui: &mut Ui, _shell: &mut Shell) {
+        if let Some(notice) = &self.snapshot.notice {
+            ui.label(RichText::new(format!("⚠ {notice}")).color(Color32::from_rgb(255, 200, 80)));
+        }
+        if self.snapshot.moments.diverged > 0 {
+            self.explosion_banner(ui);
+        }
+        self.follow_views(0.15);
+        let spacing = ui.spacing().item_spacing.x;
+        let available = ui.available_size();
+        let side = ((available.x - 3.0 * spacing) / 3.0 - 2.0)
+            .min(available.y * 0.56)
+            .max(120.0);
+        self.portraits(ui, side);
+        self.send_views();
+        let rest = ui.available_size();
+        let plot_height = (rest.y - 40.0).clamp(80.0, 220.0);
+        ui.horizontal(|ui| {
+            let marginal_width = (rest.x * 0.28).max(120.0);
+            ui.vertical(|ui| {
+                self.marginal_plots(ui, marginal_width, (plot_height - 8.0) / 2.0);
+            });
+            ui.vertical(|ui| {
+                plots::time_series(
+                    ui,
+                    &self.snapshot.series,
+                    self.preset.sampler.temperature,
+                    self.snapshot.chains,
+                    rest.x - marginal_width - 2.0 * spacing,
+                    plot_height,
+                );
+            });
+        });
+    }
+
+    fn status(&self) -> String {
+        let s = &self.snapshot;
+        let mut parts = vec![
+            s.backend
+                .as_ref()
+                .map(|b| format!("{} engine: {}", b.kind, b.device))
+                .unwrap_or_else(|| "starting engine…".into()),
+            format!("step {}", s.step),
+        ];
+        if s.chain_steps_per_s.is_finite() && s.playing {
+            parts.push(format!("engine {:.2e} chain-steps/s", s.chain_steps_per_s));
+        }
+        parts.join("  |  ")
+    }
+
+    fn step(&self) -> u32 {
+        self.snapshot.step
+    }
+
+    fn set_visible(&mut self, visible: bool) {
+        if !visible {
+            self.session.control(Control::Play(false));
+        }
+    }
+
+    fn transport(&mut self, action: Transport) {
+        let control = match action {
+            Transport::TogglePlay => Control::Play(!self.snapshot.playing),
+            Transport::Step => Control::Step,
+            Transport::Reset => Control::Reset,
+        };
+        self.session.control(control);
+    }
+
+    fn preset(&self) -> Option<AnyPreset> {
+        Some(AnyPreset::Toy(self.preset.clone()))
+    }
+
+    fn load(&mut self, preset: AnyPreset) -> bool {
+        match preset {
+            AnyPreset::Toy(p) => {
+                self.load_preset(p);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn series_csv(&self) -> Option<String> {
+        Some(crate::diagnostics::series_csv(&self.snapshot.series))
+    }
+
+    fn panels(&self) -> Vec<(String, egui::Rect)> {
+        ["θ₁–θ₂ panel", "θᵢ–pᵢ panel", "pᵢ–ξᵢ panel"]
+            .iter()
+            .zip(self.panel_rects)
+            .map(|(l, r)| (l.to_string(), r))
+            .collect()
+    }
+
+    fn run_to(&mut self, step: u32) {
+        self.session.control(Control::RunTo(step));
+    }
+
+    fn settled_at(&mut self, step: u32) -> bool {
+        let arrived = self
+            .session
+            .with_snapshot(|s| s.step >= step && s.run_to.is_none());
+        if !arrived {
+            return false;
+        }
+        // The views follow the ensemble: settle them on the final snapshot, then wait for
+        // the histograms binned on exactly those views (still at step N: the worker is
+        // paused), so the picture does not depend on which snapshots the UI happened to see.
+        self.refresh();
+        self.follow_views(0.0);
+        self.send_views();
+        let specs = self.specs();
+        self.session
+            .with_snapshot(|s| s.histograms.len() == 3 && s.specs == specs)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

@@ -1,0 +1,101 @@
+//! One view of the lab is one panel type implementing [`View`]. The app's shell
+//! ([`super::AtmcApp`]) draws the skeleton every view shares — menu bar with the tabs,
+//! status bar, the control panel on the left and the central area — and asks the active view
+//! to fill the control panel and the central area. A new view (a lecture, the
+//! thermodynamics lab) is one new type and one line in [`super::Tab`].
+
+use crate::preset::AnyPreset;
+use egui::{Rect, Ui};
+use std::any::Any;
+
+/// Transport actions the shell forwards from the keyboard and the menu.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Play when paused, pause when playing.
+    TogglePlay,
+    /// Advance one tick while paused.
+    Step,
+    /// Start the chains over.
+    Reset,
+}
+
+/// A message for the status bar: something written, loaded or failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// The message.
+    pub text: String,
+    /// Shown as an error.
+    pub error: bool,
+}
+
+impl Status {
+    /// A success message.
+    pub fn ok(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            error: false,
+        }
+    }
+
+    /// An error message.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            error: true,
+        }
+    }
+
+    /// "wrote PATH" on success, the error otherwise.
+    pub fn written(path: &std::path::Path, result: anyhow::Result<()>) -> Self {
+        match result {
+            Ok(()) => Self::ok(format!("wrote {}", path.display())),
+            Err(e) => Self::error(format!("{e:#}")),
+        }
+    }
+}
+
+/// What the shell lends a view while it draws: the place to report to the status bar.
+#[derive(Debug, Default)]
+pub struct Shell {
+    /// The latest message for the status bar.
+    pub status: Option<Status>,
+}
+
+/// A view of the lab.
+pub trait View: Any {
+    /// Takes the worker's latest snapshot; called once a frame before anything is drawn, so
+    /// the controls and the central area agree on what they show.
+    fn refresh(&mut self);
+    /// Fills the control panel on the left.
+    fn controls(&mut self, ui: &mut Ui, shell: &mut Shell);
+    /// Fills the central area.
+    fn central(&mut self, ui: &mut Ui, shell: &mut Shell);
+    /// One line for the status bar: backend, step, speed.
+    fn status(&self) -> String;
+    /// Steps done by the view's chains at the latest snapshot.
+    fn step(&self) -> u32;
+    /// Shown or hidden. A hidden simulation pauses so that the views never share the cores
+    /// (a training run goes on: it is meant to).
+    fn set_visible(&mut self, visible: bool);
+    /// Play, pause, single steps, reset (from the keyboard or the menu).
+    fn transport(&mut self, action: Transport);
+    /// The preset the view runs, for Save preset (None when the view has no preset).
+    fn preset(&self) -> Option<AnyPreset>;
+    /// Loads a preset of the view's kind (the chains start over); false for another kind.
+    fn load(&mut self, preset: AnyPreset) -> bool;
+    /// The time series as CSV text, for Export CSV.
+    fn series_csv(&self) -> Option<String>;
+    /// The panels that can be exported as PNG: label and where they were drawn last.
+    fn panels(&self) -> Vec<(String, Rect)>;
+    /// Runs to `step` and pauses there (offscreen pictures).
+    fn run_to(&mut self, step: u32);
+    /// Whether the picture of step `step` is complete: the worker is paused there and every
+    /// panel has what it draws. May adjust auto-ranging views to settle them.
+    fn settled_at(&mut self, step: u32) -> bool;
+    /// Hides what depends on timing so offscreen pictures are reproducible.
+    fn set_reproducible(&mut self, _on: bool) {}
+    /// For downcasting in tests and tools.
+    fn as_any(&self) -> &dyn Any;
+    /// For downcasting in tests and tools.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
