@@ -19,6 +19,39 @@ pub enum Transport {
     Reset,
 }
 
+impl Transport {
+    /// The worker message of this action for a simulation that is `playing` or not.
+    pub fn control(self, playing: bool) -> super::worker::Control {
+        use super::worker::Control;
+        match self {
+            Transport::TogglePlay => Control::Play(!playing),
+            Transport::Step => Control::Step,
+            Transport::Reset => Control::Reset,
+        }
+    }
+}
+
+/// The status line of a simulation view: backend, step and, while running, its speed
+/// (`rate` in `unit`, e.g. chain-steps/s).
+pub fn simulation_status(
+    backend: Option<&crate::engine::BackendInfo>,
+    step: u32,
+    playing: bool,
+    rate: f64,
+    unit: &str,
+) -> String {
+    let mut parts = vec![
+        backend
+            .map(|b| format!("{} engine: {}", b.kind, b.device))
+            .unwrap_or_else(|| "starting engine…".into()),
+        format!("step {step}"),
+    ];
+    if rate.is_finite() && playing {
+        parts.push(format!("{rate:.2e} {unit}"));
+    }
+    parts.join("  |  ")
+}
+
 /// A message for the status bar: something written, loaded or failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Status {

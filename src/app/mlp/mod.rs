@@ -8,7 +8,7 @@ pub mod session;
 use super::colormap::Colormap;
 use super::controls::{self, Actions, slider};
 use super::plots::{reliability_diagram, small_plot};
-use super::view::{Shell, Transport, View};
+use super::view::{Shell, Transport, View, simulation_status};
 use super::worker::Control;
 use crate::diagnostics::classification::ClassMetrics;
 use crate::diagnostics::mlp::{Uncertainty, uncertainty};
@@ -176,22 +176,6 @@ impl MlpView {
         egui::CollapsingHeader::new(RichText::new("View").strong())
             .default_open(true)
             .show(ui, |ui| view_controls(ui, p, &mut self.uncertainty));
-    }
-
-    /// One line for the status bar.
-    fn status_text(&self) -> String {
-        let s = &self.snapshot;
-        let mut parts = vec![
-            s.backend
-                .as_ref()
-                .map(|b| format!("{} engine: {}", b.kind, b.device))
-                .unwrap_or_else(|| "starting engine…".into()),
-            format!("step {}", s.step),
-        ];
-        if s.gradients_per_s.is_finite() && s.playing {
-            parts.push(format!("{:.2e} network-gradients/s", s.gradients_per_s));
-        }
-        parts.join("  |  ")
     }
 
     /// The maps, tables, portraits and plots.
@@ -755,7 +739,14 @@ impl View for MlpView {
     }
 
     fn status(&self) -> String {
-        self.status_text()
+        let s = &self.snapshot;
+        simulation_status(
+            s.backend.as_ref(),
+            s.step,
+            s.playing,
+            s.gradients_per_s,
+            "network-gradients/s",
+        )
     }
 
     fn step(&self) -> u32 {
@@ -769,12 +760,7 @@ impl View for MlpView {
     }
 
     fn transport(&mut self, action: Transport) {
-        let control = match action {
-            Transport::TogglePlay => Control::Play(!self.snapshot.playing),
-            Transport::Step => Control::Step,
-            Transport::Reset => Control::Reset,
-        };
-        self.session.control(control);
+        self.session.control(action.control(self.snapshot.playing));
     }
 
     fn preset(&self) -> Option<AnyPreset> {

@@ -8,7 +8,7 @@ use super::colormap::Colormap;
 use super::controls;
 use super::plots;
 use super::portrait::{self, PortraitData, ViewRange};
-use super::view::{Shell, Transport, View};
+use super::view::{Shell, Transport, View, simulation_status};
 use super::worker::Control;
 use crate::diagnostics::views::{Segment, hpd_contours, marginals, portrait_ranges};
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
@@ -317,17 +317,13 @@ impl View for PosteriorView {
 
     fn status(&self) -> String {
         let s = &self.snapshot;
-        let mut parts = vec![
-            s.backend
-                .as_ref()
-                .map(|b| format!("{} engine: {}", b.kind, b.device))
-                .unwrap_or_else(|| "starting engine…".into()),
-            format!("step {}", s.step),
-        ];
-        if s.chain_steps_per_s.is_finite() && s.playing {
-            parts.push(format!("engine {:.2e} chain-steps/s", s.chain_steps_per_s));
-        }
-        parts.join("  |  ")
+        simulation_status(
+            s.backend.as_ref(),
+            s.step,
+            s.playing,
+            s.chain_steps_per_s,
+            "chain-steps/s",
+        )
     }
 
     fn step(&self) -> u32 {
@@ -341,12 +337,7 @@ impl View for PosteriorView {
     }
 
     fn transport(&mut self, action: Transport) {
-        let control = match action {
-            Transport::TogglePlay => Control::Play(!self.snapshot.playing),
-            Transport::Step => Control::Step,
-            Transport::Reset => Control::Reset,
-        };
-        self.session.control(control);
+        self.session.control(action.control(self.snapshot.playing));
     }
 
     fn preset(&self) -> Option<AnyPreset> {
