@@ -11,7 +11,7 @@ use atmc_lab::runner::mlp::{MlpOutcome, run_mlp};
 fn shipped(name: &str) -> MlpPreset {
     match AnyPreset::load(name).unwrap_or_else(|e| panic!("{e}")) {
         AnyPreset::Mlp(p) => p,
-        AnyPreset::Toy(_) => panic!("{name} is not an MLP preset"),
+        _ => panic!("{name} is not an MLP preset"),
     }
 }
 

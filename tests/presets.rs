@@ -6,7 +6,7 @@ use atmc_lab::preset::{AnyPreset, MlpPreset, Preset, SHIPPED};
 #[test]
 fn shipped_presets_parse_and_round_trip() {
     assert!(SHIPPED.len() >= 5);
-    let (mut toys, mut mlps) = (0, 0);
+    let (mut toys, mut mlps, mut comparisons) = (0, 0, 0);
     for (name, text) in SHIPPED {
         let p = AnyPreset::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
         let description = match &p {
@@ -21,6 +21,10 @@ fn shipped_presets_parse_and_round_trip() {
                 m.build().unwrap_or_else(|e| panic!("{name}: {e}"));
                 &m.description
             }
+            AnyPreset::Comparison(c) => {
+                comparisons += 1;
+                &c.description
+            }
         };
         assert!(!p.name().is_empty() && !description.is_empty(), "{name}");
         let again = AnyPreset::parse(&p.to_ron(), "round-trip").unwrap_or_else(|e| panic!("{e}"));
@@ -31,8 +35,11 @@ fn shipped_presets_parse_and_round_trip() {
                 .unwrap();
         assert_eq!(&on_disk, text);
     }
-    // Both kinds are shipped, so both parsers were exercised above.
-    assert!(toys >= 5 && mlps >= 2, "{toys} 2-D and {mlps} MLP presets");
+    // Every kind is shipped, so every parser was exercised above.
+    assert!(
+        toys >= 5 && mlps >= 2 && comparisons >= 2,
+        "{toys} 2-D, {mlps} MLP presets and {comparisons} comparisons"
+    );
 }
 
 #[test]

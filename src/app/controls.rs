@@ -5,7 +5,7 @@ use crate::math::{
     Kinetic, NoiseMass, NoiseSpec, SamplerKind, SamplerSpec, ScheduleSpec, TargetSpec, XiUpdate,
     ranges, targets::TARGET_NAMES,
 };
-use crate::preset::Preset;
+use crate::preset::{ControlGroup, Preset};
 use egui::{Color32, RichText, Slider, Ui};
 
 /// What the user asked for besides editing the preset.
@@ -66,14 +66,40 @@ pub fn transport(ui: &mut Ui, playing: bool, reset_label: &str) -> Actions {
     actions
 }
 
-/// Draws the controls. `playing` labels the play button.
-pub fn show(ui: &mut Ui, p: &mut Preset, playing: bool) -> Actions {
+/// Draws the controls of a 2-D preset, leaving out the `hidden` groups (a lesson's choice).
+/// `playing` labels the play button.
+pub fn show(ui: &mut Ui, p: &mut Preset, playing: bool, hidden: &[ControlGroup]) -> Actions {
     let actions = transport(ui, playing, "↺ Reset chains");
-    ui.add(
-        Slider::new(&mut p.view.steps_per_frame, 1..=2000)
-            .logarithmic(true)
-            .text("steps / frame (speed)"),
-    );
+    let shown = |g: ControlGroup| !hidden.contains(&g);
+    run_controls(ui, p, hidden);
+    ui.separator();
+    if shown(ControlGroup::Sampler) {
+        egui::CollapsingHeader::new(RichText::new("Sampler").strong())
+            .default_open(true)
+            .show(ui, |ui| sampler_controls(ui, &mut p.sampler));
+    }
+    model_controls(ui, p, hidden);
+    actions
+}
+
+/// Everything of a 2-D preset but the sampler: what the columns of a comparison share.
+pub fn shared_controls(ui: &mut Ui, p: &mut Preset) {
+    run_controls(ui, p, &[]);
+    model_controls(ui, p, &[]);
+}
+
+/// Speed, number of chains and seed.
+fn run_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) {
+    if !hidden.contains(&ControlGroup::Speed) {
+        ui.add(
+            Slider::new(&mut p.view.steps_per_frame, 1..=2000)
+                .logarithmic(true)
+                .text("steps / frame (speed)"),
+        );
+    }
+    if hidden.contains(&ControlGroup::Chains) {
+        return;
+    }
     ui.horizontal(|ui| {
         let mut chains = f64::from(p.chains);
         if ui
@@ -93,34 +119,42 @@ pub fn show(ui: &mut Ui, p: &mut Preset, playing: bool) -> Actions {
         ui.add(egui::DragValue::new(&mut p.seed))
             .on_hover_text("A new seed restarts the chains");
     });
+}
 
-    ui.separator();
-    egui::CollapsingHeader::new(RichText::new("Sampler").strong())
-        .default_open(true)
-        .show(ui, |ui| sampler_controls(ui, &mut p.sampler));
-    egui::CollapsingHeader::new(RichText::new("Target").strong())
-        .default_open(true)
-        .show(ui, |ui| target_controls(ui, &mut p.target));
-    egui::CollapsingHeader::new(RichText::new("Gradient noise").strong())
-        .default_open(true)
-        .show(ui, |ui| noise_controls(ui, &mut p.noise));
-    egui::CollapsingHeader::new(RichText::new("Step-size schedule").strong())
-        .default_open(false)
-        .show(ui, |ui| schedule_controls(ui, &mut p.schedule, p.steps));
-    egui::CollapsingHeader::new(RichText::new("View").strong())
-        .default_open(false)
-        .show(ui, |ui| {
-            ui.horizontal(|ui| {
-                ui.label("coordinate i");
-                ui.selectable_value(&mut p.view.coordinate, 0, "1");
-                ui.selectable_value(&mut p.view.coordinate, 1, "2");
+/// Target, gradient noise, schedule and view.
+fn model_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) {
+    let shown = |g: ControlGroup| !hidden.contains(&g);
+    if shown(ControlGroup::Target) {
+        egui::CollapsingHeader::new(RichText::new("Target").strong())
+            .default_open(true)
+            .show(ui, |ui| target_controls(ui, &mut p.target));
+    }
+    if shown(ControlGroup::Noise) {
+        egui::CollapsingHeader::new(RichText::new("Gradient noise").strong())
+            .default_open(true)
+            .show(ui, |ui| noise_controls(ui, &mut p.noise));
+    }
+    if shown(ControlGroup::Schedule) {
+        egui::CollapsingHeader::new(RichText::new("Step-size schedule").strong())
+            .default_open(false)
+            .show(ui, |ui| schedule_controls(ui, &mut p.schedule, p.steps));
+    }
+    if shown(ControlGroup::View) {
+        egui::CollapsingHeader::new(RichText::new("View").strong())
+            .default_open(false)
+            .show(ui, |ui| {
+                ui.horizontal(|ui| {
+                    ui.label("coordinate i");
+                    ui.selectable_value(&mut p.view.coordinate, 0, "1");
+                    ui.selectable_value(&mut p.view.coordinate, 1, "2");
+                });
+                ui.checkbox(&mut p.view.log_scale, "logarithmic density");
+                ui.add(
+                    Slider::new(&mut p.view.highlighted_chains, 0..=1000)
+                        .text("highlighted chains"),
+                );
             });
-            ui.checkbox(&mut p.view.log_scale, "logarithmic density");
-            ui.add(
-                Slider::new(&mut p.view.highlighted_chains, 0..=1000).text("highlighted chains"),
-            );
-        });
-    actions
+    }
 }
 
 /// Every parameter of the sampler, ATMC's printed switches included.

@@ -4,6 +4,7 @@
 //! presets; the engines run in the workers and `diagnostics` computes what is drawn.
 
 pub mod colormap;
+pub mod compare;
 pub mod controls;
 pub mod fonts;
 pub mod mlp;
@@ -16,7 +17,7 @@ pub mod view;
 pub mod worker;
 
 use crate::engine::BackendChoice;
-use crate::preset::{AnyPreset, MlpPreset, Preset, SHIPPED};
+use crate::preset::{AnyPreset, Comparison, MlpPreset, Preset, SHIPPED};
 use egui::{Color32, RichText};
 use view::{Shell, Status, Transport, View};
 
@@ -28,6 +29,8 @@ const CONTROLS_WIDTH: f32 = 290.0;
 pub enum Tab {
     /// 2-D toy posteriors: phase portraits of θ, p, ξ ([`posterior::PosteriorView`]).
     Posterior,
+    /// Two to four samplers side by side in lockstep ([`compare::CompareView`]).
+    Compare,
     /// Bayesian MLPs on 2-D classification data ([`mlp::MlpView`]).
     Mlp,
     /// ResNet++ trained in the background ([`training::TrainingView`]).
@@ -36,12 +39,13 @@ pub enum Tab {
 
 impl Tab {
     /// Every tab, in menu order.
-    pub const ALL: [Tab; 3] = [Tab::Posterior, Tab::Mlp, Tab::Training];
+    pub const ALL: [Tab; 4] = [Tab::Posterior, Tab::Compare, Tab::Mlp, Tab::Training];
 
     /// The label in the menu bar.
     pub fn label(self) -> &'static str {
         match self {
             Tab::Posterior => "2-D posteriors",
+            Tab::Compare => "Side by side",
             Tab::Mlp => "Bayesian MLPs",
             Tab::Training => "ResNet++ training",
         }
@@ -52,6 +56,9 @@ impl Tab {
         match self {
             Tab::Posterior => {
                 "Thousands of chains on 2-D toy posteriors: phase portraits of θ, p, ξ"
+            }
+            Tab::Compare => {
+                "Two to four samplers on the same target, seed and gradient noise, in lockstep"
             }
             Tab::Mlp => "Thousands of small networks on 2-D classification data",
             Tab::Training => {
@@ -68,6 +75,7 @@ impl Tab {
     pub fn of(preset: &AnyPreset) -> Tab {
         match preset {
             AnyPreset::Toy(_) => Tab::Posterior,
+            AnyPreset::Comparison(_) => Tab::Compare,
             AnyPreset::Mlp(_) => Tab::Mlp,
         }
     }
@@ -78,6 +86,12 @@ impl Tab {
             Tab::Posterior => Box::new(posterior::PosteriorView::new(
                 ctx,
                 Preset::default_preset(),
+                backend,
+                false,
+            )),
+            Tab::Compare => Box::new(compare::CompareView::new(
+                ctx,
+                Comparison::default_comparison(),
                 backend,
                 false,
             )),
@@ -152,6 +166,9 @@ impl AtmcApp {
         let view: Box<dyn View> = match preset {
             AnyPreset::Toy(p) => Box::new(posterior::PosteriorView::new(ctx, p, backend, playing)),
             AnyPreset::Mlp(p) => Box::new(mlp::MlpView::new(ctx, p, backend, playing)),
+            AnyPreset::Comparison(p) => {
+                Box::new(compare::CompareView::new(ctx, p, backend, playing))
+            }
         };
         let mut views: Vec<Option<Box<dyn View>>> = Tab::ALL.iter().map(|_| None).collect();
         views[tab.index()] = Some(view);

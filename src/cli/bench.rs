@@ -124,6 +124,7 @@ fn bench_preset(chains: u32, steps: u32) -> Preset {
     Preset {
         name: "bench".into(),
         description: String::new(),
+        story: Default::default(),
         sampler: SamplerSpec::new(SamplerKind::Atmc),
         target: TargetSpec::from_name("correlated").expect("known target"),
         noise: crate::math::NoiseSpec::None,

@@ -277,7 +277,70 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             apply_mlp_overrides(&mut preset, &args)?;
             execute_mlp(preset, args.backend, args.csv.as_deref())
         }
+        AnyPreset::Comparison(mut comparison) => {
+            if args.sampler.is_some()
+                || args.h.is_some()
+                || args.friction_floor.is_some()
+                || args.m.is_some()
+                || args.temperature.is_some()
+                || args.friction_sign.is_some()
+                || args.xi_update.is_some()
+                || args.noise_mass.is_some()
+            {
+                return Err(usage(
+                    "sampler options belong to one column of a comparison: edit its file",
+                ));
+            }
+            apply_overrides(&mut comparison.base, &args)?;
+            execute_comparison(comparison, args.backend, args.csv.as_deref())
+        }
     }
+}
+
+fn execute_comparison(
+    comparison: crate::preset::Comparison,
+    backend: BackendChoice,
+    csv: Option<&std::path::Path>,
+) -> Result<(), Failure> {
+    let columns = comparison.columns.len();
+    let bar = progress_bar(
+        comparison.base.steps * columns as u32,
+        format!("{} samplers side by side", columns),
+    );
+    let steps = comparison.base.steps;
+    let outcomes = runner::run_comparison(&comparison, backend, &mut |k, done| {
+        bar.set_position(u64::from(k as u32 * steps + done))
+    })
+    .map_err(|e| Failure {
+        code: 1,
+        message: format!("{e:#}"),
+    })?;
+    bar.finish_and_clear();
+    write_csv(csv, || {
+        outcomes
+            .iter()
+            .map(|(label, o)| format!("# {label}\n{}", crate::diagnostics::series_csv(&o.series)))
+            .collect()
+    })?;
+    for (label, o) in &outcomes {
+        let s = &o.summary;
+        eprintln!(
+            "{label}: {} on {}; diverged {:.2}%, energy distance {:.4} (exact samples {:.4})",
+            s.sampler,
+            s.target,
+            100.0 * s.diverged_fraction,
+            s.energy_distance,
+            s.energy_distance_baseline
+        );
+    }
+    print_json(&serde_json::json!({
+        "kind": "comparison",
+        "name": comparison.name,
+        "columns": outcomes
+            .iter()
+            .map(|(label, o)| serde_json::json!({ "label": label, "summary": o.summary }))
+            .collect::<Vec<_>>(),
+    }))
 }
 
 fn apply_mlp_overrides(preset: &mut MlpPreset, args: &RunArgs) -> Result<(), Failure> {

@@ -179,6 +179,69 @@ fn alive(states: &ChainStates) -> impl Iterator<Item = &Chain2> {
         .map(|(c, _)| c)
 }
 
+/// Which modes of a mixture target each tracked chain has come close to (into the disc that
+/// holds 99% of a component's mass, [`Target::modes`]), over every state recorded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModeVisits {
+    centres: Vec<[f64; 2]>,
+    radius: f64,
+    /// One bit per mode, per tracked chain.
+    visited: Vec<u64>,
+}
+
+impl ModeVisits {
+    /// For a target with modes (the 25-Gaussian mixture); None otherwise.
+    pub fn for_target(target: &Target) -> Option<Self> {
+        let (centres, radius) = target.modes()?;
+        Some(Self {
+            centres,
+            radius,
+            visited: Vec::new(),
+        })
+    }
+
+    /// Records the states of the tracked chains (the first ones of `states`; diverged chains
+    /// visit nothing more).
+    pub fn record(&mut self, states: &ChainStates) {
+        if self.visited.len() < states.chains.len() {
+            self.visited.resize(states.chains.len(), 0);
+        }
+        let r2 = self.radius * self.radius;
+        for ((chain, &d), bits) in states
+            .chains
+            .iter()
+            .zip(&states.diverged_at)
+            .zip(self.visited.iter_mut())
+        {
+            if d != 0 {
+                continue;
+            }
+            let [x, y] = chain.theta.map(f64::from);
+            if let Some(k) = self
+                .centres
+                .iter()
+                .position(|c| (x - c[0]).powi(2) + (y - c[1]).powi(2) <= r2)
+            {
+                *bits |= 1 << k;
+            }
+        }
+    }
+
+    /// The mean number of distinct modes a tracked chain has visited.
+    pub fn mean(&self) -> f64 {
+        if self.visited.is_empty() {
+            return 0.0;
+        }
+        let total: u32 = self.visited.iter().map(|b| b.count_ones()).sum();
+        f64::from(total) / self.visited.len() as f64
+    }
+
+    /// How many modes the target has.
+    pub fn modes(&self) -> usize {
+        self.centres.len()
+    }
+}
+
 /// One row of the time series, recorded after each block of steps.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SeriesRow {
@@ -297,6 +360,9 @@ pub struct Summary {
     pub rhat_max: f64,
     /// Smallest bulk ESS over coordinates (64 traced chains, one draw per recorded block).
     pub ess_bulk_min: f64,
+    /// On a mixture target: the mean number of distinct modes the first 500 chains visited
+    /// (entered the disc holding 99% of a component's mass) at any step.
+    pub modes_visited: Option<f64>,
     /// Wall-clock seconds spent advancing chains.
     pub elapsed_s: f64,
     /// Chain-steps per second of the engine.
@@ -329,7 +395,6 @@ impl RunRecorder {
     pub fn new(truth: Truth, stats_from: u32) -> Self {
         let cells = truth.grid.cells();
         Self {
-            truth,
             stats_from,
             series: Vec::new(),
             snapshots: 0,
@@ -344,6 +409,7 @@ impl RunRecorder {
             traces: Vec::new(),
             trace_diverged: Vec::new(),
             first_divergence: None,
+            truth,
         }
     }
 
@@ -393,6 +459,7 @@ impl RunRecorder {
         let energy_distance = self
             .truth
             .energy_distance(&distance_states, SERIES_DISTANCE_CHAINS as usize);
+
         self.series.push(SeriesRow {
             step: report.step,
             step_size,
@@ -493,6 +560,7 @@ impl RunRecorder {
             tv_histogram: t.total_variation(&self.histogram, self.outside),
             rhat_max,
             ess_bulk_min: ess_min,
+            modes_visited: None,
             elapsed_s: run.elapsed_s,
             chain_steps_per_s: run.chain_steps_per_s,
         }

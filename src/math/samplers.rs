@@ -614,6 +614,30 @@ impl Model {
         }
     }
 
+    /// Replays `steps` steps of chain `index` from `chain` at global step `step0` (the same
+    /// random numbers as the engines draw), calling `visit` with the step count and the
+    /// state after every step; stops at a divergence and returns its step count. The engines
+    /// advance many steps per call; this gives the states in between for a few chains.
+    pub fn replay(
+        &self,
+        chain: &mut Chain2,
+        seed: u64,
+        index: u32,
+        step0: u32,
+        steps: u32,
+        mut visit: impl FnMut(u32, &Chain2),
+    ) -> Option<u32> {
+        for k in 0..steps {
+            let step = step0.wrapping_add(k);
+            let diverged = self.step(chain, &RngCounter::new(seed, index, step));
+            visit(step + 1, chain);
+            if diverged {
+                return Some(step + 1);
+            }
+        }
+        None
+    }
+
     /// A chain is diverged when anything is non-finite or |p| exceeds the bound.
     #[inline(always)]
     pub fn is_diverged(&self, chain: &Chain2) -> bool {

@@ -673,6 +673,19 @@ impl Target {
         }
     }
 
+    /// The modes of a mixture target with their radius — the disc holding 99% of a
+    /// component's mass, √(−2 ln 0.01) ≈ 3.03 standard deviations: where a chain counts as
+    /// having visited a mode. None for other targets.
+    pub fn modes(&self) -> Option<(Vec<[f64; 2]>, f64)> {
+        match self {
+            Target::Gmm25 { spacing, variance } => Some((
+                (0..25).map(|k| gmm_centre(k, *spacing)).collect(),
+                (-2.0 * 0.01f64.ln()).sqrt() * variance.sqrt(),
+            )),
+            _ => None,
+        }
+    }
+
     /// Mean and covariance (c11, c12, c22) of the target, exact where known in closed form and
     /// otherwise from a fine quadrature grid.
     pub fn moments(&self) -> ([f64; 2], [f64; 3]) {

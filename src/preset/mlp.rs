@@ -98,6 +98,9 @@ pub struct MlpPreset {
     /// What the preset shows.
     #[serde(default)]
     pub description: String,
+    /// The lesson, when the preset is part of a lecture.
+    #[serde(default, skip_serializing_if = "super::Story::is_empty")]
+    pub story: super::Story,
     /// Sampler and its parameters (per weight p and ξ).
     pub sampler: SamplerSpec,
     /// Step-size schedule.
@@ -247,22 +250,24 @@ impl MlpPreset {
     }
 }
 
-/// Either kind of preset file.
+/// Any kind of preset file.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AnyPreset {
     /// A 2-D toy posterior: `Preset(...)`.
     Toy(Preset),
     /// A Bayesian MLP posterior: `MlpPreset(...)`.
     Mlp(MlpPreset),
+    /// Samplers side by side: `Comparison(...)`.
+    Comparison(super::Comparison),
 }
 
 impl AnyPreset {
-    /// Parses either kind, told apart by the outer struct name.
+    /// Parses any kind, told apart by the outer struct name.
     pub fn parse(text: &str, origin: &str) -> Result<AnyPreset, PresetError> {
-        if outer_name(text) == Some("MlpPreset") {
-            MlpPreset::parse(text, origin).map(AnyPreset::Mlp)
-        } else {
-            Preset::parse(text, origin).map(AnyPreset::Toy)
+        match outer_name(text) {
+            Some("MlpPreset") => MlpPreset::parse(text, origin).map(AnyPreset::Mlp),
+            Some("Comparison") => super::Comparison::parse(text, origin).map(AnyPreset::Comparison),
+            _ => Preset::parse(text, origin).map(AnyPreset::Toy),
         }
     }
 
@@ -283,6 +288,7 @@ impl AnyPreset {
         match self {
             AnyPreset::Toy(p) => &p.name,
             AnyPreset::Mlp(p) => &p.name,
+            AnyPreset::Comparison(p) => &p.name,
         }
     }
 
@@ -291,7 +297,18 @@ impl AnyPreset {
         match self {
             AnyPreset::Toy(p) => &p.description,
             AnyPreset::Mlp(p) => &p.description,
+            AnyPreset::Comparison(p) => &p.description,
         }
+    }
+
+    /// The lesson, if the preset has one.
+    pub fn story(&self) -> Option<&super::Story> {
+        let story = match self {
+            AnyPreset::Toy(p) => &p.story,
+            AnyPreset::Mlp(p) => &p.story,
+            AnyPreset::Comparison(p) => &p.story,
+        };
+        (!story.is_empty()).then_some(story)
     }
 
     /// RON text that parses back to the same preset.
@@ -299,6 +316,7 @@ impl AnyPreset {
         match self {
             AnyPreset::Toy(p) => p.to_ron(),
             AnyPreset::Mlp(p) => p.to_ron(),
+            AnyPreset::Comparison(p) => p.to_ron(),
         }
     }
 }

@@ -4,8 +4,10 @@
 //! for numbers out of range; it never panics.
 
 pub mod mlp;
+pub mod story;
 
 pub use mlp::{AnyPreset, MlpPreset};
+pub use story::{Column, Comparison, ControlGroup, Lecture, Story};
 
 use crate::math::{InitSpec, Model, NoiseSpec, SamplerSpec, ScheduleSpec, TargetSpec, ranges};
 use serde::{Deserialize, Serialize};
@@ -78,6 +80,9 @@ pub struct Preset {
     /// What the preset shows.
     #[serde(default)]
     pub description: String,
+    /// The lesson, when the preset is part of a lecture.
+    #[serde(default, skip_serializing_if = "Story::is_empty")]
+    pub story: Story,
     /// Sampler and its parameters.
     pub sampler: SamplerSpec,
     /// Target posterior.
@@ -171,6 +176,34 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ),
     ("funnel", include_str!("../../presets/funnel.ron")),
     ("two-moons", include_str!("../../presets/two-moons.ron")),
+    (
+        "lesson-langevin",
+        include_str!("../../presets/lesson-langevin.ron"),
+    ),
+    (
+        "lesson-momentum",
+        include_str!("../../presets/lesson-momentum.ron"),
+    ),
+    (
+        "lesson-thermostat",
+        include_str!("../../presets/lesson-thermostat.ron"),
+    ),
+    (
+        "lesson-defects",
+        include_str!("../../presets/lesson-defects.ron"),
+    ),
+    (
+        "lesson-state-noise",
+        include_str!("../../presets/lesson-state-noise.ron"),
+    ),
+    (
+        "lesson-cyclical",
+        include_str!("../../presets/lesson-cyclical.ron"),
+    ),
+    (
+        "lesson-hyperbolic",
+        include_str!("../../presets/lesson-hyperbolic.ron"),
+    ),
     (
         "spirals-printed",
         include_str!("../../presets/spirals-printed.ron"),

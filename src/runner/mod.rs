@@ -1,8 +1,11 @@
 //! Headless runs: a preset driven through an engine block by block, recorded by the
 //! diagnostics. The command line's `run` and the tests share this.
 
-use crate::diagnostics::{RunInfo, RunRecorder, SeriesRow, Summary, TRACE_CHAINS, TRUTH_SAMPLES};
+use crate::diagnostics::{
+    ModeVisits, RunInfo, RunRecorder, SeriesRow, Summary, TRACE_CHAINS, TRUTH_SAMPLES,
+};
 use crate::diagnostics::{SERIES_DISTANCE_CHAINS, Truth};
+use crate::engine::ChainStates;
 use crate::engine::{BackendChoice, HistogramSpec, create_engine};
 use crate::math::{NoiseMass, SamplerSpec, XiUpdate};
 use crate::preset::Preset;
@@ -20,6 +23,23 @@ pub struct RunOutcome {
 }
 
 pub mod mlp;
+
+/// Runs every column of a comparison for the base's number of steps, one after the other
+/// (each column is an independent run with the same target, seed and noise). `progress` is
+/// called with the column index and its steps done.
+pub fn run_comparison(
+    comparison: &crate::preset::Comparison,
+    backend: BackendChoice,
+    progress: &mut dyn FnMut(usize, u32),
+) -> anyhow::Result<Vec<(String, RunOutcome)>> {
+    (0..comparison.columns.len())
+        .map(|k| {
+            let preset = comparison.column_preset(k);
+            let outcome = run(&preset, backend, &mut |done| progress(k, done))?;
+            Ok((comparison.columns[k].label.clone(), outcome))
+        })
+        .collect()
+}
 
 /// Names of ATMC's printed defects switched on in a sampler.
 pub fn printed_defects(s: &SamplerSpec) -> Vec<String> {
@@ -68,6 +88,14 @@ pub fn run(
     let mut final_states = None;
     let mut elapsed = 0.0;
     let mut done = 0u32;
+    // On a mixture, the modes the first chains visit are counted at every step: the states
+    // between two blocks are replayed on the CPU from the block's first state.
+    let mut modes = ModeVisits::for_target(&model.target);
+    let mut tracked = if modes.is_some() {
+        engine.read_chains(0, SERIES_DISTANCE_CHAINS)?
+    } else {
+        ChainStates::default()
+    };
     for end in ends {
         let (h, exploring) = model.schedule.at(model.sampler.h, end - 1);
         let histograms: Vec<HistogramSpec> = if recorder.pools(end, exploring) {
@@ -75,12 +103,18 @@ pub fn run(
         } else {
             Vec::new()
         };
+        if let Some(modes) = &mut modes {
+            replay_modes(&model, preset.seed, done, end - done, &mut tracked, modes);
+        }
         let start = Instant::now();
         let report = engine.advance(end - done, &histograms)?;
         elapsed += start.elapsed().as_secs_f64();
         done = end;
         let states = engine.read_chains(0, head)?;
         recorder.record(&report, &states, f64::from(h), exploring);
+        if modes.is_some() {
+            tracked = states;
+        }
         if Some(end) == last_pooled {
             final_states = Some(engine.read_chains(0, TRUTH_SAMPLES as u32)?);
         }
@@ -92,7 +126,7 @@ pub fn run(
     let last = recorder.series.last().map(|r| r.diverged).unwrap_or(0);
     let info = engine.backend();
     let chain_steps = f64::from(preset.chains) * f64::from(preset.steps);
-    let summary = recorder.summary(
+    let mut summary = recorder.summary(
         RunInfo {
             sampler: preset.sampler.kind.name().into(),
             target: preset.target.name().into(),
@@ -114,11 +148,49 @@ pub fn run(
         },
         &final_states,
     );
+    summary.modes_visited = modes.as_ref().map(ModeVisits::mean);
     Ok(RunOutcome {
         summary,
         series: recorder.series,
         notice,
     })
+}
+
+/// Replays `steps` steps from `step0` of the tracked chains (the first ones, whose states at
+/// `step0` are `tracked`) and records the modes they visit at every step.
+fn replay_modes(
+    model: &crate::math::Model,
+    seed: u64,
+    step0: u32,
+    steps: u32,
+    tracked: &mut ChainStates,
+    modes: &mut ModeVisits,
+) {
+    use rayon::prelude::*;
+    let n = tracked.chains.len().min(SERIES_DISTANCE_CHAINS as usize);
+    // Per chain, the states after every step (NaN-free: a diverged chain stops).
+    let paths: Vec<Vec<crate::math::Chain2>> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let mut path = Vec::with_capacity(steps as usize);
+            if tracked.diverged_at[i] == 0 {
+                let mut c = tracked.chains[i];
+                model.replay(&mut c, seed, i as u32, step0, steps, |_, s| path.push(*s));
+            }
+            path
+        })
+        .collect();
+    for k in 0..steps as usize {
+        let states = ChainStates {
+            chains: paths
+                .iter()
+                .enumerate()
+                .map(|(i, p)| p.get(k).copied().unwrap_or(tracked.chains[i]))
+                .collect(),
+            diverged_at: paths.iter().map(|p| u32::from(p.len() <= k)).collect(),
+        };
+        modes.record(&states);
+    }
 }
 
 /// The steps at which a run of `steps` steps records a block: every `record_every` steps

@@ -12,6 +12,7 @@ pub fn preset(kind: SamplerKind, target: &str, sigma: f64) -> Preset {
     Preset {
         name: "test".into(),
         description: String::new(),
+        story: Default::default(),
         sampler: SamplerSpec::new(kind),
         target: TargetSpec::from_name(target).expect("known target"),
         noise: if sigma == 0.0 {

@@ -267,7 +267,8 @@ impl View for PosteriorView {
     }
 
     fn controls(&mut self, ui: &mut Ui, _shell: &mut Shell) {
-        let actions = controls::show(ui, &mut self.preset, self.snapshot.playing);
+        let hidden = self.preset.story.hide.clone();
+        let actions = controls::show(ui, &mut self.preset, self.snapshot.playing, &hidden);
         if actions.toggle_play {
             self.transport(Transport::TogglePlay);
         }

@@ -1,0 +1,500 @@
+//! Side by side: two to four samplers (or one sampler under different switches) on the same
+//! target, seed and gradient noise, each with its θ₁–θ₂ and θᵢ–pᵢ portraits and its distance
+//! to truth, advanced in lockstep. Each column is a 2-D worker ([`crate::app::posterior`]);
+//! the view hands out the same step targets to all of them.
+
+use super::colormap::Colormap;
+use super::controls;
+use super::portrait::{self, PortraitData, ViewRange};
+use super::posterior::session::{Command, Session, Snapshot};
+use super::view::{Shell, Transport, View};
+use super::worker::Control;
+use crate::diagnostics::views::{Segment, hpd_contours, portrait_ranges};
+use crate::engine::{Axis, BackendChoice, HistogramSpec};
+use crate::preset::{AnyPreset, Comparison};
+use egui::{Color32, RichText, Ui};
+use egui_plot::{Legend, Line, PlotPoints};
+use std::any::Any;
+
+/// Line colours of the columns in the shared plots.
+pub const COLUMN_COLORS: [Color32; 4] = [
+    Color32::from_rgb(255, 170, 60),
+    Color32::from_rgb(120, 200, 255),
+    Color32::from_rgb(190, 140, 255),
+    Color32::from_rgb(120, 220, 140),
+];
+
+/// One column: its worker and what it draws.
+struct ColumnState {
+    session: Session,
+    snapshot: Snapshot,
+    views: [ViewRange; 2],
+    textures: [Option<egui::TextureHandle>; 2],
+    rects: [egui::Rect; 2],
+    sent: Vec<HistogramSpec>,
+}
+
+/// The side-by-side view's state.
+pub struct CompareView {
+    /// The comparison being shown (the controls edit its base).
+    pub comparison: Comparison,
+    applied: Comparison,
+    columns: Vec<ColumnState>,
+    backend: BackendChoice,
+    repaint: egui::Context,
+    /// Lockstep: running, and the step every column is sent to next.
+    playing: bool,
+    target_step: u32,
+    colormap: Colormap,
+    contour_cache: Option<(crate::math::Grid2, Vec<Segment>)>,
+}
+
+impl CompareView {
+    /// The view on `comparison`, running or paused.
+    pub fn new(
+        ctx: &egui::Context,
+        comparison: Comparison,
+        backend: BackendChoice,
+        playing: bool,
+    ) -> Self {
+        let mut view = Self {
+            applied: comparison.clone(),
+            comparison,
+            columns: Vec::new(),
+            backend,
+            repaint: ctx.clone(),
+            playing,
+            target_step: 0,
+            colormap: Colormap::inferno(),
+            contour_cache: None,
+        };
+        view.start_columns();
+        view
+    }
+
+    /// Starts one worker per column, all paused at step 0.
+    fn start_columns(&mut self) {
+        let c = &self.comparison;
+        let grid = c.base.target.build().default_grid();
+        self.columns = (0..c.columns.len())
+            .map(|k| {
+                let preset = c.column_preset(k);
+                let repaint = self.repaint.clone();
+                let r = portrait_ranges(
+                    &grid,
+                    preset.view.coordinate as usize,
+                    preset.sampler.mass,
+                    preset.sampler.temperature,
+                    None,
+                );
+                let session = Session::start(preset, self.backend, false, move || {
+                    repaint.request_repaint()
+                });
+                ColumnState {
+                    session,
+                    snapshot: Snapshot::default(),
+                    views: [
+                        ViewRange::auto(r.theta.0, r.theta.1),
+                        ViewRange::auto(r.phase.0, r.phase.1),
+                    ],
+                    textures: [None, None],
+                    rects: [egui::Rect::NOTHING; 2],
+                    sent: Vec::new(),
+                }
+            })
+            .collect();
+        self.target_step = 0;
+        self.contour_cache = None;
+    }
+
+    /// The workers of the columns (tests wait on them).
+    pub fn sessions(&self) -> impl Iterator<Item = &Session> {
+        self.columns.iter().map(|c| &c.session)
+    }
+
+    /// Loads a comparison: every column starts over.
+    pub fn load_comparison(&mut self, comparison: Comparison) {
+        self.comparison = comparison;
+        self.applied = self.comparison.clone();
+        self.start_columns();
+    }
+
+    /// Sends the edited base to every column (live where [`crate::preset::Preset::change_from`]
+    /// allows it); a new number of columns restarts them all.
+    fn apply_changes(&mut self) {
+        if self.comparison == self.applied {
+            return;
+        }
+        if self.comparison.columns.len() != self.columns.len() {
+            self.load_comparison(self.comparison.clone());
+            return;
+        }
+        let restart = self.comparison.base.seed != self.applied.base.seed
+            || self.comparison.base.chains != self.applied.base.chains
+            || self.comparison.base.init != self.applied.base.init;
+        for (k, column) in self.columns.iter().enumerate() {
+            column.session.command(Command::Apply {
+                preset: Box::new(self.comparison.column_preset(k)),
+                restart: false,
+            });
+        }
+        if restart {
+            // Lockstep from step 0 again.
+            self.target_step = 0;
+        }
+        self.applied = self.comparison.clone();
+    }
+
+    /// The step every column has reached (the smallest).
+    pub fn common_step(&self) -> u32 {
+        self.columns
+            .iter()
+            .map(|c| c.snapshot.step)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Lockstep: when every column has arrived at the target, hand out the next one.
+    fn drive(&mut self) {
+        let arrived = self
+            .columns
+            .iter()
+            .all(|c| c.snapshot.step >= self.target_step && c.snapshot.run_to.is_none());
+        if !(self.playing && arrived) {
+            return;
+        }
+        let per_tick = self.comparison.base.view.steps_per_frame.max(1);
+        self.target_step = self.common_step() + per_tick;
+        for c in &self.columns {
+            c.session.control(Control::RunTo(self.target_step));
+        }
+    }
+
+    fn specs(&self, k: usize) -> Vec<HistogramSpec> {
+        let coordinate = self.comparison.base.view.coordinate as u8;
+        let r = portrait::resolution(self.comparison.base.chains);
+        let v = &self.columns[k].views;
+        vec![
+            HistogramSpec::theta(v[0].grid(r)),
+            HistogramSpec {
+                grid: v[1].grid(r),
+                axes: [Axis::Theta(coordinate), Axis::P(coordinate)],
+            },
+        ]
+    }
+
+    fn follow(&mut self, tolerance: f64) {
+        let base = &self.comparison.base;
+        let grid = base.target.build().default_grid();
+        for (k, column) in self.columns.iter_mut().enumerate() {
+            let sampler = &self.comparison.columns[k].sampler;
+            let r = portrait_ranges(
+                &grid,
+                base.view.coordinate as usize,
+                sampler.mass,
+                sampler.temperature,
+                Some(&column.snapshot.moments),
+            );
+            column.views[0].follow(r.theta, tolerance);
+            column.views[1].follow(r.phase, tolerance);
+        }
+        for k in 0..self.columns.len() {
+            let specs = self.specs(k);
+            let column = &mut self.columns[k];
+            if specs != column.sent {
+                column.session.command(Command::Views(specs.clone()));
+                column.sent = specs;
+            }
+        }
+    }
+
+    fn contours(&mut self) -> Vec<Segment> {
+        let Some((grid, masses)) = self
+            .columns
+            .first()
+            .and_then(|c| c.snapshot.contour_truth.clone())
+        else {
+            return Vec::new();
+        };
+        if let Some((g, segs)) = &self.contour_cache
+            && *g == grid
+        {
+            return segs.clone();
+        }
+        let segs = hpd_contours(&grid, &masses, &[0.5, 0.9, 0.99]);
+        self.contour_cache = Some((grid, segs.clone()));
+        segs
+    }
+
+    fn column(&mut self, ui: &mut Ui, k: usize, side: f32, contours: &[Segment]) {
+        let label = self.comparison.columns[k].label.clone();
+        let has_momentum = self.comparison.columns[k].sampler.kind.has_momentum();
+        let log_scale = self.comparison.base.view.log_scale;
+        let coordinate = self.comparison.base.view.coordinate as u8;
+        let column = &mut self.columns[k];
+        let s = &column.snapshot;
+        ui.vertical(|ui| {
+            ui.label(RichText::new(&label).strong().color(COLUMN_COLORS[k]));
+            let total = s.moments.alive + s.moments.diverged;
+            let line = if s.moments.diverged > 0 {
+                RichText::new(format!(
+                    "⚠ {} of {total} diverged ({:.1}%)",
+                    s.moments.diverged,
+                    100.0 * s.moments.diverged_fraction()
+                ))
+                .color(Color32::from_rgb(255, 110, 90))
+            } else {
+                let distance = s
+                    .series
+                    .iter()
+                    .rev()
+                    .map(|r| r.energy_distance)
+                    .find(|d| d.is_finite());
+                RichText::new(match distance {
+                    Some(d) => format!("distance to truth {d:.4}"),
+                    None => "distance to truth …".to_owned(),
+                })
+            };
+            ui.label(line.small());
+            for (p, axes) in [
+                [Axis::Theta(0), Axis::Theta(1)],
+                [Axis::Theta(coordinate), Axis::P(coordinate)],
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let histogram = s
+                    .specs
+                    .get(p)
+                    .filter(|spec| spec.axes == axes)
+                    .and_then(|spec| s.histograms.get(p).map(|(c, _)| (&spec.grid, c.as_slice())));
+                let data = PortraitData {
+                    title: if p == 0 {
+                        "θ₁ – θ₂".to_owned()
+                    } else {
+                        format!("{} – {}", axes[0].label(), axes[1].label())
+                    },
+                    axes,
+                    histogram,
+                    trails: &s.trails,
+                    trail_diverged_at: &s.trail_diverged_at,
+                    contours: if p == 0 { contours } else { &[] },
+                    log_scale,
+                    note: (p == 1 && !has_momentum).then_some("no momentum p"),
+                };
+                let response = portrait::show(
+                    ui,
+                    side,
+                    &mut column.views[p],
+                    &data,
+                    &mut column.textures[p],
+                    &self.colormap,
+                );
+                column.rects[p] = response.rect;
+            }
+        });
+    }
+
+    /// Distance to truth and kinetic temperature of every column over the steps.
+    fn shared_plots(&self, ui: &mut Ui, width: f32, height: f32) {
+        let w = (width - ui.spacing().item_spacing.x) / 2.0;
+        let line = |k: usize, f: &dyn Fn(&crate::diagnostics::SeriesRow) -> f64| {
+            let points: PlotPoints<'static> = self.columns[k]
+                .snapshot
+                .series
+                .iter()
+                .filter(|r| f(r).is_finite())
+                .map(|r| [f64::from(r.step), f(r)])
+                .collect();
+            Line::new(self.comparison.columns[k].label.clone(), points).color(COLUMN_COLORS[k])
+        };
+        ui.horizontal(|ui| {
+            super::plots::fixed_plot("compare distance", w, height)
+                .legend(Legend::default())
+                .include_y(0.0)
+                .x_axis_label("step")
+                .y_axis_label("energy distance to truth")
+                .show(ui, |p| {
+                    for k in 0..self.columns.len() {
+                        p.line(line(k, &|r| r.energy_distance));
+                    }
+                });
+            super::plots::fixed_plot("compare temperature", w, height)
+                .legend(Legend::default())
+                .include_y(0.0)
+                .x_axis_label("step")
+                .y_axis_label("kinetic temperature")
+                .show(ui, |p| {
+                    for k in 0..self.columns.len() {
+                        if self.comparison.columns[k].sampler.kind.has_momentum() {
+                            p.line(line(k, &|r| r.kinetic_temperature));
+                        }
+                    }
+                });
+        });
+    }
+}
+
+impl View for CompareView {
+    fn refresh(&mut self) {
+        for c in &mut self.columns {
+            c.snapshot = c.session.snapshot();
+        }
+        self.drive();
+    }
+
+    fn controls(&mut self, ui: &mut Ui, _shell: &mut Shell) {
+        let actions = controls::transport(ui, self.playing, "↺ Reset chains");
+        if actions.toggle_play {
+            self.transport(Transport::TogglePlay);
+        }
+        if actions.step {
+            self.transport(Transport::Step);
+        }
+        if actions.reset {
+            self.transport(Transport::Reset);
+        }
+        ui.separator();
+        ui.label(RichText::new("Columns").strong());
+        for (k, column) in self.comparison.columns.iter_mut().enumerate() {
+            egui::CollapsingHeader::new(
+                RichText::new(format!("{}: {}", k + 1, column.label)).color(COLUMN_COLORS[k]),
+            )
+            .id_salt(("column", k))
+            .default_open(false)
+            .show(ui, |ui| controls::sampler_controls(ui, &mut column.sampler));
+        }
+        ui.separator();
+        ui.label(RichText::new("Shared by every column").strong());
+        controls::shared_controls(ui, &mut self.comparison.base);
+        self.apply_changes();
+    }
+
+    fn central(&mut self, ui: &mut Ui, _shell: &mut Shell) {
+        self.follow(0.15);
+        let n = self.columns.len().max(1) as f32;
+        let spacing = ui.spacing().item_spacing;
+        let available = ui.available_size();
+        // Two portraits stacked per column, the shared plots below.
+        let side = ((available.x - n * spacing.x) / n)
+            .min((available.y - 170.0) / 2.0 - 40.0)
+            .max(100.0);
+        let contours = self.contours();
+        ui.horizontal(|ui| {
+            for k in 0..self.columns.len() {
+                self.column(ui, k, side, &contours);
+            }
+        });
+        let rest = ui.available_size();
+        self.shared_plots(ui, rest.x, (rest.y - 4.0).clamp(80.0, 200.0));
+    }
+
+    fn status(&self) -> String {
+        format!(
+            "{} samplers in lockstep  |  step {}",
+            self.columns.len(),
+            self.common_step()
+        )
+    }
+
+    fn step(&self) -> u32 {
+        self.common_step()
+    }
+
+    fn set_visible(&mut self, visible: bool) {
+        if !visible {
+            self.playing = false;
+        }
+    }
+
+    fn transport(&mut self, action: Transport) {
+        match action {
+            Transport::TogglePlay => self.playing = !self.playing,
+            Transport::Step => {
+                self.playing = false;
+                let per_tick = self.comparison.base.view.steps_per_frame.max(1);
+                self.target_step = self.common_step() + per_tick;
+                for c in &self.columns {
+                    c.session.control(Control::RunTo(self.target_step));
+                }
+            }
+            Transport::Reset => {
+                for c in &self.columns {
+                    c.session.control(Control::Reset);
+                }
+                self.target_step = 0;
+            }
+        }
+    }
+
+    fn preset(&self) -> Option<AnyPreset> {
+        Some(AnyPreset::Comparison(self.comparison.clone()))
+    }
+
+    fn load(&mut self, preset: AnyPreset) -> bool {
+        match preset {
+            AnyPreset::Comparison(c) => {
+                self.load_comparison(c);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn series_csv(&self) -> Option<String> {
+        let mut out = String::new();
+        for (k, c) in self.columns.iter().enumerate() {
+            out.push_str(&format!("# {}\n", self.comparison.columns[k].label));
+            out.push_str(&crate::diagnostics::series_csv(&c.snapshot.series));
+        }
+        Some(out)
+    }
+
+    fn panels(&self) -> Vec<(String, egui::Rect)> {
+        self.columns
+            .iter()
+            .enumerate()
+            .flat_map(|(k, c)| {
+                let label = &self.comparison.columns[k].label;
+                [
+                    (format!("{label}: θ₁–θ₂"), c.rects[0]),
+                    (format!("{label}: θᵢ–pᵢ"), c.rects[1]),
+                ]
+            })
+            .collect()
+    }
+
+    fn run_to(&mut self, step: u32) {
+        self.playing = false;
+        self.target_step = step;
+        for c in &self.columns {
+            c.session.control(Control::RunTo(step));
+        }
+    }
+
+    fn settled_at(&mut self, step: u32) -> bool {
+        self.refresh();
+        let arrived = self
+            .columns
+            .iter()
+            .all(|c| c.snapshot.step >= step && c.snapshot.run_to.is_none());
+        if !arrived {
+            return false;
+        }
+        self.follow(0.0);
+        (0..self.columns.len()).all(|k| {
+            let specs = self.specs(k);
+            self.columns[k]
+                .session
+                .with_snapshot(|s| s.histograms.len() == 2 && s.specs == specs)
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
