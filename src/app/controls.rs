@@ -88,14 +88,36 @@ pub fn shared_controls(ui: &mut Ui, p: &mut Preset) {
     model_controls(ui, p, &[]);
 }
 
+/// One speed slider from one step per second (slow motion) to thousands of steps a frame.
+pub fn speed_control(ui: &mut Ui, view: &mut crate::preset::ViewHints) {
+    let mut speed = view.speed();
+    if ui
+        .add(
+            Slider::new(&mut speed, 1.0..=120_000.0)
+                .logarithmic(true)
+                .text("speed (steps/s)")
+                .custom_formatter(|v, _| {
+                    if v < 60.0 {
+                        format!("{v:.0} (slow)")
+                    } else {
+                        format!("{v:.0}")
+                    }
+                }),
+        )
+        .on_hover_text(
+            "Steps per second at 60 frames per second; below 60 the chains move in slow \
+             motion, one step at a time (+/− on the keyboard)",
+        )
+        .changed()
+    {
+        view.set_speed(speed);
+    }
+}
+
 /// Speed, number of chains and seed.
 fn run_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) {
     if !hidden.contains(&ControlGroup::Speed) {
-        ui.add(
-            Slider::new(&mut p.view.steps_per_frame, 1..=2000)
-                .logarithmic(true)
-                .text("steps / frame (speed)"),
-        );
+        speed_control(ui, &mut p.view);
     }
     if hidden.contains(&ControlGroup::Chains) {
         return;
@@ -149,6 +171,19 @@ fn model_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) {
                     ui.selectable_value(&mut p.view.coordinate, 1, "2");
                 });
                 ui.checkbox(&mut p.view.log_scale, "logarithmic density");
+                ui.horizontal(|ui| {
+                    ui.label("plots");
+                    ui.selectable_value(
+                        &mut p.view.plots,
+                        crate::preset::PlotPanel::TimeSeries,
+                        "time series",
+                    );
+                    ui.selectable_value(
+                        &mut p.view.plots,
+                        crate::preset::PlotPanel::Growth,
+                        "growth",
+                    );
+                });
                 ui.add(
                     Slider::new(&mut p.view.highlighted_chains, 0..=1000)
                         .text("highlighted chains"),

@@ -3,6 +3,8 @@
 //! control panel and the central area and owns its worker thread. Panels only draw and edit
 //! presets; the engines run in the workers and `diagnostics` computes what is drawn.
 
+pub mod axes;
+pub mod classroom;
 pub mod colormap;
 pub mod compare;
 pub mod controls;
@@ -11,15 +13,21 @@ pub mod mlp;
 pub mod plots;
 pub mod portrait;
 pub mod posterior;
+pub mod record;
 pub mod screenshot;
 pub mod training;
 pub mod view;
 pub mod worker;
 
 use crate::engine::BackendChoice;
-use crate::preset::{AnyPreset, Comparison, MlpPreset, Preset, SHIPPED};
+use crate::preset::story::SHIPPED_LECTURES;
+use crate::preset::{AnyPreset, Comparison, Lecture, MlpPreset, Preset, SHIPPED};
+use classroom::{Classroom, KeyCommand, LectureState, LessonRequest};
 use egui::{Color32, RichText};
-use view::{Shell, Status, Transport, View};
+use view::{Action, Shell, Status, View};
+
+/// Where the S key puts its screenshots.
+pub const SCREENSHOT_FOLDER: &str = "atmc-lab-screenshots";
 
 /// Width of the control panel.
 const CONTROLS_WIDTH: f32 = 290.0;
@@ -119,6 +127,32 @@ pub struct AtmcApp {
     frame_time: f32,
     /// Offscreen pictures: leave out what depends on timing.
     reproducible: bool,
+    /// The lesson panel, the keys overlay and presentation mode.
+    pub classroom: Classroom,
+    /// The control panel is shown (presentation mode may hide it).
+    pub show_controls: bool,
+    /// Screenshots taken with the S key so far (for their file names).
+    shots: u32,
+    recording: Option<LiveRecording>,
+    writing: Option<Writing>,
+}
+
+/// A recording in progress: a frame each time the view's step changes.
+struct LiveRecording {
+    output: record::Output,
+    panel: Option<usize>,
+    frames: Vec<image::RgbaImage>,
+    last_step: Option<u32>,
+    inbox: std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<egui::ColorImage>>>>,
+    waiting: bool,
+}
+
+/// A finished recording being written on its own thread.
+struct Writing {
+    thread: std::thread::JoinHandle<anyhow::Result<()>>,
+    progress: record::Progress,
+    total: usize,
+    path: std::path::PathBuf,
 }
 
 #[derive(Clone, Debug)]
@@ -136,9 +170,17 @@ pub(crate) fn explosion_banner(ui: &mut egui::Ui, text: &str, reset_label: &str)
         .corner_radius(4.0);
     frame
         .show(ui, |ui| {
-            ui.horizontal(|ui| {
-                ui.label(RichText::new(text).color(Color32::WHITE).strong());
-                ui.button(reset_label).clicked()
+            ui.set_width(ui.available_width());
+            // The button on the right, the text wrapping in the room left: the banner never
+            // pushes the panels below it off the screen, however narrow the window.
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                let clicked = ui.button(reset_label).clicked();
+                ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
+                    ui.add(
+                        egui::Label::new(RichText::new(text).color(Color32::WHITE).strong()).wrap(),
+                    );
+                });
+                clicked
             })
             .inner
         })
@@ -163,6 +205,9 @@ impl AtmcApp {
         fonts::install_fonts(ctx);
         let preset = preset.into();
         let tab = Tab::of(&preset);
+        let preset_story = preset
+            .story()
+            .map(|s| (preset.name().to_owned(), s.clone()));
         let view: Box<dyn View> = match preset {
             AnyPreset::Toy(p) => Box::new(posterior::PosteriorView::new(ctx, p, backend, playing)),
             AnyPreset::Mlp(p) => Box::new(mlp::MlpView::new(ctx, p, backend, playing)),
@@ -181,7 +226,20 @@ impl AtmcApp {
             screenshot_inbox: Default::default(),
             frame_time: 0.0,
             reproducible: false,
+            classroom: Classroom::default(),
+            show_controls: true,
+            shots: 0,
+            recording: None,
+            writing: None,
         }
+        .with_lesson_of(&preset_story)
+    }
+
+    /// Shows the story of a preset just loaded in the lesson panel (or hides the panel when
+    /// the preset has none and no lecture runs).
+    fn with_lesson_of(mut self, story: &Option<(String, crate::preset::Story)>) -> Self {
+        self.classroom.lesson = story.clone();
+        self
     }
 
     /// The view of `tab`, created (paused) when it does not exist yet.
@@ -247,13 +305,248 @@ impl AtmcApp {
         self.tab = tab;
     }
 
-    /// Loads either kind of preset into its view and shows it.
+    /// Loads any kind of preset into its view and shows it, with its story in the lesson
+    /// panel.
     pub fn load_any(&mut self, ctx: &egui::Context, preset: AnyPreset) {
         let tab = Tab::of(&preset);
+        self.classroom.lesson = preset
+            .story()
+            .map(|s| (preset.name().to_owned(), s.clone()));
         self.switch_to(ctx, tab);
         if !self.view_mut(ctx, tab).load(preset) {
             self.shell.status = Some(Status::error("this view cannot load that preset"));
         }
+    }
+
+    /// Starts a lecture at its first lesson.
+    pub fn start_lecture(&mut self, ctx: &egui::Context, lecture: Lecture) {
+        self.classroom.lecture = Some(LectureState { lecture, step: 0 });
+        self.go_to_lesson(ctx, 0);
+    }
+
+    /// Shows lesson `k` of the lecture (ignored past its end): its preset loads and runs.
+    pub fn go_to_lesson(&mut self, ctx: &egui::Context, k: usize) {
+        let Some(l) = &mut self.classroom.lecture else {
+            return;
+        };
+        let Some(name) = l.lecture.steps.get(k).cloned() else {
+            return;
+        };
+        l.step = k;
+        match AnyPreset::load(&name) {
+            Ok(p) => {
+                self.load_any(ctx, p);
+                self.active_mut().act(Action::Play);
+            }
+            Err(e) => self.shell.status = Some(Status::error(e.to_string())),
+        }
+    }
+
+    /// Carries out the keys pressed this frame.
+    fn handle_keys(&mut self, ctx: &egui::Context) {
+        for command in classroom::key_commands(ctx) {
+            match command {
+                KeyCommand::TogglePlay => self.active_mut().act(Action::TogglePlay),
+                KeyCommand::Step => self.active_mut().act(Action::Step),
+                KeyCommand::Reset => self.active_mut().act(Action::Reset),
+                KeyCommand::FlipSign => self.active_mut().act(Action::FlipSign),
+                KeyCommand::Faster => self.active_mut().act(Action::Faster),
+                KeyCommand::Slower => self.active_mut().act(Action::Slower),
+                KeyCommand::Screenshot => self.quick_screenshot(ctx),
+                KeyCommand::ToggleHelp => self.classroom.show_keys ^= true,
+                KeyCommand::Lesson(k) => self.go_to_lesson(ctx, k),
+                KeyCommand::FullScreen => self.toggle_full_screen(ctx),
+                KeyCommand::Escape => {
+                    self.classroom.show_keys = false;
+                    ctx.send_viewport_cmd(egui::ViewportCommand::Fullscreen(false));
+                }
+            }
+        }
+        // A preset copied as text and pasted with Ctrl+V (outside any text field).
+        if !ctx.egui_wants_keyboard_input() {
+            let pasted = ctx.input(|i| {
+                i.events.iter().find_map(|e| match e {
+                    egui::Event::Paste(text) => Some(text.clone()),
+                    _ => None,
+                })
+            });
+            if let Some(text) = pasted {
+                self.paste_preset(ctx, &text);
+            }
+        }
+    }
+
+    /// Applies a preset given as RON text (the clipboard's), or says why it cannot.
+    pub fn paste_preset(&mut self, ctx: &egui::Context, text: &str) {
+        match AnyPreset::parse(text, "pasted text") {
+            Ok(p) => {
+                self.shell.status = Some(Status::ok(format!("pasted preset: {}", p.name())));
+                self.load_any(ctx, p);
+            }
+            Err(e) => self.shell.status = Some(Status::error(e.to_string())),
+        }
+    }
+
+    /// Puts the shown view's preset on the clipboard as RON text.
+    pub fn copy_preset(&mut self, ctx: &egui::Context) {
+        match self.active().preset() {
+            Some(p) => {
+                ctx.copy_text(p.to_ron());
+                self.shell.status = Some(Status::ok(format!(
+                    "copied the preset \"{}\" to the clipboard as text",
+                    p.name()
+                )));
+            }
+            None => {
+                self.shell.status = Some(Status::error("this view has no preset to copy"));
+            }
+        }
+    }
+
+    /// Starts recording the window (`panel` None) or one of the view's panels to `path`
+    /// (`.gif`: an animated GIF; otherwise a folder of PNG frames), after checking that it can
+    /// be written.
+    pub fn start_recording(&mut self, path: std::path::PathBuf, panel: Option<usize>) {
+        let output = record::Output::for_path(&path, 100);
+        if let Err(e) = output.check() {
+            self.shell.status = Some(Status::error(format!("{e:#}")));
+            return;
+        }
+        self.recording = Some(LiveRecording {
+            output,
+            panel,
+            frames: Vec::new(),
+            last_step: None,
+            inbox: Default::default(),
+            waiting: false,
+        });
+        self.shell.status = Some(Status::ok(format!("recording to {}", path.display())));
+    }
+
+    /// Stops recording and writes the frames on a thread.
+    pub fn stop_recording(&mut self) {
+        let Some(r) = self.recording.take() else {
+            return;
+        };
+        if r.frames.is_empty() {
+            self.shell.status = Some(Status::error(
+                "nothing recorded: the chains did not move (press play while recording)",
+            ));
+            return;
+        }
+        let progress = record::Progress::default();
+        let total = r.frames.len();
+        let path = r.output.path().to_owned();
+        let worker_progress = progress.clone();
+        let thread =
+            std::thread::spawn(move || record::write(&r.frames, &r.output, &worker_progress));
+        self.writing = Some(Writing {
+            thread,
+            progress,
+            total,
+            path,
+        });
+    }
+
+    /// Whether a recording is running, with its frame count.
+    pub fn recording_frames(&self) -> Option<usize> {
+        self.recording.as_ref().map(|r| r.frames.len())
+    }
+
+    /// Takes a frame of the recording when the view has moved on.
+    fn record_frame(&mut self, ctx: &egui::Context) {
+        let step = self.active().step();
+        let crop = self
+            .recording
+            .as_ref()
+            .and_then(|r| r.panel)
+            .and_then(|k| self.active().panels().get(k).map(|(_, rect)| *rect));
+        let Some(r) = &mut self.recording else {
+            return;
+        };
+        let arrived = r.inbox.lock().expect("record inbox").take();
+        if let Some(image) = arrived {
+            r.waiting = false;
+            let [w, h] = image.size;
+            let rgba: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
+            if let Some(mut frame) = image::RgbaImage::from_raw(w as u32, h as u32, rgba) {
+                if let Some(rect) = crop {
+                    let ppp = ctx.pixels_per_point();
+                    let x = ((rect.min.x * ppp).max(0.0) as u32).min(frame.width());
+                    let y = ((rect.min.y * ppp).max(0.0) as u32).min(frame.height());
+                    let cw = ((rect.width() * ppp) as u32).min(frame.width() - x).max(1);
+                    let ch = ((rect.height() * ppp) as u32)
+                        .min(frame.height() - y)
+                        .max(1);
+                    frame = image::imageops::crop_imm(&frame, x, y, cw, ch).to_image();
+                }
+                // A resized window changes the frame size: keep the first size.
+                if r.frames
+                    .first()
+                    .is_none_or(|f| f.dimensions() == frame.dimensions())
+                {
+                    r.frames.push(frame);
+                }
+            }
+            if r.frames.len() >= record::MAX_FRAMES {
+                self.stop_recording();
+                return;
+            }
+        }
+        if !r.waiting && r.last_step != Some(step) {
+            r.last_step = Some(step);
+            r.waiting = true;
+            let inbox = r.inbox.clone();
+            let repaint = ctx.clone();
+            ctx.request_screenshot(move |image| {
+                *inbox.lock().expect("record inbox") = Some(image);
+                repaint.request_repaint();
+            });
+        }
+    }
+
+    /// Reports a finished writer.
+    fn poll_writer(&mut self) {
+        if self
+            .writing
+            .as_ref()
+            .is_some_and(|w| w.thread.is_finished())
+        {
+            let w = self.writing.take().expect("checked");
+            let result = w
+                .thread
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the recording writer failed")));
+            self.shell.status = Some(match result {
+                Ok(()) => Status::ok(format!("wrote {} ({} frames)", w.path.display(), w.total)),
+                Err(e) => Status::error(format!("{e:#}")),
+            });
+        }
+    }
+
+    fn toggle_full_screen(&mut self, ctx: &egui::Context) {
+        let on = ctx.input(|i| i.viewport().fullscreen.unwrap_or(false));
+        ctx.send_viewport_cmd(egui::ViewportCommand::Fullscreen(!on));
+    }
+
+    /// A screenshot of the window into [`SCREENSHOT_FOLDER`], no dialog (the S key).
+    fn quick_screenshot(&mut self, ctx: &egui::Context) {
+        self.shots += 1;
+        let name = format!(
+            "{}-step{}-{}.png",
+            self.tab.label().replace([' ', '+', '-'], "").to_lowercase(),
+            self.active().step(),
+            self.shots
+        );
+        let folder = std::path::PathBuf::from(SCREENSHOT_FOLDER);
+        if let Err(e) = std::fs::create_dir_all(&folder) {
+            self.shell.status = Some(Status::error(format!(
+                "cannot create {}: {e}",
+                folder.display()
+            )));
+            return;
+        }
+        self.request_window_picture(ctx, folder.join(name), None, 1);
     }
 
     /// The whole UI, for eframe and for the offscreen harness alike.
@@ -266,8 +559,18 @@ impl AtmcApp {
         };
         self.handle_screenshot_events(ui.ctx());
         self.active_mut().refresh();
-        if ui.ctx().input(|i| i.key_pressed(egui::Key::Space)) && !ui.ctx().text_edit_focused() {
-            self.active_mut().transport(Transport::TogglePlay);
+        self.record_frame(ui.ctx());
+        self.poll_writer();
+        self.handle_keys(ui.ctx());
+        if self.classroom.presentation {
+            let height = ui.ctx().content_rect().height() * ui.ctx().zoom_factor();
+            let zoom = classroom::presentation_zoom(height);
+            if (ui.ctx().zoom_factor() - zoom).abs() > 0.01 {
+                ui.ctx().set_zoom_factor(zoom);
+            }
+        }
+        if self.classroom.show_keys {
+            self.classroom.show_keys = Classroom::keys_overlay(ui.ctx());
         }
         // Panels leave their background to the window's clear colour (the same colour):
         // a software rasteriser spends most of a frame filling full-window rectangles.
@@ -284,16 +587,36 @@ impl AtmcApp {
             return;
         };
         let shell = &mut self.shell;
-        egui::Panel::left("controls")
-            .frame(bar)
-            .exact_size(CONTROLS_WIDTH)
-            .resizable(false)
-            .show(ui, |ui| {
-                egui::ScrollArea::vertical().show(ui, |ui| view.controls(ui, shell));
-            });
+        let mut request = None;
+        if self.classroom.panel_shown() {
+            let classroom = &self.classroom;
+            egui::Panel::right("lesson")
+                .frame(bar)
+                .resizable(false)
+                .show(ui, |ui| {
+                    egui::ScrollArea::vertical().show(ui, |ui| request = classroom.panel(ui));
+                });
+        }
+        if self.show_controls {
+            egui::Panel::left("controls")
+                .frame(bar)
+                .exact_size(CONTROLS_WIDTH)
+                .resizable(false)
+                .show(ui, |ui| {
+                    egui::ScrollArea::vertical().show(ui, |ui| view.controls(ui, shell));
+                });
+        }
         egui::CentralPanel::default()
             .frame(egui::Frame::central_panel(&style).fill(Color32::TRANSPARENT))
             .show(ui, |ui| view.central(ui, shell));
+        match request {
+            Some(LessonRequest::Go(k)) => self.go_to_lesson(ui.ctx(), k),
+            Some(LessonRequest::Close) => {
+                self.classroom.lecture = None;
+                self.classroom.lesson = None;
+            }
+            None => {}
+        }
     }
 
     fn menu_bar(&mut self, ui: &mut egui::Ui) {
@@ -311,7 +634,48 @@ impl AtmcApp {
                     }
                 }
             });
+            ui.menu_button("Lectures", |ui| {
+                for (name, text) in SHIPPED_LECTURES {
+                    match Lecture::parse(text, name) {
+                        Ok(l) => {
+                            if ui
+                                .button(format!("{} ({} lessons)", l.name, l.steps.len()))
+                                .on_hover_text(&l.description)
+                                .clicked()
+                            {
+                                ui.close();
+                                self.start_lecture(ui.ctx(), l);
+                            }
+                        }
+                        Err(e) => {
+                            ui.label(format!("{name}: {e}"));
+                        }
+                    }
+                }
+            });
             ui.menu_button("File", |ui| self.file_menu(ui));
+            ui.menu_button("Edit", |ui| {
+                if ui.button("Copy preset as text").clicked() {
+                    ui.close();
+                    self.copy_preset(ui.ctx());
+                }
+                if ui
+                    .button("Paste preset")
+                    .on_hover_text("Ctrl+V anywhere outside a text field does the same")
+                    .clicked()
+                {
+                    ui.close();
+                    match arboard::Clipboard::new().and_then(|mut c| c.get_text()) {
+                        Ok(text) => self.paste_preset(ui.ctx(), &text),
+                        Err(e) => {
+                            self.shell.status = Some(Status::error(format!(
+                                "cannot read the clipboard ({e}); press Ctrl+V instead"
+                            )))
+                        }
+                    }
+                }
+            });
+            ui.menu_button("View", |ui| self.view_menu(ui));
             ui.separator();
             let mut tab = self.tab;
             for t in Tab::ALL {
@@ -320,6 +684,36 @@ impl AtmcApp {
             }
             self.switch_to(ui.ctx(), tab);
         });
+    }
+
+    fn view_menu(&mut self, ui: &mut egui::Ui) {
+        let c = &mut self.classroom;
+        let mut presentation = c.presentation;
+        if ui
+            .checkbox(&mut presentation, "Presentation mode")
+            .on_hover_text("Large type and thick lines for a projector")
+            .changed()
+        {
+            c.presentation = presentation;
+            if !presentation {
+                ui.ctx().set_zoom_factor(1.0);
+            }
+            classroom::apply_style(ui.ctx(), c);
+        }
+        let mut light = c.light;
+        if ui.checkbox(&mut light, "Light theme").changed() {
+            c.light = light;
+            classroom::apply_style(ui.ctx(), c);
+        }
+        ui.checkbox(&mut self.show_controls, "Control panel");
+        if ui.button("Full screen (F11)").clicked() {
+            ui.close();
+            self.toggle_full_screen(ui.ctx());
+        }
+        if ui.button("Keys (?)").clicked() {
+            ui.close();
+            self.classroom.show_keys = true;
+        }
     }
 
     fn file_menu(&mut self, ui: &mut egui::Ui) {
@@ -342,6 +736,49 @@ impl AtmcApp {
             ui.close();
             self.export_csv_dialog();
         }
+        match self.recording_frames() {
+            Some(n) => {
+                if ui
+                    .button(format!("■ Stop recording ({n} frames)"))
+                    .clicked()
+                {
+                    ui.close();
+                    self.stop_recording();
+                }
+            }
+            None => {
+                ui.menu_button("Record", |ui| {
+                    let mut targets: Vec<(String, Option<usize>)> =
+                        vec![("the window".into(), None)];
+                    targets.extend(
+                        self.active()
+                            .panels()
+                            .into_iter()
+                            .enumerate()
+                            .map(|(k, (label, _))| (label, Some(k))),
+                    );
+                    for (label, panel) in targets {
+                        if ui
+                            .button(format!("{label}…"))
+                            .on_hover_text(
+                                "A frame each time the chains move; .gif for an animated \
+                                 GIF, any other name for a folder of PNG frames",
+                            )
+                            .clicked()
+                        {
+                            ui.close();
+                            if let Some(path) = rfd::FileDialog::new()
+                                .add_filter("GIF", &["gif"])
+                                .set_file_name("atmc-lab.gif")
+                                .save_file()
+                            {
+                                self.start_recording(path, panel);
+                            }
+                        }
+                    }
+                });
+            }
+        }
         ui.menu_button("Export PNG", |ui| {
             let mut panels: Vec<(String, Option<usize>)> = vec![("window".into(), None)];
             panels.extend(
@@ -362,7 +799,7 @@ impl AtmcApp {
         });
     }
 
-    fn status_bar(&self, ui: &mut egui::Ui) {
+    fn status_bar(&mut self, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
             if let Some(view) = self.view(self.tab) {
                 ui.label(RichText::new(view.status()).small());
@@ -382,6 +819,28 @@ impl AtmcApp {
                     ui.label(RichText::new(text).small());
                     ui.separator();
                 }
+            }
+            if let Some(r) = &self.recording {
+                ui.label(
+                    RichText::new(format!("● recording: {} frames", r.frames.len()))
+                        .small()
+                        .color(Color32::from_rgb(255, 90, 80)),
+                );
+            }
+            if let Some(w) = &self.writing {
+                let done = w.progress.done.load(std::sync::atomic::Ordering::Relaxed);
+                ui.add(
+                    egui::ProgressBar::new(done as f32 / w.total.max(1) as f32)
+                        .desired_width(160.0)
+                        .text(format!("writing {done}/{} frames", w.total)),
+                );
+                if ui.small_button("cancel").clicked() {
+                    w.progress
+                        .cancel
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                ui.ctx()
+                    .request_repaint_after(std::time::Duration::from_millis(100));
             }
             if self.frame_time > 0.0 && !self.reproducible {
                 ui.label(
@@ -456,6 +915,18 @@ impl AtmcApp {
         else {
             return;
         };
+        self.request_window_picture(ctx, path, panel, scale);
+    }
+
+    /// Asks for a picture of the window (or of one of the view's panels) and writes it to
+    /// `path` when it arrives.
+    fn request_window_picture(
+        &mut self,
+        ctx: &egui::Context,
+        path: std::path::PathBuf,
+        panel: Option<usize>,
+        scale: u32,
+    ) {
         self.pending_screenshot = Some(ScreenshotRequest { path, panel, scale });
         let inbox = self.screenshot_inbox.clone();
         let repaint = ctx.clone();

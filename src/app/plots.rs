@@ -1,8 +1,12 @@
 //! Time series of the run and marginal histograms against the exact marginals.
 
+use super::axes::Scale;
+use super::posterior::session::History;
+use crate::diagnostics::growth::{GrowthRate, GrowthRow};
 use crate::diagnostics::{SeriesRow, exploration_intervals};
+use crate::math::{Chain2, SamplerParams};
 use egui::{Color32, Ui};
-use egui_plot::{HLine, Legend, Line, Plot, PlotPoints, PlotUi, Span};
+use egui_plot::{HLine, Legend, Line, LineStyle, Plot, PlotPoints, PlotUi, Span, VLine};
 
 const ACCENT: Color32 = Color32::from_rgb(255, 170, 60);
 const TRUTH: Color32 = Color32::from_rgb(120, 200, 255);
@@ -23,11 +27,22 @@ pub(crate) fn small_plot(id: &str, width: f32, height: f32) -> Plot<'static> {
     fixed_plot(id, width, height).legend(Legend::default())
 }
 
-fn series(rows: &[SeriesRow], f: impl Fn(&SeriesRow) -> f64) -> PlotPoints<'static> {
+/// Points of one quantity of the rows on an axis of the given scale.
+fn series<T>(
+    rows: &[T],
+    scale: Scale,
+    step: impl Fn(&T) -> u32,
+    f: impl Fn(&T) -> f64,
+) -> PlotPoints<'static> {
     rows.iter()
-        .filter(|r| f(r).is_finite())
-        .map(|r| [f64::from(r.step), f(r)])
+        .map(|r| [f64::from(step(r)), scale.to_plot(f(r))])
+        .filter(|p| p[1].is_finite())
         .collect()
+}
+
+/// The scale for the quantities `fs` of the rows together.
+fn scale_of<T>(rows: &[T], fs: &[&dyn Fn(&T) -> f64]) -> Scale {
+    Scale::for_values(rows.iter().flat_map(|r| fs.iter().map(move |f| f(r))))
 }
 
 /// Shades a cyclical schedule's exploration stages (their states are not pooled).
@@ -52,36 +67,40 @@ pub fn time_series(
 ) {
     let w = (width - 4.0 * ui.spacing().item_spacing.x) / 4.0;
     let explore = exploration_intervals(rows);
+    let at = |r: &SeriesRow| r.step;
+    let n = f64::from(chains.max(1));
+    let kt = |r: &SeriesRow| r.kinetic_temperature;
+    let xi = |r: &SeriesRow| r.mean_xi;
+    let diverged = |r: &SeriesRow| 100.0 * r.diverged as f64 / n;
+    let distance = |r: &SeriesRow| 100.0 * r.energy_distance;
+    let step_size = |r: &SeriesRow| r.step_size;
     ui.horizontal(|ui| {
-        small_plot("kinetic temperature", w, height)
-            .include_y(0.0)
+        let scale = scale_of(rows, &[&kt]);
+        scale
+            .apply(small_plot("kinetic temperature", w, height))
+            .include_y(scale.to_plot(0.0).max(0.0).min(scale.to_plot(temperature)))
             .show(ui, |p| {
                 shade_exploration(p, &explore);
-                p.line(
-                    Line::new("⟨p K'(p)⟩", series(rows, |r| r.kinetic_temperature)).color(ACCENT),
-                );
-                p.hline(HLine::new("target T", temperature).color(TRUTH));
+                p.line(Line::new("⟨p K'(p)⟩", series(rows, scale, at, kt)).color(ACCENT));
+                p.hline(HLine::new("target T", scale.to_plot(temperature)).color(TRUTH));
             });
-        small_plot("mean xi", w, height).show(ui, |p| {
+        let scale = scale_of(rows, &[&xi]);
+        scale.apply(small_plot("mean xi", w, height)).show(ui, |p| {
             shade_exploration(p, &explore);
-            p.line(Line::new("mean ξ", series(rows, |r| r.mean_xi)).color(ACCENT));
+            p.line(Line::new("mean ξ", series(rows, scale, at, xi)).color(ACCENT));
         });
         small_plot("diverged and distance", w, height)
             .include_y(0.0)
             .show(ui, |p| {
                 shade_exploration(p, &explore);
-                let n = f64::from(chains.max(1));
                 p.line(
-                    Line::new(
-                        "diverged %",
-                        series(rows, |r| 100.0 * r.diverged as f64 / n),
-                    )
-                    .color(Color32::from_rgb(255, 90, 80)),
+                    Line::new("diverged %", series(rows, Scale::Linear, at, diverged))
+                        .color(Color32::from_rgb(255, 90, 80)),
                 );
                 p.line(
                     Line::new(
                         "energy distance ×100",
-                        series(rows, |r| 100.0 * r.energy_distance),
+                        series(rows, Scale::Linear, at, distance),
                     )
                     .color(TRUTH),
                 );
@@ -91,11 +110,182 @@ pub fn time_series(
             .show(ui, |p| {
                 shade_exploration(p, &explore);
                 p.line(
-                    Line::new("step size h", series(rows, |r| r.step_size))
+                    Line::new("step size h", series(rows, Scale::Linear, at, step_size))
                         .color(Color32::from_rgb(190, 140, 255)),
                 );
             });
     });
+}
+
+/// One growth plot: its id, its axis title, the value of a chain, the quantiles of a row,
+/// and whether the predicted tangents are drawn.
+type GrowthQuantity = (
+    &'static str,
+    &'static str,
+    fn(&Chain2) -> f64,
+    fn(&GrowthRow) -> [f64; 3],
+    bool,
+);
+
+/// The colour of the growth plots' q-th quantile line (median, 90%, 99%).
+fn quantile_color(q: usize) -> Color32 {
+    [
+        ACCENT,
+        Color32::from_rgb(230, 110, 60),
+        Color32::from_rgb(200, 60, 70),
+    ][q.min(2)]
+}
+
+/// Colours of the tracked chains' lines in the growth plots.
+const CHAIN_LINE: Color32 = Color32::from_rgba_premultiplied(120, 200, 150, 150);
+/// Tracked chains drawn one by one in the growth plots (the quantiles stand for the rest).
+const GROWTH_LINES: usize = 12;
+/// Steps over which a tangent of the predicted slope is drawn.
+const TANGENT_STEPS: u32 = crate::app::posterior::session::GROWTH_WINDOW as u32;
+
+/// The explosion in slow motion: |p|, |θ| and ξ of the tracked chains and the ensemble's
+/// quantiles against the step, on axes that turn logarithmic when the values span decades;
+/// with the printed friction sign, each chain's predicted slope βh per step as a dashed
+/// tangent. `cursor` marks the step a replay shows.
+#[allow(clippy::too_many_arguments)]
+pub fn growth(
+    ui: &mut Ui,
+    history: &History,
+    rows: &[GrowthRow],
+    sampler: Option<&SamplerParams>,
+    rate: Option<&GrowthRate>,
+    cursor: Option<u32>,
+    width: f32,
+    height: f32,
+) {
+    let w = (width - 3.0 * ui.spacing().item_spacing.x) / 3.0;
+    fn norm(v: [f32; 2]) -> f64 {
+        f64::from(v[0]).hypot(f64::from(v[1]))
+    }
+    let quantities: [GrowthQuantity; 3] = [
+        (
+            "growth p",
+            "|p|",
+            |c| norm(c.p),
+            |r| r.log_p.map(|v| 10f64.powf(v)),
+            true,
+        ),
+        (
+            "growth theta",
+            "|θ|",
+            |c| norm(c.theta),
+            |r| r.log_theta.map(|v| 10f64.powf(v)),
+            false,
+        ),
+        ("growth xi", "ξ", |c| f64::from(c.xi[0]), |r| r.xi, false),
+    ];
+    if let (Some(rate), Some(sp)) = (rate, sampler)
+        && sp.friction_sign < 0.0
+    {
+        ui.label(
+            egui::RichText::new(format!(
+                "ln|p| grows {:.4} per step over the last {TANGENT_STEPS} steps before divergence; \
+                 the printed O-step predicts βh = {:.4} (median of {} tracked chains)",
+                rate.measured, rate.predicted, rate.chains
+            ))
+            .small(),
+        );
+    }
+    ui.horizontal(|ui| {
+        let item = |ui: &mut Ui, color: Color32, text: &str| {
+            ui.label(egui::RichText::new("━━").color(color));
+            ui.label(egui::RichText::new(text).small());
+        };
+        item(ui, CHAIN_LINE, "tracked chains");
+        for (q, name) in ["median", "90%", "99%"].iter().enumerate() {
+            item(ui, quantile_color(q), &format!("ensemble {name}"));
+        }
+        if sampler.is_some_and(|sp| sp.friction_sign < 0.0) {
+            item(ui, Color32::WHITE, "- - predicted e^{βh} per step");
+        }
+    });
+    ui.horizontal(|ui| {
+        for (id, label, of_chain, of_row, tangents) in quantities {
+            let values = history
+                .paths
+                .iter()
+                .flat_map(|p| p.iter().map(|(_, c)| of_chain(c)))
+                .chain(rows.iter().flat_map(of_row));
+            let scale = Scale::for_values(values);
+            scale
+                .apply(fixed_plot(id, w, height))
+                .x_axis_label("step")
+                .y_axis_label(format!("{label}{}", scale.note()))
+                .show(ui, |p| {
+                    for (k, path) in history.paths.iter().take(GROWTH_LINES).enumerate() {
+                        let points: PlotPoints<'static> = path
+                            .iter()
+                            .map(|(s, c)| [f64::from(*s), scale.to_plot(of_chain(c))])
+                            .filter(|q| q[1].is_finite())
+                            .collect();
+                        let name = if k == 0 { "tracked chains" } else { "" };
+                        p.line(Line::new(name, points).color(CHAIN_LINE).width(1.0));
+                    }
+                    for (q, name) in ["median", "90%", "99%"].iter().enumerate() {
+                        p.line(
+                            Line::new(
+                                format!("ensemble {name}"),
+                                series(rows, scale, |r| r.step, |r| of_row(r)[q]),
+                            )
+                            .color(quantile_color(q))
+                            .width(2.0),
+                        );
+                    }
+                    if tangents && let Some(sp) = sampler.filter(|sp| sp.friction_sign < 0.0) {
+                        predicted_tangents(p, history, sp, scale);
+                    }
+                    if let Some(c) = cursor {
+                        p.vline(VLine::new("replay", f64::from(c)).color(TRUTH));
+                    }
+                });
+        }
+    });
+}
+
+/// For each tracked chain drawn, a dashed tangent ending at its last state with the slope the
+/// printed O-step predicts: |p| × e^{−φβh} per step, β = max(D, ξ).
+fn predicted_tangents(p: &mut PlotUi<'_>, history: &History, sp: &SamplerParams, scale: Scale) {
+    for (k, path) in history.paths.iter().take(GROWTH_LINES).enumerate() {
+        let Some((step, c)) = path
+            .iter()
+            .rev()
+            .find(|(_, c)| c.p.iter().chain(&c.xi).all(|v| v.is_finite()))
+        else {
+            continue;
+        };
+        let i = usize::from(c.p[1].abs() > c.p[0].abs());
+        let size = f64::from(c.p[0]).hypot(f64::from(c.p[1]));
+        let beta = f64::from(sp.o_step_friction(c.p[i], c.xi[i]));
+        let rate = -f64::from(sp.friction_sign) * beta * f64::from(sp.h);
+        if !(rate.is_finite() && rate > 0.0) {
+            continue;
+        }
+        // At most three decades long, so that a steep tangent does not stretch the axis.
+        let back = f64::from(TANGENT_STEPS).min(3.0 * std::f64::consts::LN_10 / rate);
+        let start = size * (-rate * back).exp();
+        let name = if k == 0 {
+            "predicted e^{βh} per step"
+        } else {
+            ""
+        };
+        p.line(
+            Line::new(
+                name,
+                PlotPoints::from(vec![
+                    [f64::from(*step) - back, scale.to_plot(start)],
+                    [f64::from(*step), scale.to_plot(size)],
+                ]),
+            )
+            .color(Color32::WHITE)
+            .style(LineStyle::dashed_loose())
+            .width(1.5),
+        );
+    }
 }
 
 /// A marginal histogram of the chains (as a normalised density) against the exact marginal.

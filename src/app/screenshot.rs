@@ -24,6 +24,68 @@ pub fn render_offscreen(
         .map_err(|e| anyhow!("offscreen rendering failed: {e}"))
 }
 
+/// Records the UI offscreen: one frame every `every` steps up to `steps`, the whole window
+/// or the view's panel labelled `panel`. Deterministic like [`render_offscreen`]. `frame`
+/// is called after every frame with its number.
+#[allow(clippy::too_many_arguments)]
+pub fn record_offscreen(
+    preset: impl Into<AnyPreset>,
+    steps: u32,
+    every: u32,
+    size: [u32; 2],
+    pixels_per_point: f32,
+    panel: Option<&str>,
+    backend: BackendChoice,
+    frame: &mut dyn FnMut(usize),
+) -> anyhow::Result<Vec<image::RgbaImage>> {
+    let mut harness = harness(preset, size, pixels_per_point, backend);
+    let mut frames = Vec::new();
+    let mut step = 0;
+    while step < steps {
+        step = (step + every.max(1)).min(steps);
+        run_to_step(&mut harness, step)?;
+        let mut image = harness
+            .render()
+            .map_err(|e| anyhow!("offscreen rendering failed: {e}"))?;
+        if let Some(label) = panel {
+            let app = harness.state().as_ref().context("app not started")?;
+            let panels = app.active().panels();
+            let rect = panels
+                .iter()
+                .find(|(l, _)| l == label)
+                .map(|(_, r)| *r)
+                .with_context(|| {
+                    let names: Vec<&str> = panels.iter().map(|(l, _)| l.as_str()).collect();
+                    format!(
+                        "no panel '{label}' in this view: choose one of {}",
+                        names.join(", ")
+                    )
+                })?;
+            image = crop(&image, rect, pixels_per_point)?;
+        }
+        frames.push(image);
+        frame(frames.len());
+    }
+    Ok(frames)
+}
+
+/// The part of `image` under `rect` (in points).
+fn crop(
+    image: &image::RgbaImage,
+    rect: egui::Rect,
+    pixels_per_point: f32,
+) -> anyhow::Result<image::RgbaImage> {
+    let (w, h) = image.dimensions();
+    let x = ((rect.min.x * pixels_per_point).max(0.0) as u32).min(w);
+    let y = ((rect.min.y * pixels_per_point).max(0.0) as u32).min(h);
+    let cw = ((rect.width() * pixels_per_point) as u32).min(w - x);
+    let ch = ((rect.height() * pixels_per_point) as u32).min(h - y);
+    if cw == 0 || ch == 0 {
+        bail!("the panel is not on screen");
+    }
+    Ok(image::imageops::crop_imm(image, x, y, cw, ch).to_image())
+}
+
 /// The app in an offscreen harness (created on the first frame).
 pub type AppHarness = egui_kittest::Harness<'static, Option<AtmcApp>>;
 
@@ -95,14 +157,7 @@ pub fn save_color_image(
     let mut img =
         image::RgbaImage::from_raw(w as u32, h as u32, rgba).context("screenshot size")?;
     if let Some(r) = crop {
-        let x = (r.min.x * pixels_per_point).max(0.0) as u32;
-        let y = (r.min.y * pixels_per_point).max(0.0) as u32;
-        let cw = ((r.width() * pixels_per_point) as u32).min(w as u32 - x.min(w as u32));
-        let ch = ((r.height() * pixels_per_point) as u32).min(h as u32 - y.min(h as u32));
-        if cw == 0 || ch == 0 {
-            bail!("the panel is not on screen");
-        }
-        img = image::imageops::crop_imm(&img, x, y, cw, ch).to_image();
+        img = self::crop(&img, r, pixels_per_point)?;
     }
     if scale > 1 {
         img = image::imageops::resize(

@@ -8,25 +8,36 @@ use crate::preset::AnyPreset;
 use egui::{Rect, Ui};
 use std::any::Any;
 
-/// Transport actions the shell forwards from the keyboard and the menu.
+/// What the shell asks of a view from the keyboard and the menu.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transport {
+pub enum Action {
     /// Play when paused, pause when playing.
     TogglePlay,
+    /// Play (a lesson starts running as it opens).
+    Play,
     /// Advance one tick while paused.
     Step,
     /// Start the chains over.
     Reset,
+    /// Flip ATMC's friction sign between +1 (correct) and −1 (as printed).
+    FlipSign,
+    /// Run twice as fast.
+    Faster,
+    /// Run half as fast (down to one step per second).
+    Slower,
 }
 
-impl Transport {
-    /// The worker message of this action for a simulation that is `playing` or not.
-    pub fn control(self, playing: bool) -> super::worker::Control {
+impl Action {
+    /// The worker message of a transport action for a simulation that is `playing` or not;
+    /// None for the actions that edit the preset instead.
+    pub fn control(self, playing: bool) -> Option<super::worker::Control> {
         use super::worker::Control;
         match self {
-            Transport::TogglePlay => Control::Play(!playing),
-            Transport::Step => Control::Step,
-            Transport::Reset => Control::Reset,
+            Action::TogglePlay => Some(Control::Play(!playing)),
+            Action::Play => Some(Control::Play(true)),
+            Action::Step => Some(Control::Step),
+            Action::Reset => Some(Control::Reset),
+            Action::FlipSign | Action::Faster | Action::Slower => None,
         }
     }
 }
@@ -110,8 +121,9 @@ pub trait View: Any {
     /// Shown or hidden. A hidden simulation pauses so that the views never share the cores
     /// (a training run goes on: it is meant to).
     fn set_visible(&mut self, visible: bool);
-    /// Play, pause, single steps, reset (from the keyboard or the menu).
-    fn transport(&mut self, action: Transport);
+    /// Play, pause, single steps, reset, the friction sign and the speed (from the keyboard
+    /// or the menu).
+    fn act(&mut self, action: Action);
     /// The preset the view runs, for Save preset (None when the view has no preset).
     fn preset(&self) -> Option<AnyPreset>;
     /// Loads a preset of the view's kind (the chains start over); false for another kind.

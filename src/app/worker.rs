@@ -207,10 +207,18 @@ pub trait Simulation {
     fn tick(&mut self, steps: u32, changed: bool) -> anyhow::Result<()>;
     /// Reports a failed tick to the UI (the transport is already halted).
     fn fail(&mut self, message: String);
+    /// Shortest time between two running ticks (slow motion raises it).
+    fn tick_interval(&self) -> Duration {
+        MIN_TICK
+    }
 }
 
-/// The loop of a simulation worker: wait for messages while idle, apply every queued message,
-/// tick, publish; at most one tick per [`MIN_TICK`] while running.
+/// How long an idle worker waits for a message before looking again.
+const IDLE_WAIT: Duration = Duration::from_millis(250);
+
+/// The loop of a simulation worker: wait for messages while idle (or until the next tick
+/// while running), apply every queued message, tick, publish. Running ticks are paced by
+/// [`Simulation::tick_interval`]; messages are handled at once even in slow motion.
 pub fn run<S: Simulation>(sim: &mut S, rx: Receiver<Message<S::Command>>) {
     // Publish the initial state so the views have something to draw.
     if let Err(e) = sim.tick(0, true) {
@@ -219,11 +227,18 @@ pub fn run<S: Simulation>(sim: &mut S, rx: Receiver<Message<S::Command>>) {
     }
     // A busy transport that produced no tick (nothing to run) waits like an idle one.
     let mut stalled = false;
+    let mut next_tick = Instant::now();
     loop {
-        let first = if sim.transport().busy() && !stalled {
+        let busy = sim.transport().busy() && !stalled;
+        let wait = if busy {
+            next_tick.saturating_duration_since(Instant::now())
+        } else {
+            IDLE_WAIT
+        };
+        let first = if wait.is_zero() {
             rx.try_recv().ok()
         } else {
-            match rx.recv_timeout(Duration::from_millis(250)) {
+            match rx.recv_timeout(wait) {
                 Ok(m) => Some(m),
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => return,
@@ -241,17 +256,23 @@ pub fn run<S: Simulation>(sim: &mut S, rx: Receiver<Message<S::Command>>) {
             }
             next = rx.try_recv().ok();
         }
-        let steps = sim.steps_this_tick();
-        stalled = steps == 0 && !changed;
+        // Single steps and runs to a step go at once; playing waits for its next tick.
+        let t = *sim.transport();
+        let due = Instant::now() >= next_tick || !t.playing || t.run_to.is_some();
+        let steps = if due { sim.steps_this_tick() } else { 0 };
+        stalled = due && steps == 0 && !changed;
         if steps > 0 || changed {
             let start = Instant::now();
             if let Err(e) = sim.tick(steps, changed) {
                 sim.transport().halt();
                 sim.fail(format!("engine failed: {e:#}"));
             }
-            let spent = start.elapsed();
-            if steps > 0 && spent < MIN_TICK && sim.transport().run_to.is_none() {
-                std::thread::sleep(MIN_TICK - spent);
+            if steps > 0 {
+                next_tick = if sim.transport().run_to.is_some() {
+                    Instant::now()
+                } else {
+                    start + sim.tick_interval()
+                };
             }
         }
     }

@@ -59,7 +59,7 @@ fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
     if !args.paused {
         let app = h.state_mut().as_mut().expect("app started");
         app.active_view_mut()
-            .transport(crate::app::view::Transport::TogglePlay);
+            .act(crate::app::view::Action::TogglePlay);
     }
     // Warm-up: shader compilation and the first histograms.
     let warm = Instant::now();

@@ -35,6 +35,9 @@ enum Command {
     App(AppArgs),
     /// Render the full UI offscreen after N steps and write a PNG (no display needed).
     Screenshot(ScreenshotArgs),
+    /// Record the UI (or one panel) offscreen every K steps as an animated GIF (FILE.gif) or
+    /// numbered PNG frames (a folder); deterministic like `screenshot`.
+    Record(RecordArgs),
     /// Train ResNet++ on CIFAR-10 or Fashion-MNIST with ATMC or SGD (JSON summary last).
     Train(Box<train::TrainArgs>),
 }
@@ -65,6 +68,36 @@ struct ScreenshotArgs {
     /// Pixels per point (2 for slides).
     #[arg(long, default_value_t = 1.0)]
     scale: f32,
+    /// Backend of the engine.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendChoice,
+}
+
+#[derive(Debug, clap::Args)]
+struct RecordArgs {
+    /// Preset file (RON) or shipped preset name.
+    preset: String,
+    /// Steps to record.
+    #[arg(long, default_value_t = 200)]
+    steps: u32,
+    /// Steps between two frames.
+    #[arg(long, default_value_t = 10)]
+    every: u32,
+    /// Output: FILE.gif for an animated GIF, anything else is a folder of PNG frames.
+    #[arg(long)]
+    out: std::path::PathBuf,
+    /// Window size in points, WIDTHxHEIGHT.
+    #[arg(long, default_value = "1280x720")]
+    size: String,
+    /// Pixels per point.
+    #[arg(long, default_value_t = 1.0)]
+    scale: f32,
+    /// Record one panel only, by its label in File → Export PNG (e.g. "θ₁–θ₂ panel").
+    #[arg(long)]
+    panel: Option<String>,
+    /// Milliseconds between two frames of the GIF.
+    #[arg(long, default_value_t = 100)]
+    delay_ms: u32,
     /// Backend of the engine.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
@@ -187,6 +220,7 @@ pub fn main() -> ExitCode {
         }),
         Some(Command::App(args)) => open_app(&args.preset, args.backend),
         Some(Command::Screenshot(args)) => screenshot(&args),
+        Some(Command::Record(args)) => record(&args),
         Some(Command::Train(args)) => train::train(&args).map_err(|e| Failure {
             code: 1,
             message: format!("{e:#}"),
@@ -264,6 +298,67 @@ fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
         image.height(),
         args.steps
     );
+    Ok(())
+}
+
+fn record(args: &RecordArgs) -> Result<(), Failure> {
+    use crate::app::record::{MAX_FRAMES, Output, Progress, gif_frames, write};
+    let preset = AnyPreset::load(&args.preset).map_err(|e| usage(e.to_string()))?;
+    let size = parse_size(&args.size)?;
+    if !(0.5..=4.0).contains(&args.scale) {
+        return Err(usage(format!("--scale {}: allowed [0.5, 4]", args.scale)));
+    }
+    if args.every == 0 || args.steps == 0 {
+        return Err(usage("--steps and --every must be at least 1"));
+    }
+    let frames = args.steps.div_ceil(args.every) as usize;
+    if frames > MAX_FRAMES {
+        return Err(usage(format!(
+            "--steps {} --every {} makes {frames} frames: at most {MAX_FRAMES} (raise --every)",
+            args.steps, args.every
+        )));
+    }
+    if !(20..=10_000).contains(&args.delay_ms) {
+        return Err(usage(format!(
+            "--delay-ms {}: allowed [20, 10000]",
+            args.delay_ms
+        )));
+    }
+    let output = Output::for_path(&args.out, args.delay_ms);
+    output.check().map_err(|e| Failure {
+        code: 2,
+        message: format!("{e:#}"),
+    })?;
+    let fail = |e: anyhow::Error| Failure {
+        code: 1,
+        message: format!("{e:#}"),
+    };
+    let bar = progress_bar(frames as u32, "recording".into());
+    let images = crate::app::screenshot::record_offscreen(
+        preset,
+        args.steps,
+        args.every,
+        size,
+        args.scale,
+        args.panel.as_deref(),
+        args.backend,
+        &mut |k| bar.set_position(k as u64),
+    )
+    .map_err(fail)?;
+    bar.finish_and_clear();
+    write(&images, &output, &Progress::default()).map_err(fail)?;
+    let (w, h) = images[0].dimensions();
+    match &output {
+        Output::Gif { path, .. } => {
+            let (n, _, _) = gif_frames(path).map_err(fail)?;
+            eprintln!("wrote {} ({n} frames of {w}×{h} pixels)", path.display());
+        }
+        Output::Frames { dir } => eprintln!(
+            "wrote {} frames of {w}×{h} pixels into {}",
+            images.len(),
+            dir.display()
+        ),
+    }
     Ok(())
 }
 

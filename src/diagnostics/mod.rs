@@ -5,6 +5,7 @@
 //! [`classification`] scores classifiers (accuracy, NLL, calibration).
 
 pub mod classification;
+pub mod growth;
 pub mod mcmc;
 pub mod mlp;
 pub mod views;
@@ -224,6 +225,22 @@ impl ModeVisits {
             {
                 *bits |= 1 << k;
             }
+        }
+    }
+
+    /// Records one state of tracked chain `index`.
+    pub fn record_one(&mut self, index: usize, chain: &Chain2) {
+        if self.visited.len() <= index {
+            self.visited.resize(index + 1, 0);
+        }
+        let [x, y] = chain.theta.map(f64::from);
+        let r2 = self.radius * self.radius;
+        if let Some(k) = self
+            .centres
+            .iter()
+            .position(|c| (x - c[0]).powi(2) + (y - c[1]).powi(2) <= r2)
+        {
+            self.visited[index] |= 1 << k;
         }
     }
 

@@ -152,19 +152,28 @@ pub struct PortraitRanges {
 /// The ranges the portraits follow: θ from the target's display grid (coordinate
 /// `coordinate` for the phase portrait); p from the kinetic temperature, 4.5 standard
 /// deviations of N(0, m·kT) (never below T); ξ around its mean. `moments` are those of the
-/// latest snapshot, if any chain is alive.
+/// latest snapshot, if any chain is alive. `extents` (robust quantiles of the chains and the
+/// highlighted chains, see [`super::growth::Extents`]) widen every range that the chains
+/// leave, so that exploding chains stay in view.
 pub fn portrait_ranges(
     target_grid: &Grid2,
     coordinate: usize,
     mass: f64,
     temperature: f64,
     moments: Option<&Moments>,
+    extents: Option<&super::growth::Extents>,
 ) -> PortraitRanges {
-    let theta_i = if coordinate == 0 {
-        target_grid.x
-    } else {
-        target_grid.y
+    // The hull of a range and a padded extent.
+    let widen = |r: [f64; 2], e: Option<[f64; 2]>| match e {
+        Some(e) if e[0].is_finite() && e[1].is_finite() => {
+            let pad = 0.1 * (e[1] - e[0]).abs();
+            [r[0].min(e[0] - pad), r[1].max(e[1] + pad)]
+        }
+        _ => r,
     };
+    let theta_x = widen(target_grid.x, extents.map(|e| e.theta));
+    let theta_y = widen(target_grid.y, extents.map(|e| e.theta));
+    let theta_i = if coordinate == 0 { theta_x } else { theta_y };
     let m = mass.max(1e-6);
     let t = temperature.max(1e-3);
     let (kt, xi) = moments
@@ -179,11 +188,16 @@ pub fn portrait_ranges(
         0.0
     };
     let xi_half = 4.5 * t.sqrt().max(0.5) + 0.2 * xi.abs();
+    let p_max = extents.map_or(0.0, |e| e.p[0].abs().max(e.p[1].abs()));
+    let p_half = p_half.max(1.1 * p_max);
     let p = [-p_half, p_half];
     PortraitRanges {
-        theta: (target_grid.x, target_grid.y),
+        theta: (theta_x, theta_y),
         phase: (theta_i, p),
-        thermostat: (p, [xi - xi_half, xi + xi_half]),
+        thermostat: (
+            p,
+            widen([xi - xi_half, xi + xi_half], extents.map(|e| e.xi)),
+        ),
     }
 }
 
@@ -238,7 +252,7 @@ mod tests {
     #[test]
     fn ranges_follow_the_kinetic_temperature() {
         let grid = Grid2::new([-3.0, 3.0], [-1.0, 5.0], 8, 8);
-        let r = portrait_ranges(&grid, 1, 4.0, 1.0, None);
+        let r = portrait_ranges(&grid, 1, 4.0, 1.0, None, None);
         assert_eq!(r.phase.0, [-1.0, 5.0]);
         assert!((r.phase.1[1] - 9.0).abs() < 1e-12);
         let hot = Moments {
@@ -246,7 +260,17 @@ mod tests {
             sum_heat: [40.0, 40.0],
             ..Moments::default()
         };
-        let r = portrait_ranges(&grid, 0, 4.0, 1.0, Some(&hot));
+        let r = portrait_ranges(&grid, 0, 4.0, 1.0, Some(&hot), None);
         assert!((r.phase.1[1] - 18.0).abs() < 1e-12);
+        // A chain far out widens the ranges it leaves.
+        let far = crate::diagnostics::growth::Extents {
+            theta: [-1.0, 50.0],
+            p: [-1e6, 3.0],
+            xi: [0.0, 1e3],
+        };
+        let r = portrait_ranges(&grid, 0, 4.0, 1.0, Some(&hot), Some(&far));
+        assert!(r.theta.0[1] > 50.0 && r.theta.1[1] > 50.0);
+        assert!(r.phase.1[0] < -1e6 && r.phase.1[1] > 1e6);
+        assert!(r.thermostat.1[1] > 1e3);
     }
 }

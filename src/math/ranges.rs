@@ -139,6 +139,8 @@ pub const COORDINATE: Range = Range::closed("coordinate", 0.0, 1.0);
 pub const HIGHLIGHTED: Range = Range::closed("highlighted chains", 0.0, 5000.0);
 /// Steps per frame of the app.
 pub const STEPS_PER_FRAME: Range = Range::closed("steps per frame", 1.0, 1e5);
+/// Slow motion: steps per second (0: off).
+pub const STEPS_PER_SECOND: Range = Range::closed("steps per second", 0.0, 1e6);
 /// Networks of an MLP posterior run (each holds θ, p and ξ for every weight).
 pub const MLP_CHAINS: Range = Range::closed("networks", 1.0, 65_536.0);
 /// Side of the posterior-predictive map in cells.
@@ -228,6 +230,8 @@ ranged! {
     de_highlighted: u32 => HIGHLIGHTED;
     /// Deserialises steps per frame.
     de_steps_per_frame: u32 => STEPS_PER_FRAME;
+    /// Slow motion's steps per second.
+    de_steps_per_second: f64 => STEPS_PER_SECOND;
 }
 
 #[cfg(test)]

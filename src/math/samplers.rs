@@ -219,6 +219,12 @@ impl SamplerSpec {
         Ok(())
     }
 
+    /// Flips ATMC's friction sign between +1 (correct) and −1 (as printed); an intermediate
+    /// φ goes to −1.
+    pub fn flip_friction_sign(&mut self) {
+        self.friction_sign = if self.friction_sign > 0.0 { -1.0 } else { 1.0 };
+    }
+
     /// Whether any of ATMC's printed defects is switched on.
     pub fn has_printed_defect(&self) -> bool {
         self.kind == SamplerKind::Atmc
@@ -381,6 +387,20 @@ impl SamplerParams {
         } else {
             xi + heat * (0.5 * phase.h)
         }
+    }
+
+    /// The friction β = max(D, ξ) that ATMC's next O-step applies to a coordinate in state
+    /// (p, ξ): ξ after the step's first half thermostat step (constant schedule).
+    pub fn o_step_friction(&self, p: f32, xi: f32) -> f32 {
+        let phase = StepPhase {
+            h: self.h,
+            temperature: self.temperature,
+            noise_temperature: self.temperature,
+            exploring: false,
+        };
+        let (mut theta, mut xi) = (0.0f32, xi);
+        self.atmc_first_half(&mut theta, p, &mut xi, phase);
+        xi.max(self.friction_floor)
     }
 
     /// SGLD: θ ← θ − h g̃ + sqrt(2hT) z.

@@ -33,6 +33,51 @@ pub struct ViewHints {
         deserialize_with = "ranges::de_steps_per_frame"
     )]
     pub steps_per_frame: u32,
+    /// Slow motion: at most this many steps per second (0: as fast as the frames go).
+    #[serde(default, deserialize_with = "ranges::de_steps_per_second")]
+    pub steps_per_second: f64,
+    /// What the plots below the portraits show.
+    #[serde(default)]
+    pub plots: PlotPanel,
+}
+
+/// Frames per second the speed is quoted at (a display refreshes about this often).
+pub const FRAMES_PER_SECOND: f64 = 60.0;
+
+impl ViewHints {
+    /// The speed in steps per second: slow motion's rate, or the steps per frame at
+    /// [`FRAMES_PER_SECOND`].
+    pub fn speed(&self) -> f64 {
+        if self.steps_per_second > 0.0 {
+            self.steps_per_second
+        } else {
+            FRAMES_PER_SECOND * f64::from(self.steps_per_frame)
+        }
+    }
+
+    /// Sets the speed in steps per second: below one step a frame it becomes slow motion
+    /// (one step a tick, ticks paced), above it steps per frame.
+    pub fn set_speed(&mut self, steps_per_second: f64) {
+        let v = steps_per_second.clamp(1.0, FRAMES_PER_SECOND * 1e5);
+        if v < FRAMES_PER_SECOND {
+            self.steps_per_frame = 1;
+            self.steps_per_second = v;
+        } else {
+            self.steps_per_frame = (v / FRAMES_PER_SECOND).round() as u32;
+            self.steps_per_second = 0.0;
+        }
+    }
+}
+
+/// What the 2-D view plots below its portraits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PlotPanel {
+    /// Marginals and time series (kinetic temperature, ξ, divergence, distance, step size).
+    #[default]
+    TimeSeries,
+    /// The growth of |p|, |θ| and ξ on log axes against the predicted slope: the momentum
+    /// explosion in slow motion.
+    Growth,
 }
 
 fn yes() -> bool {
@@ -52,6 +97,8 @@ impl Default for ViewHints {
             log_scale: true,
             highlighted_chains: d_highlighted(),
             steps_per_frame: d_steps_per_frame(),
+            steps_per_second: 0.0,
+            plots: PlotPanel::TimeSeries,
         }
     }
 }
@@ -185,6 +232,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../../presets/lesson-momentum.ron"),
     ),
     (
+        "lesson-explosion",
+        include_str!("../../presets/lesson-explosion.ron"),
+    ),
+    (
         "lesson-thermostat",
         include_str!("../../presets/lesson-thermostat.ron"),
     ),
@@ -204,6 +255,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "lesson-hyperbolic",
         include_str!("../../presets/lesson-hyperbolic.ron"),
     ),
+    ("lesson-mlp", include_str!("../../presets/lesson-mlp.ron")),
     (
         "spirals-printed",
         include_str!("../../presets/spirals-printed.ron"),

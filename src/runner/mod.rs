@@ -41,6 +41,25 @@ pub fn run_comparison(
         .collect()
 }
 
+/// The first `chains` chains of `preset` at every step of its run, replayed on the CPU (the
+/// same random numbers as every engine draws); a path stops at its divergence, the
+/// non-finite or out-of-bound state included.
+pub fn trajectories(preset: &Preset, chains: u32) -> Vec<Vec<crate::math::Chain2>> {
+    use rayon::prelude::*;
+    let model = preset.model();
+    (0..chains.min(preset.chains))
+        .into_par_iter()
+        .map(|i| {
+            let mut chain = preset.init.chain(&model, preset.seed, i);
+            let mut path = vec![chain];
+            model.replay(&mut chain, preset.seed, i, 0, preset.steps, |_, c| {
+                path.push(*c)
+            });
+            path
+        })
+        .collect()
+}
+
 /// Names of ATMC's printed defects switched on in a sampler.
 pub fn printed_defects(s: &SamplerSpec) -> Vec<String> {
     let mut out = Vec::new();

@@ -3,11 +3,12 @@
 //! to truth, advanced in lockstep. Each column is a 2-D worker ([`crate::app::posterior`]);
 //! the view hands out the same step targets to all of them.
 
+use super::axes::Scale;
 use super::colormap::Colormap;
 use super::controls;
 use super::portrait::{self, PortraitData, ViewRange};
 use super::posterior::session::{Command, Session, Snapshot};
-use super::view::{Shell, Transport, View};
+use super::view::{Action, Shell, View};
 use super::worker::Control;
 use crate::diagnostics::views::{Segment, hpd_contours, portrait_ranges};
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
@@ -45,6 +46,8 @@ pub struct CompareView {
     /// Lockstep: running, and the step every column is sent to next.
     playing: bool,
     target_step: u32,
+    /// When the last lockstep target was handed out (slow motion paces them).
+    targeted_at: std::time::Instant,
     colormap: Colormap,
     contour_cache: Option<(crate::math::Grid2, Vec<Segment>)>,
 }
@@ -65,6 +68,7 @@ impl CompareView {
             repaint: ctx.clone(),
             playing,
             target_step: 0,
+            targeted_at: std::time::Instant::now(),
             colormap: Colormap::inferno(),
             contour_cache: None,
         };
@@ -85,6 +89,7 @@ impl CompareView {
                     preset.view.coordinate as usize,
                     preset.sampler.mass,
                     preset.sampler.temperature,
+                    None,
                     None,
                 );
                 let session = Session::start(preset, self.backend, false, move || {
@@ -160,10 +165,23 @@ impl CompareView {
             .columns
             .iter()
             .all(|c| c.snapshot.step >= self.target_step && c.snapshot.run_to.is_none());
+        let view = &self.comparison.base.view;
+        let per_tick = view.steps_per_frame.max(1);
+        // Slow motion: hand out the next target only when its time has come.
+        let due = view.steps_per_second <= 0.0
+            || self.targeted_at.elapsed().as_secs_f64()
+                >= f64::from(per_tick) / view.steps_per_second;
         if !(self.playing && arrived) {
             return;
         }
-        let per_tick = self.comparison.base.view.steps_per_frame.max(1);
+        if !due {
+            let wait = f64::from(per_tick) / view.steps_per_second
+                - self.targeted_at.elapsed().as_secs_f64();
+            self.repaint
+                .request_repaint_after(std::time::Duration::from_secs_f64(wait.max(0.0)));
+            return;
+        }
+        self.targeted_at = std::time::Instant::now();
         self.target_step = self.common_step() + per_tick;
         for c in &self.columns {
             c.session.control(Control::RunTo(self.target_step));
@@ -194,6 +212,7 @@ impl CompareView {
                 sampler.mass,
                 sampler.temperature,
                 Some(&column.snapshot.moments),
+                column.snapshot.extents.as_ref(),
             );
             column.views[0].follow(r.theta, tolerance);
             column.views[1].follow(r.phase, tolerance);
@@ -229,6 +248,7 @@ impl CompareView {
     fn column(&mut self, ui: &mut Ui, k: usize, side: f32, contours: &[Segment]) {
         let label = self.comparison.columns[k].label.clone();
         let has_momentum = self.comparison.columns[k].sampler.kind.has_momentum();
+        let has_thermostat = self.comparison.columns[k].sampler.kind.has_thermostat();
         let log_scale = self.comparison.base.view.log_scale;
         let coordinate = self.comparison.base.view.coordinate as u8;
         let column = &mut self.columns[k];
@@ -256,6 +276,21 @@ impl CompareView {
                 })
             };
             ui.label(line.small());
+            // The thermostat's state: what gives the hidden defects away.
+            let mut state = Vec::new();
+            if has_momentum && s.moments.alive > 0 {
+                state.push(format!(
+                    "kinetic temperature {:.3}",
+                    s.moments.kinetic_temperature()
+                ));
+            }
+            if has_thermostat && s.moments.alive > 0 {
+                state.push(format!("mean ξ {:.3}", s.moments.mean_xi()));
+            }
+            if let Some((mean, modes)) = s.modes_visited {
+                state.push(format!("{mean:.1} of {modes} modes visited"));
+            }
+            ui.label(RichText::new(state.join(" · ")).small());
             for (p, axes) in [
                 [Axis::Theta(0), Axis::Theta(1)],
                 [Axis::Theta(coordinate), Axis::P(coordinate)],
@@ -298,36 +333,48 @@ impl CompareView {
     /// Distance to truth and kinetic temperature of every column over the steps.
     fn shared_plots(&self, ui: &mut Ui, width: f32, height: f32) {
         let w = (width - ui.spacing().item_spacing.x) / 2.0;
-        let line = |k: usize, f: &dyn Fn(&crate::diagnostics::SeriesRow) -> f64| {
+        type Pick = fn(&crate::diagnostics::SeriesRow) -> f64;
+        let distance: Pick = |r| r.energy_distance;
+        let temperature: Pick = |r| r.kinetic_temperature;
+        // Each quantity on an axis that turns logarithmic when an explosion spans decades.
+        let scale = |f: Pick, shown: &dyn Fn(usize) -> bool| {
+            Scale::for_values(
+                (0..self.columns.len())
+                    .filter(|&k| shown(k))
+                    .flat_map(|k| self.columns[k].snapshot.series.iter().map(f)),
+            )
+        };
+        let line = |k: usize, f: Pick, scale: Scale| {
             let points: PlotPoints<'static> = self.columns[k]
                 .snapshot
                 .series
                 .iter()
-                .filter(|r| f(r).is_finite())
-                .map(|r| [f64::from(r.step), f(r)])
+                .map(|r| [f64::from(r.step), scale.to_plot(f(r))])
+                .filter(|p| p[1].is_finite())
                 .collect();
             Line::new(self.comparison.columns[k].label.clone(), points).color(COLUMN_COLORS[k])
         };
+        let momentum = |k: usize| self.comparison.columns[k].sampler.kind.has_momentum();
         ui.horizontal(|ui| {
-            super::plots::fixed_plot("compare distance", w, height)
+            let s = scale(distance, &|_| true);
+            s.apply(super::plots::fixed_plot("compare distance", w, height))
                 .legend(Legend::default())
-                .include_y(0.0)
                 .x_axis_label("step")
-                .y_axis_label("energy distance to truth")
+                .y_axis_label(format!("energy distance to truth{}", s.note()))
                 .show(ui, |p| {
                     for k in 0..self.columns.len() {
-                        p.line(line(k, &|r| r.energy_distance));
+                        p.line(line(k, distance, s));
                     }
                 });
-            super::plots::fixed_plot("compare temperature", w, height)
+            let s = scale(temperature, &momentum);
+            s.apply(super::plots::fixed_plot("compare temperature", w, height))
                 .legend(Legend::default())
-                .include_y(0.0)
                 .x_axis_label("step")
-                .y_axis_label("kinetic temperature")
+                .y_axis_label(format!("kinetic temperature{}", s.note()))
                 .show(ui, |p| {
                     for k in 0..self.columns.len() {
-                        if self.comparison.columns[k].sampler.kind.has_momentum() {
-                            p.line(line(k, &|r| r.kinetic_temperature));
+                        if momentum(k) {
+                            p.line(line(k, temperature, s));
                         }
                     }
                 });
@@ -346,13 +393,13 @@ impl View for CompareView {
     fn controls(&mut self, ui: &mut Ui, _shell: &mut Shell) {
         let actions = controls::transport(ui, self.playing, "↺ Reset chains");
         if actions.toggle_play {
-            self.transport(Transport::TogglePlay);
+            self.act(Action::TogglePlay);
         }
         if actions.step {
-            self.transport(Transport::Step);
+            self.act(Action::Step);
         }
         if actions.reset {
-            self.transport(Transport::Reset);
+            self.act(Action::Reset);
         }
         ui.separator();
         ui.label(RichText::new("Columns").strong());
@@ -407,10 +454,11 @@ impl View for CompareView {
         }
     }
 
-    fn transport(&mut self, action: Transport) {
+    fn act(&mut self, action: Action) {
         match action {
-            Transport::TogglePlay => self.playing = !self.playing,
-            Transport::Step => {
+            Action::TogglePlay => self.playing = !self.playing,
+            Action::Play => self.playing = true,
+            Action::Step => {
                 self.playing = false;
                 let per_tick = self.comparison.base.view.steps_per_frame.max(1);
                 self.target_step = self.common_step() + per_tick;
@@ -418,11 +466,23 @@ impl View for CompareView {
                     c.session.control(Control::RunTo(self.target_step));
                 }
             }
-            Transport::Reset => {
+            Action::Reset => {
                 for c in &self.columns {
                     c.session.control(Control::Reset);
                 }
                 self.target_step = 0;
+            }
+            Action::FlipSign => {
+                for c in &mut self.comparison.columns {
+                    c.sampler.flip_friction_sign();
+                }
+                self.apply_changes();
+            }
+            Action::Faster | Action::Slower => {
+                let v = &mut self.comparison.base.view;
+                let factor = if action == Action::Faster { 2.0 } else { 0.5 };
+                v.set_speed(factor * v.speed());
+                self.apply_changes();
             }
         }
     }

@@ -8,7 +8,7 @@ pub mod session;
 use super::colormap::Colormap;
 use super::controls::{self, Actions, slider};
 use super::plots::{reliability_diagram, small_plot};
-use super::view::{Shell, Transport, View, simulation_status};
+use super::view::{Action, Shell, View, simulation_status};
 use super::worker::Control;
 use crate::diagnostics::classification::ClassMetrics;
 use crate::diagnostics::mlp::{Uncertainty, uncertainty};
@@ -109,13 +109,13 @@ impl MlpView {
     fn control_panel(&mut self, ui: &mut Ui) {
         let actions: Actions = controls::transport(ui, self.snapshot.playing, "↺ Reset networks");
         if actions.toggle_play {
-            self.transport(Transport::TogglePlay);
+            self.act(Action::TogglePlay);
         }
         if actions.step {
-            self.transport(Transport::Step);
+            self.act(Action::Step);
         }
         if actions.reset {
-            self.transport(Transport::Reset);
+            self.act(Action::Reset);
         }
         let p = &mut self.preset;
         ui.add(
@@ -759,8 +759,20 @@ impl View for MlpView {
         }
     }
 
-    fn transport(&mut self, action: Transport) {
-        self.session.control(action.control(self.snapshot.playing));
+    fn act(&mut self, action: Action) {
+        match action.control(self.snapshot.playing) {
+            Some(control) => self.session.control(control),
+            None => {
+                let spf = &mut self.preset.view.steps_per_frame;
+                match action {
+                    Action::FlipSign => self.preset.sampler.flip_friction_sign(),
+                    Action::Faster => *spf = (*spf * 2).min(200),
+                    Action::Slower => *spf = (*spf / 2).max(1),
+                    _ => {}
+                }
+                self.apply_changes(false);
+            }
+        }
     }
 
     fn preset(&self) -> Option<AnyPreset> {

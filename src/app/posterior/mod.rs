@@ -8,12 +8,12 @@ use super::colormap::Colormap;
 use super::controls;
 use super::plots;
 use super::portrait::{self, PortraitData, ViewRange};
-use super::view::{Shell, Transport, View, simulation_status};
+use super::view::{Action, Shell, View, simulation_status};
 use super::worker::Control;
 use crate::diagnostics::views::{Segment, hpd_contours, marginals, portrait_ranges};
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
 use crate::math::Grid2;
-use crate::preset::{AnyPreset, Preset};
+use crate::preset::{AnyPreset, PlotPanel, Preset};
 use egui::{Color32, RichText, Ui};
 use session::{Command, Session, Snapshot};
 use std::any::Any;
@@ -24,6 +24,30 @@ struct Views {
     theta: ViewRange,
     phase: ViewRange,
     thermostat: ViewRange,
+}
+
+/// Steps replayed before a divergence, and how fast.
+const REPLAY_STEPS: u32 = 60;
+const REPLAY_STEPS_PER_SECOND: f64 = 6.0;
+
+/// A replay of the tracked chains' last steps before they diverged, in slow motion.
+#[derive(Clone, Copy, Debug)]
+struct Replay {
+    from: u32,
+    to: u32,
+    started: std::time::Instant,
+}
+
+impl Replay {
+    /// The step shown now.
+    fn cursor(&self) -> u32 {
+        let advanced = self.started.elapsed().as_secs_f64() * REPLAY_STEPS_PER_SECOND;
+        (self.from + advanced as u32).min(self.to)
+    }
+
+    fn done(&self) -> bool {
+        self.cursor() >= self.to
+    }
 }
 
 /// The 2-D view's state.
@@ -41,6 +65,7 @@ pub struct PosteriorView {
     sent_views: Vec<HistogramSpec>,
     /// The display grid of the applied target (auto-range of θ).
     target_grid: Grid2,
+    replay: Option<Replay>,
 }
 
 impl PosteriorView {
@@ -56,6 +81,7 @@ impl PosteriorView {
             preset.view.coordinate as usize,
             preset.sampler.mass,
             preset.sampler.temperature,
+            None,
             None,
         );
         let mut view = Self {
@@ -74,6 +100,7 @@ impl PosteriorView {
             panel_rects: [egui::Rect::NOTHING; 3],
             sent_views: Vec::new(),
             target_grid,
+            replay: None,
         };
         view.send_views();
         view
@@ -148,6 +175,7 @@ impl PosteriorView {
             self.preset.sampler.mass,
             self.preset.sampler.temperature,
             Some(&self.snapshot.moments),
+            self.snapshot.extents.as_ref(),
         );
         self.views.theta.follow(r.theta, tolerance);
         self.views.phase.follow(r.phase, tolerance);
@@ -208,7 +236,12 @@ impl PosteriorView {
             ),
         ];
         let contours = self.contours();
+        let replayed = self.replay.map(|r| self.replayed_trails(r.cursor()));
         let s = &self.snapshot;
+        let (trails, trail_diverged_at) = match &replayed {
+            Some((t, d)) => (t.as_slice(), d.as_slice()),
+            None => (s.trails.as_slice(), s.trail_diverged_at.as_slice()),
+        };
         ui.horizontal(|ui| {
             for (k, (title, axes)) in names.iter().enumerate() {
                 let spec_ok = s.specs.get(k).is_some_and(|sp| sp.axes == *axes);
@@ -223,8 +256,8 @@ impl PosteriorView {
                     title: title.clone(),
                     axes: *axes,
                     histogram,
-                    trails: &s.trails,
-                    trail_diverged_at: &s.trail_diverged_at,
+                    trails,
+                    trail_diverged_at,
                     contours: if k == 0 { &contours } else { &[] },
                     log_scale: self.preset.view.log_scale,
                     note: (k > 0 && !self.preset.sampler.kind.has_momentum())
@@ -238,6 +271,83 @@ impl PosteriorView {
                 let response =
                     portrait::show(ui, side, view, &data, &mut self.textures[k], &self.colormap);
                 self.panel_rects[k] = response.rect;
+            }
+        });
+    }
+
+    /// The tracked chains' trails as they were at step `cursor` of a replay, and which of
+    /// them had diverged by then.
+    fn replayed_trails(
+        &self,
+        cursor: u32,
+    ) -> (
+        Vec<std::collections::VecDeque<crate::math::Chain2>>,
+        Vec<u32>,
+    ) {
+        let h = &self.snapshot.history;
+        let trails = h
+            .paths
+            .iter()
+            .map(|path| {
+                path.iter()
+                    .filter(|(step, _)| *step <= cursor && *step + 24 > cursor)
+                    .map(|(_, c)| *c)
+                    .collect()
+            })
+            .collect();
+        let diverged = h
+            .diverged_at
+            .iter()
+            .map(|&d| if d != 0 && d <= cursor { d } else { 0 })
+            .collect();
+        (trails, diverged)
+    }
+
+    /// Where a replay of the tracked chains' last steps before divergence would run, if any
+    /// of them diverged: from [`REPLAY_STEPS`] before the first divergence to the last one.
+    fn replay_range(&self) -> Option<(u32, u32)> {
+        let h = &self.snapshot.history;
+        let first = h.diverged_at.iter().copied().filter(|&d| d != 0).min()?;
+        let last = h.diverged_at.iter().copied().max()?;
+        let earliest = h
+            .paths
+            .iter()
+            .filter_map(|p| p.front())
+            .map(|(s, _)| *s)
+            .min()?;
+        Some((first.saturating_sub(REPLAY_STEPS).max(earliest), last))
+    }
+
+    /// The row above the plots: what they show, the replay, modes visited.
+    fn plot_bar(&mut self, ui: &mut Ui) {
+        ui.horizontal(|ui| {
+            let v = &mut self.preset.view;
+            ui.selectable_value(&mut v.plots, PlotPanel::TimeSeries, "time series");
+            ui.selectable_value(&mut v.plots, PlotPanel::Growth, "growth (log axes)")
+                .on_hover_text("|p|, |θ| and ξ of the tracked chains and the ensemble's quantiles, with the slope the printed O-step predicts");
+            if let Some((from, to)) = self.replay_range() {
+                let label = match self.replay {
+                    Some(r) => format!("replaying step {}… (click to stop)", r.cursor()),
+                    None => format!("⟲ replay the {} steps before divergence", to - from),
+                };
+                if ui.button(label).clicked() {
+                    self.replay = match self.replay {
+                        Some(_) => None,
+                        None => {
+                            self.session.control(Control::Play(false));
+                            Some(Replay {
+                                from,
+                                to,
+                                started: std::time::Instant::now(),
+                            })
+                        }
+                    };
+                }
+            }
+            if let Some((mean, modes)) = self.snapshot.modes_visited {
+                ui.label(format!(
+                    "highlighted chains visited {mean:.1} of {modes} modes on average"
+                ));
             }
         });
     }
@@ -270,13 +380,13 @@ impl View for PosteriorView {
         let hidden = self.preset.story.hide.clone();
         let actions = controls::show(ui, &mut self.preset, self.snapshot.playing, &hidden);
         if actions.toggle_play {
-            self.transport(Transport::TogglePlay);
+            self.act(Action::TogglePlay);
         }
         if actions.step {
-            self.transport(Transport::Step);
+            self.act(Action::Step);
         }
         if actions.reset {
-            self.transport(Transport::Reset);
+            self.act(Action::Reset);
         }
         self.apply_changes(false);
     }
@@ -294,10 +404,30 @@ impl View for PosteriorView {
         let side = ((available.x - 3.0 * spacing) / 3.0 - 2.0)
             .min(available.y * 0.56)
             .max(120.0);
+        if self.replay.is_some_and(|r| r.done()) {
+            self.replay = None;
+        }
+        if self.replay.is_some() {
+            ui.ctx().request_repaint();
+        }
         self.portraits(ui, side);
         self.send_views();
+        self.plot_bar(ui);
         let rest = ui.available_size();
         let plot_height = (rest.y - 40.0).clamp(80.0, 220.0);
+        if self.preset.view.plots == PlotPanel::Growth {
+            plots::growth(
+                ui,
+                &self.snapshot.history,
+                &self.snapshot.growth,
+                self.snapshot.sampler.as_ref(),
+                self.snapshot.growth_rate.as_ref(),
+                self.replay.map(|r| r.cursor()),
+                rest.x,
+                plot_height,
+            );
+            return;
+        }
         ui.horizontal(|ui| {
             let marginal_width = (rest.x * 0.28).max(120.0);
             ui.vertical(|ui| {
@@ -337,8 +467,19 @@ impl View for PosteriorView {
         }
     }
 
-    fn transport(&mut self, action: Transport) {
-        self.session.control(action.control(self.snapshot.playing));
+    fn act(&mut self, action: Action) {
+        match action.control(self.snapshot.playing) {
+            Some(control) => self.session.control(control),
+            None => {
+                match action {
+                    Action::FlipSign => self.preset.sampler.flip_friction_sign(),
+                    Action::Faster => self.preset.view.set_speed(2.0 * self.preset.view.speed()),
+                    Action::Slower => self.preset.view.set_speed(0.5 * self.preset.view.speed()),
+                    _ => {}
+                }
+                self.apply_changes(false);
+            }
+        }
     }
 
     fn preset(&self) -> Option<AnyPreset> {

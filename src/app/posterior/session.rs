@@ -3,7 +3,8 @@
 //! every time, however the ticks fell.
 
 use crate::app::worker::{Message, Simulation, Transport, WorkerHandle};
-use crate::diagnostics::{SERIES_DISTANCE_CHAINS, SeriesRow, Truth};
+use crate::diagnostics::growth::{Extents, GrowthRate, GrowthRow, growth_rate, growth_row};
+use crate::diagnostics::{ModeVisits, SERIES_DISTANCE_CHAINS, SeriesRow, Truth};
 use crate::engine::{
     BackendChoice, BackendInfo, ChainStates, Engine, HistogramSpec, Moments, create_engine,
     create_engine_reusing, gpu::GpuContext,
@@ -12,7 +13,7 @@ use crate::math::{Chain2, Grid2, SamplerParams, Target};
 use crate::preset::{Change, Preset};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Positions kept per highlighted chain.
 pub const TRAIL_LENGTH: usize = 24;
@@ -22,6 +23,23 @@ const DISTANCE_EVERY: u32 = 8;
 const CONTOUR_RESOLUTION: u32 = 160;
 /// Rows of the time series kept; older rows are thinned, never dropped.
 const MAX_SERIES_ROWS: usize = 8192;
+/// Highlighted chains whose every step is kept (replayed on the CPU between ticks).
+pub const TRACKED_CHAINS: usize = 64;
+/// Steps kept per tracked chain; a chain's history stops growing when it diverges, so the
+/// steps before a divergence stay for the replay.
+pub const HISTORY_STEPS: usize = 600;
+
+/// Steps over which the growth rate of the tracked chains is measured.
+pub const GROWTH_WINDOW: usize = 10;
+
+/// The tracked chains' states at every step, oldest first.
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    /// Per tracked chain: (step, state after that step), at most [`HISTORY_STEPS`].
+    pub paths: Vec<VecDeque<(u32, Chain2)>>,
+    /// Per tracked chain, the step at which it diverged (0 while alive).
+    pub diverged_at: Vec<u32>,
+}
 
 /// What the views draw, replaced after every tick.
 #[derive(Clone, Debug, Default)]
@@ -60,6 +78,17 @@ pub struct Snapshot {
     pub sampler: Option<SamplerParams>,
     /// Exact cell masses on a fine grid over the first view (for smooth contours).
     pub contour_truth: Option<(Grid2, Vec<f64>)>,
+    /// Every step of the tracked (first highlighted) chains: the growth plot and the replay.
+    pub history: Arc<History>,
+    /// Quantiles of |p|, |θ| and ξ over the ensemble, one row per tick.
+    pub growth: Arc<Vec<GrowthRow>>,
+    /// Robust extents of the chains (with the highlighted ones): portraits follow them.
+    pub extents: Option<Extents>,
+    /// On a mixture: the mean number of modes the tracked chains have visited.
+    pub modes_visited: Option<(f64, usize)>,
+    /// How fast ln|p| of the tracked chains grew before they diverged, against the O-step's
+    /// prediction.
+    pub growth_rate: Option<GrowthRate>,
 }
 
 /// The 2-D view's commands (transport is [`crate::app::worker::Control`]).
@@ -119,6 +148,11 @@ struct Worker<R: Fn()> {
     repaint: R,
     trails: Vec<VecDeque<Chain2>>,
     series: Vec<SeriesRow>,
+    history: History,
+    /// The tracked chains at the start of the next tick (replayed from there).
+    tracked: ChainStates,
+    growth: Vec<GrowthRow>,
+    modes: Option<ModeVisits>,
     first_divergence: Option<u32>,
     last_distance: f64,
     notice: Option<String>,
@@ -151,6 +185,10 @@ impl<R: Fn()> Worker<R> {
             repaint,
             trails: Vec::new(),
             series: Vec::new(),
+            history: History::default(),
+            tracked: ChainStates::default(),
+            growth: Vec::new(),
+            modes: None,
             first_divergence: None,
             last_distance: f64::NAN,
             notice: None,
@@ -195,6 +233,10 @@ impl<R: Fn()> Worker<R> {
     fn clear_history(&mut self) {
         self.trails.clear();
         self.series.clear();
+        self.history = History::default();
+        self.tracked = ChainStates::default();
+        self.growth.clear();
+        self.modes = ModeVisits::for_target(&self.target);
         self.first_divergence = None;
         self.last_distance = f64::NAN;
         self.ticks = 0;
@@ -214,6 +256,7 @@ impl<R: Fn()> Worker<R> {
             self.target = preset.model().target;
             self.truth = Truth::new(&self.target);
             self.view_truth = None;
+            self.modes = ModeVisits::for_target(&self.target);
         }
         self.preset = preset;
         self.update_view_truth();
@@ -259,6 +302,10 @@ impl<R: Fn()> Worker<R> {
 
     fn advance(&mut self, steps: u32) -> anyhow::Result<()> {
         let views = self.views.clone();
+        if self.tracked.chains.is_empty() {
+            self.tracked = self.engine().read_chains(0, TRACKED_CHAINS as u32)?;
+        }
+        let step0 = self.engine().steps_done();
         let start = Instant::now();
         let report = self.engine().advance(steps, &views)?;
         self.transport.arrived(report.step);
@@ -274,7 +321,32 @@ impl<R: Fn()> Worker<R> {
         let new_step = self.series.last().is_none_or(|r| r.step != report.step);
         if new_step {
             self.update_trails(&head, highlighted as usize);
+            if steps > 0 {
+                self.replay_tracked(step0, steps);
+            }
+            if let Some(row) = growth_row(report.step, &head) {
+                thin_push(&mut self.growth, row, MAX_SERIES_ROWS);
+            }
         }
+        self.tracked = ChainStates {
+            chains: head.chains.iter().take(TRACKED_CHAINS).copied().collect(),
+            diverged_at: head
+                .diverged_at
+                .iter()
+                .take(TRACKED_CHAINS)
+                .copied()
+                .collect(),
+        };
+        let shown = highlighted as usize;
+        let highlighted_alive: Vec<Chain2> = head
+            .chains
+            .iter()
+            .zip(&head.diverged_at)
+            .take(shown)
+            .filter(|(_, d)| **d == 0)
+            .map(|(c, _)| *c)
+            .collect();
+        let extents = Extents::of(&head, &highlighted_alive, 0.99);
         if report.moments.diverged > 0 && self.first_divergence.is_none() {
             self.first_divergence = Some(report.step);
         }
@@ -312,21 +384,57 @@ impl<R: Fn()> Worker<R> {
         s.view_truth.clone_from(&self.view_truth);
         s.contour_truth.clone_from(&self.contour_truth);
         s.sampler = Some(model.sampler);
+        if new_step {
+            s.history = Arc::new(self.history.clone());
+            s.growth = Arc::new(self.growth.clone());
+            let paths: Vec<Vec<Chain2>> = self
+                .history
+                .paths
+                .iter()
+                .map(|p| p.iter().map(|(_, c)| *c).collect())
+                .collect();
+            s.growth_rate = growth_rate(&paths, &model.sampler, GROWTH_WINDOW);
+        }
+        s.extents = extents;
+        s.modes_visited = self.modes.as_ref().map(|m| (m.mean(), m.modes()));
         drop(s);
         (self.repaint)();
         Ok(())
     }
 
-    fn record_row(&mut self, step: u32, step_size: f64, exploring: bool, m: &Moments) {
-        if self.series.len() >= MAX_SERIES_ROWS {
-            // Keep the whole history at half the resolution rather than forget its start.
-            let mut i = 0;
-            self.series.retain(|_| {
-                i += 1;
-                i % 2 == 0
+    /// Replays the tracked chains through the steps of the last tick on the CPU (the same
+    /// random numbers as the engine), so that every step of them is kept, and counts the
+    /// modes they visit.
+    fn replay_tracked(&mut self, step0: u32, steps: u32) {
+        let model = self.engine().model().clone();
+        let seed = self.preset.seed;
+        let n = self.tracked.chains.len();
+        self.history.paths.resize_with(n, VecDeque::new);
+        self.history.diverged_at.resize(n, 0);
+        for i in 0..n {
+            if self.tracked.diverged_at[i] != 0 || self.history.diverged_at[i] != 0 {
+                continue;
+            }
+            let mut chain = self.tracked.chains[i];
+            let path = &mut self.history.paths[i];
+            let modes = &mut self.modes;
+            let diverged = model.replay(&mut chain, seed, i as u32, step0, steps, |step, c| {
+                if path.len() == HISTORY_STEPS {
+                    path.pop_front();
+                }
+                path.push_back((step, *c));
+                if let Some(m) = modes.as_mut() {
+                    m.record_one(i, c);
+                }
             });
+            if let Some(d) = diverged {
+                self.history.diverged_at[i] = d;
+            }
         }
-        self.series.push(SeriesRow {
+    }
+
+    fn record_row(&mut self, step: u32, step_size: f64, exploring: bool, m: &Moments) {
+        let row = SeriesRow {
             step,
             step_size,
             kinetic_temperature: m.kinetic_temperature(),
@@ -334,7 +442,8 @@ impl<R: Fn()> Worker<R> {
             diverged: m.diverged,
             energy_distance: self.last_distance,
             exploring,
-        });
+        };
+        thin_push(&mut self.series, row, MAX_SERIES_ROWS);
     }
 
     fn publish_notice(&self) {
@@ -356,6 +465,19 @@ impl<R: Fn()> Worker<R> {
             trail.push_back(*chain);
         }
     }
+}
+
+/// Appends `row`, first halving the resolution of a full series rather than forgetting its
+/// start.
+fn thin_push<T>(series: &mut Vec<T>, row: T, max: usize) {
+    if series.len() >= max {
+        let mut i = 0;
+        series.retain(|_| {
+            i += 1;
+            i % 2 == 0
+        });
+    }
+    series.push(row);
 }
 
 impl<R: Fn()> Simulation for Worker<R> {
@@ -386,6 +508,17 @@ impl<R: Fn()> Simulation for Worker<R> {
 
     fn tick(&mut self, steps: u32, _changed: bool) -> anyhow::Result<()> {
         self.advance(steps)
+    }
+
+    /// Slow motion: ticks of `steps_per_frame` steps at `steps_per_second`.
+    fn tick_interval(&self) -> Duration {
+        let rate = self.preset.view.steps_per_second;
+        if rate > 0.0 {
+            Duration::from_secs_f64(f64::from(self.preset.view.steps_per_frame) / rate)
+                .max(crate::app::worker::MIN_TICK)
+        } else {
+            crate::app::worker::MIN_TICK
+        }
     }
 
     fn fail(&mut self, message: String) {

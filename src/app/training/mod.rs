@@ -7,7 +7,7 @@ pub mod session;
 
 use super::controls::slider;
 use super::plots::{reliability_diagram, small_plot};
-use super::view::{Shell, Transport, View};
+use super::view::{Action, Shell, View};
 use crate::math::{Kinetic, NoiseMass, XiUpdate, ranges};
 use crate::preset::AnyPreset;
 use crate::train::data::{DEBIAN_FASHION_MNIST, DatasetKind};
@@ -487,10 +487,12 @@ impl View for TrainingView {
     /// A training run goes on in the background: that is what it is for.
     fn set_visible(&mut self, _visible: bool) {}
 
-    fn transport(&mut self, action: Transport) {
-        if action == Transport::TogglePlay {
+    fn act(&mut self, action: Action) {
+        if matches!(action, Action::TogglePlay | Action::Play) {
             match self.snapshot.status {
-                TrainStatus::Running => self.session.send(TrainCommand::Pause(true)),
+                TrainStatus::Running if action == Action::TogglePlay => {
+                    self.session.send(TrainCommand::Pause(true))
+                }
                 TrainStatus::Paused => self.session.send(TrainCommand::Pause(false)),
                 _ => {}
             }

@@ -1,0 +1,243 @@
+//! Plot axes for quantities that span decades: a logarithmic axis for positive values and a
+//! symmetric-log (asinh) axis for signed ones, chosen from the data shown, so that a value
+//! that jumps to 3e9 does not flatten the rest of its history.
+
+use egui_plot::{GridInput, GridMark, Plot};
+
+/// How a plot's y axis maps values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scale {
+    /// Values as they are.
+    Linear,
+    /// log₁₀ of positive values.
+    Log,
+    /// asinh(v/unit)/ln 10: linear within ±unit, logarithmic beyond, for either sign.
+    SymLog {
+        /// Where the axis turns logarithmic.
+        unit: f64,
+    },
+}
+
+/// Decades a quantity must span before its axis turns logarithmic.
+const DECADES: f64 = 3.0;
+
+impl Scale {
+    /// Log when every finite value is positive and they span more than three decades;
+    /// symmetric log when signed values reach three decades beyond their typical size;
+    /// linear otherwise.
+    pub fn for_values(values: impl Iterator<Item = f64>) -> Scale {
+        let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
+        if v.len() < 2 {
+            return Scale::Linear;
+        }
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                (a.min(x), b.max(x))
+            });
+        if lo > 0.0 {
+            return if (hi / lo).log10() > DECADES {
+                Scale::Log
+            } else {
+                Scale::Linear
+            };
+        }
+        let largest = lo.abs().max(hi.abs());
+        v.iter_mut().for_each(|x| *x = x.abs());
+        v.sort_by(f64::total_cmp);
+        // The typical size: the median magnitude, or the smallest non-zero one when most
+        // values are zero.
+        let smallest = v.iter().copied().find(|&x| x > 0.0).unwrap_or(1.0);
+        let median = v[v.len() / 2];
+        let typical = if median > 0.0 { median } else { smallest }.max(largest * 1e-30);
+        if largest > 0.0 && (largest / typical).log10() > DECADES {
+            Scale::SymLog { unit: typical }
+        } else {
+            Scale::Linear
+        }
+    }
+
+    /// The plot coordinate of a value (NaN where the scale has none, e.g. v ≤ 0 on a log
+    /// axis: such points are left out).
+    pub fn to_plot(self, v: f64) -> f64 {
+        match self {
+            Scale::Linear => v,
+            Scale::Log if v > 0.0 => v.log10(),
+            Scale::Log => f64::NAN,
+            Scale::SymLog { unit } => (v / unit).asinh() / std::f64::consts::LN_10,
+        }
+    }
+
+    /// The value at a plot coordinate.
+    pub fn from_plot(self, y: f64) -> f64 {
+        match self {
+            Scale::Linear => y,
+            Scale::Log => 10f64.powf(y),
+            Scale::SymLog { unit } => unit * (y * std::f64::consts::LN_10).sinh(),
+        }
+    }
+
+    /// Applies the scale's grid and tick labels to the y axis of `plot`.
+    pub fn apply<'a>(self, plot: Plot<'a>) -> Plot<'a> {
+        match self {
+            Scale::Linear => plot,
+            Scale::Log => plot
+                .y_grid_spacer(decade_marks)
+                .y_axis_formatter(move |mark, _| {
+                    if mark.step_size >= 1.0 {
+                        short(self.from_plot(mark.value))
+                    } else {
+                        String::new()
+                    }
+                }),
+            Scale::SymLog { unit } => plot
+                .y_grid_spacer(move |input| symlog_marks(input, unit))
+                .y_axis_formatter(move |mark, _| {
+                    if mark.step_size >= 1.0 {
+                        // Round away the float error of asinh/sinh: the marks are ±10^k, 0.
+                        let v = self.from_plot(mark.value);
+                        if v.abs() < unit * 1e-6 {
+                            "0".into()
+                        } else {
+                            let k = v.abs().log10().round();
+                            short(v.signum() * 10f64.powf(k))
+                        }
+                    } else {
+                        String::new()
+                    }
+                }),
+        }
+    }
+
+    /// A note for the axis title when the scale is not linear.
+    pub fn note(self) -> &'static str {
+        match self {
+            Scale::Linear => "",
+            Scale::Log => " (log scale)",
+            Scale::SymLog { .. } => " (symmetric log scale)",
+        }
+    }
+}
+
+/// Grid marks at every decade (labelled) and its 2–9 multiples (thin), in plot coordinates
+/// of a log axis; on a symmetric-log axis the same integers are decades away from the unit.
+fn decade_marks(input: GridInput) -> Vec<GridMark> {
+    let (lo, hi) = input.bounds;
+    if !(lo.is_finite() && hi.is_finite()) || hi - lo > 400.0 {
+        return Vec::new();
+    }
+    // Label every k-th decade so that at most ~8 labels fit.
+    let every = ((hi - lo) / 8.0).ceil().max(1.0) as i64;
+    let mut marks = Vec::new();
+    for d in (lo.floor() as i64)..=(hi.ceil() as i64) {
+        if d % every == 0 {
+            marks.push(GridMark {
+                value: d as f64,
+                step_size: every as f64,
+            });
+        }
+        if every == 1 {
+            for m in 2..10 {
+                marks.push(GridMark {
+                    value: d as f64 + f64::from(m).log10(),
+                    step_size: 0.1,
+                });
+            }
+        }
+    }
+    marks
+}
+
+/// Grid marks of a symmetric-log axis: 0 and ±10^k for the decades in view (every k-th
+/// labelled so that about eight labels fit).
+fn symlog_marks(input: GridInput, unit: f64) -> Vec<GridMark> {
+    let scale = Scale::SymLog { unit };
+    let (lo, hi) = input.bounds;
+    if !(lo.is_finite() && hi.is_finite()) {
+        return Vec::new();
+    }
+    let largest = scale.from_plot(lo).abs().max(scale.from_plot(hi).abs());
+    let top = largest.max(unit).log10().ceil() as i32;
+    let bottom = (unit.log10().floor() as i32).min(top);
+    let every = ((top - bottom) / 4).max(1);
+    let mut marks = vec![GridMark {
+        value: 0.0,
+        step_size: 1.0,
+    }];
+    for k in bottom..=top {
+        let step_size = if (k - bottom) % every == 0 { 1.0 } else { 0.5 };
+        for sign in [-1.0, 1.0] {
+            let value = scale.to_plot(sign * 10f64.powi(k));
+            if value >= lo && value <= hi {
+                marks.push(GridMark { value, step_size });
+            }
+        }
+    }
+    marks
+}
+
+/// A compact number: 0.01, 5, 300, 1e6, −2e9.
+pub fn short(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if !(1e-3..1e4).contains(&a) {
+        let e = a.log10().round() as i32;
+        let m = v / 10f64.powi(e);
+        if (m.abs() - 1.0).abs() < 0.05 {
+            format!("{}1e{e}", if v < 0.0 { "−" } else { "" })
+        } else {
+            format!("{m:.1}e{e}")
+        }
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0')
+            .trim_end_matches('.')
+            .replace('-', "−")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scales_follow_the_span_of_the_data() {
+        assert_eq!(
+            Scale::for_values([1.0, 2.0, 3.0].into_iter()),
+            Scale::Linear
+        );
+        assert_eq!(Scale::for_values([1.0, 3e9].into_iter()), Scale::Log);
+        match Scale::for_values([0.1, -0.2, 0.3, 0.0, 5e7].into_iter()) {
+            Scale::SymLog { unit } => assert!((unit - 0.2).abs() < 1e-12),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            Scale::for_values([-1.0, 2.0, -3.0].into_iter()),
+            Scale::Linear
+        );
+    }
+
+    #[test]
+    fn scales_round_trip() {
+        for s in [Scale::Linear, Scale::Log, Scale::SymLog { unit: 0.5 }] {
+            for v in [0.3, 7.0, 2e8] {
+                assert!(
+                    (s.from_plot(s.to_plot(v)) - v).abs() < 1e-9 * v.max(1.0),
+                    "{s:?} {v}"
+                );
+            }
+        }
+        assert!(Scale::Log.to_plot(-1.0).is_nan());
+        assert_eq!(Scale::Log.to_plot(1000.0), 3.0);
+    }
+
+    #[test]
+    fn short_numbers() {
+        assert_eq!(short(0.0), "0");
+        assert_eq!(short(1e6), "1e6");
+        assert_eq!(short(-2e9), "−2.0e9");
+        assert_eq!(short(250.0), "250");
+        assert_eq!(short(0.125), "0.125");
+    }
+}

@@ -1,0 +1,246 @@
+//! The app as a lecture instrument: the lesson panel beside the views (a preset's story and
+//! the steps of a lecture), the keyboard, presentation mode (large type, thick lines, light
+//! or dark, full screen) and the overlay that lists the keys.
+
+use crate::preset::{Lecture, Story};
+use egui::{Key, Modifiers, RichText, Ui};
+
+/// Width of the lesson panel.
+const LESSON_WIDTH: f32 = 300.0;
+
+/// What a key asks the app to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyCommand {
+    /// Space: play or pause.
+    TogglePlay,
+    /// →: one step.
+    Step,
+    /// R: reset the chains.
+    Reset,
+    /// F: flip the friction sign.
+    FlipSign,
+    /// + or =: faster.
+    Faster,
+    /// −: slower.
+    Slower,
+    /// S: a screenshot of the window into the screenshot folder.
+    Screenshot,
+    /// ?: show or hide the list of keys.
+    ToggleHelp,
+    /// 1–9: lesson k of the lecture (0-based).
+    Lesson(usize),
+    /// F11: full screen.
+    FullScreen,
+    /// Escape: close the overlay, leave full screen.
+    Escape,
+}
+
+/// The keys and what they do, for the overlay and the Help menu.
+pub const KEYS: [(&str, &str); 11] = [
+    ("Space", "play / pause"),
+    ("→", "one step (while paused)"),
+    ("R", "reset the chains"),
+    ("F", "flip the friction sign (+1 correct ↔ −1 as printed)"),
+    ("+ / −", "faster / slower, down to one step per second"),
+    ("1 – 9", "jump to a lesson of the lecture"),
+    ("S", "screenshot of the window"),
+    ("?", "show or hide this list"),
+    ("F11", "full screen"),
+    ("Esc", "close this list, leave full screen"),
+    ("Ctrl+V", "paste a preset copied as text"),
+];
+
+/// The key commands of this frame; none while a text field or a widget being typed into has
+/// the keyboard, and none with Ctrl or Cmd held (those belong to copy, paste and zoom).
+pub fn key_commands(ctx: &egui::Context) -> Vec<KeyCommand> {
+    if ctx.egui_wants_keyboard_input() {
+        return Vec::new();
+    }
+    const DIGITS: [Key; 9] = [
+        Key::Num1,
+        Key::Num2,
+        Key::Num3,
+        Key::Num4,
+        Key::Num5,
+        Key::Num6,
+        Key::Num7,
+        Key::Num8,
+        Key::Num9,
+    ];
+    ctx.input_mut(|i| {
+        let mut out = Vec::new();
+        let mut key = |k: Key| i.consume_key(Modifiers::NONE, k);
+        let table = [
+            (Key::Space, KeyCommand::TogglePlay),
+            (Key::ArrowRight, KeyCommand::Step),
+            (Key::R, KeyCommand::Reset),
+            (Key::F, KeyCommand::FlipSign),
+            (Key::Plus, KeyCommand::Faster),
+            (Key::Equals, KeyCommand::Faster),
+            (Key::Minus, KeyCommand::Slower),
+            (Key::S, KeyCommand::Screenshot),
+            (Key::Questionmark, KeyCommand::ToggleHelp),
+            (Key::F11, KeyCommand::FullScreen),
+            (Key::Escape, KeyCommand::Escape),
+        ];
+        for (k, command) in table {
+            if key(k) {
+                out.push(command);
+            }
+        }
+        for (n, d) in DIGITS.into_iter().enumerate() {
+            if key(d) {
+                out.push(KeyCommand::Lesson(n));
+            }
+        }
+        // "?" is Shift+/ on many layouts.
+        if i.modifiers.shift && i.key_pressed(Key::Slash) {
+            out.push(KeyCommand::ToggleHelp);
+        }
+        out
+    })
+}
+
+/// A lecture in progress.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LectureState {
+    /// The lecture.
+    pub lecture: Lecture,
+    /// The lesson shown (0-based).
+    pub step: usize,
+}
+
+/// What the lesson panel shows and how the app presents itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Classroom {
+    /// The lecture being given, if any.
+    pub lecture: Option<LectureState>,
+    /// The story of the preset shown (title and lesson), if it has one.
+    pub lesson: Option<(String, Story)>,
+    /// The overlay that lists the keys.
+    pub show_keys: bool,
+    /// Presentation mode: large type and thick lines for a projector.
+    pub presentation: bool,
+    /// Light theme (dark otherwise).
+    pub light: bool,
+}
+
+/// What the lesson panel asks of the app.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LessonRequest {
+    /// Show lesson k of the lecture.
+    Go(usize),
+    /// Close the panel (end the lecture).
+    Close,
+}
+
+impl Classroom {
+    /// Whether the lesson panel is shown.
+    pub fn panel_shown(&self) -> bool {
+        self.lecture.is_some() || self.lesson.is_some()
+    }
+
+    /// The lesson panel: the lecture's place, the story, what to look at.
+    pub fn panel(&self, ui: &mut Ui) -> Option<LessonRequest> {
+        let mut request = None;
+        ui.set_width(LESSON_WIDTH - 16.0);
+        if let Some(l) = &self.lecture {
+            ui.label(RichText::new(&l.lecture.name).small());
+            ui.horizontal_wrapped(|ui| {
+                if ui
+                    .add_enabled(l.step > 0, egui::Button::new("◀ previous"))
+                    .clicked()
+                {
+                    request = Some(LessonRequest::Go(l.step - 1));
+                }
+                ui.label(format!(
+                    "lesson {} of {}",
+                    l.step + 1,
+                    l.lecture.steps.len()
+                ));
+                if ui
+                    .add_enabled(
+                        l.step + 1 < l.lecture.steps.len(),
+                        egui::Button::new("next ▶"),
+                    )
+                    .clicked()
+                {
+                    request = Some(LessonRequest::Go(l.step + 1));
+                }
+            });
+            ui.separator();
+        }
+        if let Some((title, story)) = &self.lesson {
+            ui.label(RichText::new(title).heading().strong());
+            ui.add_space(4.0);
+            ui.label(&story.text);
+            if !story.look_at.is_empty() {
+                ui.add_space(6.0);
+                ui.label(RichText::new("What to look at").strong());
+                for line in &story.look_at {
+                    ui.horizontal_wrapped(|ui| {
+                        ui.label("•");
+                        ui.label(line);
+                    });
+                }
+            }
+        }
+        ui.add_space(8.0);
+        if ui.small_button("close the lesson panel").clicked() {
+            request = Some(LessonRequest::Close);
+        }
+        request
+    }
+
+    /// The overlay that lists the keys; false once the user closed it.
+    pub fn keys_overlay(ctx: &egui::Context) -> bool {
+        let mut open = true;
+        egui::Window::new("Keys")
+            .collapsible(false)
+            .resizable(false)
+            .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
+            .open(&mut open)
+            .show(ctx, |ui| {
+                egui::Grid::new("keys").num_columns(2).show(ui, |ui| {
+                    for (key, what) in KEYS {
+                        ui.label(RichText::new(key).strong().monospace());
+                        ui.label(what);
+                        ui.end_row();
+                    }
+                });
+            });
+        open
+    }
+}
+
+/// The zoom factor of presentation mode for a window `height` points tall at zoom 1: the
+/// layout then sees about 620 points of height (1280×720 → 1.16, 1920×1080 → 1.74).
+pub fn presentation_zoom(height: f32) -> f32 {
+    (height / 620.0).clamp(1.0, 3.0)
+}
+
+/// Applies the theme and the stroke widths of presentation mode to every style.
+pub fn apply_style(ctx: &egui::Context, classroom: &Classroom) {
+    ctx.set_theme(if classroom.light {
+        egui::Theme::Light
+    } else {
+        egui::Theme::Dark
+    });
+    let width = if classroom.presentation { 1.5 } else { 1.0 };
+    ctx.all_styles_mut(|s| {
+        s.visuals.widgets.noninteractive.fg_stroke.width = width;
+        s.visuals.widgets.noninteractive.bg_stroke.width = width;
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zoom_fits_the_window() {
+        assert_eq!(presentation_zoom(600.0), 1.0);
+        assert!((presentation_zoom(720.0) - 1.161).abs() < 1e-3);
+        assert!((presentation_zoom(1080.0) - 1.742).abs() < 1e-3);
+    }
+}

@@ -1,0 +1,277 @@
+//! Recordings for slides: frames of the window or of one panel, written as an animated GIF
+//! (one palette for all frames, so nothing flickers) or as numbered PNG files. Writing runs
+//! on its own thread with progress and cancel; the headless `atmc-lab record` command and the
+//! app's File → Record share it.
+
+use anyhow::{Context, bail};
+use image::RgbaImage;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Most frames a recording keeps (about 40 seconds at 10 frames per second).
+pub const MAX_FRAMES: usize = 400;
+
+/// Where and how a recording is written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// An animated GIF with this delay between frames, in milliseconds.
+    Gif {
+        /// The file.
+        path: PathBuf,
+        /// Delay between frames.
+        delay_ms: u32,
+    },
+    /// Numbered PNG files `frame-0001.png`, … in a folder.
+    Frames {
+        /// The folder (created when missing).
+        dir: PathBuf,
+    },
+}
+
+impl Output {
+    /// The GIF or the folder of frames, told apart by the `.gif` ending.
+    pub fn for_path(path: &Path, delay_ms: u32) -> Output {
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("gif"))
+        {
+            Output::Gif {
+                path: path.to_owned(),
+                delay_ms,
+            }
+        } else {
+            Output::Frames {
+                dir: path.to_owned(),
+            }
+        }
+    }
+
+    /// Where the recording goes.
+    pub fn path(&self) -> &Path {
+        match self {
+            Output::Gif { path, .. } => path,
+            Output::Frames { dir } => dir,
+        }
+    }
+
+    /// Checks, before any frame is taken, that the output can be written: the GIF's folder
+    /// exists and the file can be created, or the frames' folder can be created.
+    pub fn check(&self) -> anyhow::Result<()> {
+        match self {
+            Output::Gif { path, .. } => {
+                let dir = path
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                if !dir.is_dir() {
+                    bail!(
+                        "cannot write {}: no folder {}",
+                        path.display(),
+                        dir.display()
+                    );
+                }
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                Ok(())
+            }
+            Output::Frames { dir } => std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the folder {}", dir.display())),
+        }
+    }
+}
+
+/// Progress of a writer: frames written so far, and a flag to cancel it.
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    /// Frames written.
+    pub done: Arc<AtomicUsize>,
+    /// Set to stop writing (the partial file is removed).
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// Writes `frames` (all the same size) to `output`, counting them in `progress`. Returns
+/// an error when cancelled (and removes what it wrote).
+pub fn write(frames: &[RgbaImage], output: &Output, progress: &Progress) -> anyhow::Result<()> {
+    if frames.is_empty() {
+        bail!("the recording has no frames");
+    }
+    let result = match output {
+        Output::Gif { path, delay_ms } => write_gif(frames, path, *delay_ms, progress),
+        Output::Frames { dir } => write_frames(frames, dir, progress),
+    };
+    if result.is_err()
+        && let Output::Gif { path, .. } = output
+    {
+        let _ = std::fs::remove_file(path);
+    }
+    result
+}
+
+fn cancelled(progress: &Progress) -> anyhow::Result<()> {
+    if progress.cancel.load(Ordering::Relaxed) {
+        bail!("the recording was cancelled");
+    }
+    Ok(())
+}
+
+fn write_frames(frames: &[RgbaImage], dir: &Path, progress: &Progress) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (k, frame) in frames.iter().enumerate() {
+        cancelled(progress)?;
+        let path = dir.join(format!("frame-{:04}.png", k + 1));
+        frame
+            .save_with_format(&path, image::ImageFormat::Png)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        progress.done.store(k + 1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// One palette of 256 colours for the whole recording (NeuQuant trained on a sample of the
+/// frames), and every frame mapped onto it through a table of 15-bit colours: fast, and the
+/// colours do not flicker from frame to frame as they would with a palette per frame.
+fn write_gif(
+    frames: &[RgbaImage],
+    path: &Path,
+    delay_ms: u32,
+    progress: &Progress,
+) -> anyhow::Result<()> {
+    let (w, h) = frames[0].dimensions();
+    if w > u32::from(u16::MAX) || h > u32::from(u16::MAX) {
+        bail!("a GIF frame is at most 65535 pixels wide, this one is {w}×{h}");
+    }
+    if frames.iter().any(|f| f.dimensions() != (w, h)) {
+        bail!("the frames of a recording must all be {w}×{h}");
+    }
+    let palette = Palette::train(frames);
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut encoder = gif::Encoder::new(
+        std::io::BufWriter::new(file),
+        w as u16,
+        h as u16,
+        &palette.rgb,
+    )
+    .with_context(|| format!("cannot write {}", path.display()))?;
+    encoder.set_repeat(gif::Repeat::Infinite)?;
+    for (k, frame) in frames.iter().enumerate() {
+        cancelled(progress)?;
+        let indices: Vec<u8> = frame.pixels().map(|p| palette.index(p.0)).collect();
+        let mut f = gif::Frame::from_indexed_pixels(w as u16, h as u16, indices, None);
+        // GIF delays are in hundredths of a second.
+        f.delay = (delay_ms / 10).max(2) as u16;
+        encoder
+            .write_frame(&f)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        progress.done.store(k + 1, Ordering::Relaxed);
+    }
+    drop(encoder);
+    Ok(())
+}
+
+/// A 256-colour palette and a table from 15-bit colours to its nearest entry.
+struct Palette {
+    rgb: Vec<u8>,
+    table: Vec<u8>,
+}
+
+impl Palette {
+    fn train(frames: &[RgbaImage]) -> Palette {
+        // About a million pixels from frames spread over the recording.
+        let stride = (frames.len() / 8).max(1);
+        let mut sample = Vec::new();
+        for f in frames.iter().step_by(stride) {
+            let step = (f.pixels().len() / 150_000).max(1);
+            for p in f.pixels().step_by(step) {
+                sample.extend_from_slice(&[p.0[0], p.0[1], p.0[2], 255]);
+            }
+        }
+        let nq = color_quant::NeuQuant::new(10, 256, &sample);
+        let rgb = nq.color_map_rgb();
+        let colours: Vec<[i32; 3]> = rgb
+            .chunks_exact(3)
+            .map(|c| [c[0].into(), c[1].into(), c[2].into()])
+            .collect();
+        let table = (0..1u32 << 15)
+            .map(|c| {
+                let q = [(c >> 10) & 31, (c >> 5) & 31, c & 31].map(|v| (v * 255 / 31) as i32);
+                colours
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, p)| (0..3).map(|i| (p[i] - q[i]) * (p[i] - q[i])).sum::<i32>())
+                    .map_or(0, |(i, _)| i as u8)
+            })
+            .collect();
+        Palette { rgb, table }
+    }
+
+    fn index(&self, p: [u8; 4]) -> u8 {
+        let c =
+            (usize::from(p[0] >> 3) << 10) | (usize::from(p[1] >> 3) << 5) | usize::from(p[2] >> 3);
+        self.table[c]
+    }
+}
+
+/// Counts the frames of a GIF file and gives its size (for tests and the command's report).
+pub fn gif_frames(path: &Path) -> anyhow::Result<(usize, u16, u16)> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut options = gif::DecodeOptions::new();
+    options.set_color_output(gif::ColorOutput::Indexed);
+    let mut decoder = options
+        .read_info(std::io::BufReader::new(file))
+        .with_context(|| format!("{} is not a GIF", path.display()))?;
+    let (w, h) = (decoder.width(), decoder.height());
+    let mut frames = 0;
+    while decoder.read_next_frame()?.is_some() {
+        frames += 1;
+    }
+    Ok((frames, w, h))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gif_round_trip_counts_frames() {
+        let dir = std::env::temp_dir().join(format!("atmc-record-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let frames: Vec<RgbaImage> = (0..5)
+            .map(|k| {
+                RgbaImage::from_fn(40, 30, |x, y| {
+                    image::Rgba([(x * 6) as u8, (y * 8) as u8, (k * 50) as u8, 255])
+                })
+            })
+            .collect();
+        let path = dir.join("r.gif");
+        let output = Output::for_path(&path, 100);
+        output.check().unwrap();
+        write(&frames, &output, &Progress::default()).unwrap();
+        assert_eq!(gif_frames(&path).unwrap(), (5, 40, 30));
+        // PNG frames into a folder.
+        let frames_dir = dir.join("frames");
+        write(
+            &frames,
+            &Output::for_path(&frames_dir, 100),
+            &Progress::default(),
+        )
+        .unwrap();
+        assert!(frames_dir.join("frame-0005.png").is_file());
+        // Cancelled: an error, and no half-written GIF left behind.
+        let progress = Progress::default();
+        progress.cancel.store(true, Ordering::Relaxed);
+        assert!(write(&frames, &output, &progress).is_err());
+        assert!(!path.exists());
+        assert!(
+            Output::for_path(&dir.join("no/such/dir/x.gif"), 100)
+                .check()
+                .is_err()
+        );
+        std::fs::remove_dir_all(dir).ok();
+    }
+}

@@ -1,0 +1,251 @@
+//! Every lesson of the shipped lecture loads, runs headless and reaches the state its story
+//! promises.
+
+use atmc_lab::app::posterior::session::GROWTH_WINDOW;
+use atmc_lab::diagnostics::growth::growth_rate;
+use atmc_lab::engine::BackendChoice;
+use atmc_lab::preset::{AnyPreset, Comparison, Preset};
+use atmc_lab::runner::{self, RunOutcome};
+
+fn toy(name: &str) -> Preset {
+    match AnyPreset::load(name).unwrap_or_else(|e| panic!("{e}")) {
+        AnyPreset::Toy(p) => p,
+        other => panic!("{name} is not a 2-D preset: {other:?}"),
+    }
+}
+
+fn comparison(name: &str) -> Comparison {
+    match AnyPreset::load(name).unwrap_or_else(|e| panic!("{e}")) {
+        AnyPreset::Comparison(c) => c,
+        other => panic!("{name} is not a comparison: {other:?}"),
+    }
+}
+
+fn run(p: &Preset) -> RunOutcome {
+    runner::run(p, BackendChoice::Cpu, &mut |_| {}).expect("run completes")
+}
+
+fn run_columns(c: &Comparison) -> Vec<RunOutcome> {
+    runner::run_comparison(c, BackendChoice::Cpu, &mut |_, _| {})
+        .expect("runs complete")
+        .into_iter()
+        .map(|(_, o)| o)
+        .collect()
+}
+
+/// Most tracked chains are still alive after 60 steps: the explosion unfolds slowly enough
+/// to watch (at 20 steps per second).
+fn rate_chains_ok(paths: &[Vec<atmc_lab::math::Chain2>]) -> bool {
+    paths.iter().filter(|p| p.len() > 60).count() >= paths.len() * 9 / 10
+}
+
+/// Lesson 5: with only the printed sign, log|p| climbs at the rate e^{βh} per step that the
+/// O-step predicts from each chain's own β = max(D, ξ), within 10%, in the last steps before
+/// the chains diverge.
+#[test]
+fn explosion_grows_at_the_predicted_rate() {
+    let p = toy("lesson-explosion");
+    let paths = runner::trajectories(&p, 64);
+    let diverged = paths
+        .iter()
+        .filter(|path| path.len() <= p.steps as usize)
+        .count();
+    assert!(
+        diverged >= 60,
+        "only {diverged} of 64 tracked chains diverged"
+    );
+    assert!(rate_chains_ok(&paths));
+    let rate = growth_rate(&paths, &p.sampler.params(), GROWTH_WINDOW).expect("growth measured");
+    eprintln!("{rate:?}");
+    assert!(
+        (rate.measured / rate.predicted - 1.0).abs() < 0.1,
+        "measured {} vs predicted {}",
+        rate.measured,
+        rate.predicted
+    );
+}
+
+fn mlp(name: &str) -> atmc_lab::preset::MlpPreset {
+    match AnyPreset::load(name).unwrap_or_else(|e| panic!("{e}")) {
+        AnyPreset::Mlp(p) => p,
+        other => panic!("{name} is not an MLP preset: {other:?}"),
+    }
+}
+
+/// The lecture lists nine lessons, each a shipped preset with a story.
+#[test]
+fn the_lecture_has_nine_lessons_with_stories() {
+    use atmc_lab::preset::Lecture;
+    use atmc_lab::preset::story::SHIPPED_LECTURES;
+    let (name, text) = SHIPPED_LECTURES[0];
+    let lecture = Lecture::parse(text, name).unwrap();
+    assert_eq!(lecture.steps.len(), 9);
+    for step in &lecture.steps {
+        let p = AnyPreset::load(step).unwrap_or_else(|e| panic!("{e}"));
+        let story = p.story().unwrap_or_else(|| panic!("{step} has no story"));
+        assert!(
+            story.text.len() > 100 && !story.look_at.is_empty(),
+            "{step}"
+        );
+    }
+}
+
+/// Lesson 1: SGLD's chains fill the correlated Gaussian: the distance to exact samples falls
+/// to within the spread exact samples themselves show, and the covariance is right.
+#[test]
+fn langevin_fills_the_posterior() {
+    let s = run(&toy("lesson-langevin")).summary;
+    assert!(
+        s.energy_distance < s.energy_distance_baseline + 3.0 * s.energy_distance_baseline_sd,
+        "{} vs {} ± {}",
+        s.energy_distance,
+        s.energy_distance_baseline,
+        s.energy_distance_baseline_sd
+    );
+    assert!((s.cov[0][1] - 0.8).abs() < 0.05, "{:?}", s.cov);
+}
+
+/// Lesson 2: with the same step size and gradients, SGHMC reaches the truth on the long
+/// banana while SGLD is still far from it.
+#[test]
+fn momentum_gets_further() {
+    let runs = run_columns(&comparison("lesson-momentum"));
+    let (sgld, sghmc) = (&runs[0].summary, &runs[1].summary);
+    assert!(
+        sghmc.energy_distance
+            < sghmc.energy_distance_baseline + 4.0 * sghmc.energy_distance_baseline_sd,
+        "SGHMC {} vs exact {}",
+        sghmc.energy_distance,
+        sghmc.energy_distance_baseline
+    );
+    assert!(
+        sgld.energy_distance > 10.0 * sghmc.energy_distance,
+        "SGLD {} vs SGHMC {}",
+        sgld.energy_distance,
+        sghmc.energy_distance
+    );
+}
+
+/// Lesson 3: under gradient noise σ = 3, SGHMC runs hot; ATMC holds T = 1 and its ξ learns
+/// hσ²/2.
+#[test]
+fn the_thermostat_learns_the_noise() {
+    let runs = run_columns(&comparison("lesson-thermostat"));
+    let (sghmc, atmc) = (&runs[0].summary, &runs[1].summary);
+    assert!(sghmc.kinetic_temperature.unwrap() > 1.15, "{sghmc:?}");
+    assert!(sghmc.cov[0][0] > 1.15, "{:?}", sghmc.cov);
+    assert!((atmc.kinetic_temperature.unwrap() - 1.0).abs() < 0.03);
+    assert!((atmc.cov[0][0] - 1.0).abs() < 0.03, "{:?}", atmc.cov);
+    let xi = atmc.mean_xi.unwrap();
+    assert!((xi / 0.225 - 1.0).abs() < 0.2, "mean ξ {xi}");
+}
+
+/// Lesson 4: as printed and with the sign alone every chain explodes; overwrite alone runs
+/// hot; without the mass factor (m = 4) the samples are right and only ξ ≈ D(1 − m) + hσ²/2m
+/// shows the defect.
+#[test]
+fn each_printed_defect_shows_its_face() {
+    let runs = run_columns(&comparison("lesson-defects"));
+    let s: Vec<_> = runs.iter().map(|r| &r.summary).collect();
+    assert!(s[0].diverged_fraction > 0.99 && s[1].diverged_fraction > 0.99);
+    assert!(s[2].diverged_fraction == 0.0 && s[2].kinetic_temperature.unwrap() > 1.15);
+    assert!(s[2].cov[0][0] > 1.15, "{:?}", s[2].cov);
+    assert!(s[3].diverged_fraction == 0.0);
+    assert!((s[3].cov[0][0] - 1.0).abs() < 0.04, "{:?}", s[3].cov);
+    let xi = s[3].mean_xi.unwrap();
+    assert!((-3.2..-2.4).contains(&xi), "mean ξ {xi}");
+}
+
+/// Lesson 6: noise that grows with |θ| makes ATMC's samples too wide although its kinetic
+/// temperature is exactly T.
+#[test]
+fn state_dependent_noise_breaks_the_assumption() {
+    let s = run(&toy("lesson-state-noise")).summary;
+    assert!(s.cov[0][0] > 1.15 && s.cov[1][1] > 1.15, "{:?}", s.cov);
+    assert!((s.kinetic_temperature.unwrap() - 1.0).abs() < 0.03);
+    assert!(s.energy_distance > s.energy_distance_baseline + 3.0 * s.energy_distance_baseline_sd);
+}
+
+/// Lesson 7: from a uniform start on [−10, 10]², the average chain visits ≥ 20 of the 25
+/// modes under the cyclical schedule (h₀ = 0.07, 30 cycles in 20,000 steps) and ≤ 3 under
+/// SGLD at h = 0.01.
+#[test]
+fn cyclical_sgmcmc_visits_the_modes() {
+    let c = comparison("lesson-cyclical");
+    assert_eq!(c.base.steps, 20_000);
+    let runs = run_columns(&c);
+    let cyclical = runs[0].summary.modes_visited.unwrap();
+    let sgld = runs[1].summary.modes_visited.unwrap();
+    assert!(cyclical >= 20.0, "cyclical SGLD visited {cyclical}");
+    assert!(sgld <= 3.0, "SGLD visited {sgld}");
+}
+
+/// Lesson 8: on the funnel, Gaussian kinetic energy runs away (its kinetic temperature and
+/// spread blow up) while hyperbolic K (c = 1) stays at T and never moves θ by more than c·h.
+#[test]
+fn hyperbolic_momentum_bounds_the_update() {
+    let c = comparison("lesson-hyperbolic");
+    let runs = run_columns(&c);
+    let (gauss, hyper) = (&runs[0].summary, &runs[1].summary);
+    assert!(
+        gauss.diverged_fraction > 0.0 || gauss.kinetic_temperature.unwrap() > 10.0,
+        "{gauss:?}"
+    );
+    assert_eq!(hyper.diverged_fraction, 0.0);
+    assert!(
+        (hyper.kinetic_temperature.unwrap() - 1.0).abs() < 0.1,
+        "{hyper:?}"
+    );
+    // Every step of the tracked hyperbolic chains moves θ by at most c·h per coordinate.
+    let preset = c.column_preset(1);
+    let limit = 1.0 * preset.sampler.h as f32 * 1.0001;
+    for path in runner::trajectories(&preset, 32) {
+        for w in path.windows(2) {
+            for k in 0..2 {
+                let step = (w[1].theta[k] - w[0].theta[k]).abs();
+                assert!(step <= limit, "a step of {step} > c·h = {limit}");
+            }
+        }
+    }
+}
+
+/// Lesson 9: far from the data the posterior predictive is uncertain while the SGD network
+/// is as sure as anywhere.
+#[test]
+fn bayesian_mlp_knows_where_it_has_no_data() {
+    use atmc_lab::diagnostics::mlp::{Uncertainty, uncertainty};
+    use atmc_lab::engine::mlp::{MlpCpuEngine, MlpEngine};
+    let mut p = mlp("lesson-mlp");
+    p.chains = 256;
+    let (model, _) = p.build().unwrap();
+    let mut networks = MlpCpuEngine::new(model.clone(), p.chains, &p.init, p.seed);
+    let mut sgd = MlpCpuEngine::new(p.baseline_model(&model), 1, &p.init, p.seed);
+    networks.advance(p.steps).unwrap();
+    sgd.advance(p.steps).unwrap();
+    // Points well away from the two moons (x ∈ [−1, 2], y ∈ [−0.5, 1]).
+    let far = [
+        [-3.5f32, 3.0],
+        [4.5, 3.0],
+        [-3.5, -3.0],
+        [4.5, -3.0],
+        [0.5, 4.0],
+        [0.5, -4.0],
+    ];
+    let mean = |v: Vec<f32>| v.iter().sum::<f32>() / v.len() as f32;
+    let ensemble = mean(uncertainty(
+        &networks.predict(&far, p.chains, 0).unwrap(),
+        Uncertainty::Entropy,
+    ));
+    let single = mean(uncertainty(
+        &sgd.predict(&far, 1, 0).unwrap(),
+        Uncertainty::Entropy,
+    ));
+    assert!(
+        ensemble > 0.3,
+        "posterior predictive entropy far away {ensemble}"
+    );
+    assert!(
+        single < 0.5 * ensemble,
+        "SGD network {single} vs posterior {ensemble}"
+    );
+}
