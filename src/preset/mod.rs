@@ -404,3 +404,9 @@ impl From<MlpPreset> for AnyPreset {
         AnyPreset::Mlp(p)
     }
 }
+
+impl From<Comparison> for AnyPreset {
+    fn from(p: Comparison) -> Self {
+        AnyPreset::Comparison(p)
+    }
+}

@@ -1,0 +1,213 @@
+//! The classroom driven as a lecturer would: the keyboard, lectures, the side-by-side view,
+//! presets through the clipboard, recordings.
+
+use atmc_lab::app::compare::CompareView;
+use atmc_lab::app::posterior::PosteriorView;
+use atmc_lab::app::screenshot::{harness, run_to_step};
+use atmc_lab::app::{AtmcApp, Tab};
+use atmc_lab::engine::BackendChoice;
+use atmc_lab::preset::{AnyPreset, Preset};
+use egui::Key;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use std::time::{Duration, Instant};
+
+type AppHarness = Harness<'static, Option<AtmcApp>>;
+
+fn app(h: &AppHarness) -> &AtmcApp {
+    h.state().as_ref().expect("app started")
+}
+
+fn posterior(h: &AppHarness) -> &PosteriorView {
+    app(h).get::<PosteriorView>().expect("the 2-D view")
+}
+
+/// Steps the UI until `done` holds, or fails after `seconds`.
+fn wait(h: &mut AppHarness, seconds: u64, what: &str, done: impl Fn(&AtmcApp) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    loop {
+        h.step();
+        if done(app(h)) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn small(p: &mut Preset) {
+    p.chains = 2000;
+}
+
+#[test]
+fn keys_drive_the_view() {
+    let mut p = Preset::default_preset();
+    small(&mut p);
+    let mut h = harness(p, [1280, 720], 1.0, BackendChoice::Cpu);
+    run_to_step(&mut h, 10).unwrap();
+    let playing = |a: &AtmcApp| {
+        a.get::<PosteriorView>()
+            .unwrap()
+            .session()
+            .with_snapshot(|s| s.playing)
+    };
+    // Space plays and pauses.
+    h.key_press(Key::Space);
+    wait(&mut h, 30, "play", playing);
+    h.key_press(Key::Space);
+    wait(&mut h, 30, "pause", |a| !playing(a));
+    // → advances exactly one tick of steps_per_frame steps.
+    let before = posterior(&h).session().with_snapshot(|s| s.step);
+    let per_tick = posterior(&h).preset.view.steps_per_frame;
+    h.key_press(Key::ArrowRight);
+    wait(&mut h, 30, "one step", |a| {
+        a.get::<PosteriorView>()
+            .unwrap()
+            .session()
+            .with_snapshot(|s| s.step == before + per_tick)
+    });
+    // F flips the friction sign, live.
+    h.key_press(Key::F);
+    h.run_steps(2);
+    assert_eq!(posterior(&h).preset.sampler.friction_sign, -1.0);
+    wait(&mut h, 30, "the flipped sign in the engine", |a| {
+        a.get::<PosteriorView>()
+            .unwrap()
+            .session()
+            .with_snapshot(|s| s.sampler.is_some_and(|sp| sp.friction_sign == -1.0))
+    });
+    h.key_press(Key::F);
+    h.run_steps(2);
+    assert_eq!(posterior(&h).preset.sampler.friction_sign, 1.0);
+    // + and − change the speed, down to slow motion.
+    let speed = posterior(&h).preset.view.speed();
+    h.key_press(Key::Plus);
+    h.run_steps(2);
+    assert_eq!(posterior(&h).preset.view.speed(), 2.0 * speed);
+    for _ in 0..12 {
+        h.key_press(Key::Minus);
+    }
+    h.run_steps(2);
+    assert_eq!(posterior(&h).preset.view.speed(), 1.0, "down to one step per second");
+    assert!(posterior(&h).preset.view.steps_per_second > 0.0);
+    // R resets the chains to step 0.
+    h.key_press(Key::R);
+    wait(&mut h, 30, "the reset", |a| {
+        a.get::<PosteriorView>()
+            .unwrap()
+            .session()
+            .with_snapshot(|s| s.step == 0)
+    });
+    // ? shows the keys.
+    h.key_press_modifiers(egui::Modifiers::SHIFT, Key::Questionmark);
+    h.run_steps(3);
+    h.get_by_label("play / pause");
+    h.key_press(Key::Escape);
+    h.run_steps(3);
+    assert!(h.query_by_label("play / pause").is_none());
+}
+
+#[test]
+fn a_lecture_steps_through_its_lessons_with_the_number_keys() {
+    let mut p = Preset::default_preset();
+    small(&mut p);
+    let mut h = harness(p, [1280, 720], 1.0, BackendChoice::Cpu);
+    h.get_by_label("Lectures").click();
+    h.run_steps(3);
+    h.get_by_label_contains("Adaptive thermostats").click();
+    h.run_steps(3);
+    assert_eq!(app(&h).tab, Tab::Posterior);
+    h.get_by_label_contains("Lesson 1: Langevin");
+    h.get_by_label("lesson 1 of 9");
+    // The lesson runs as it opens.
+    wait(&mut h, 30, "lesson 1 to run", |a| {
+        a.get::<PosteriorView>()
+            .unwrap()
+            .session()
+            .with_snapshot(|s| s.playing && s.step > 0)
+    });
+    // 2 opens the second lesson: a comparison, side by side.
+    h.key_press(Key::Num2);
+    h.run_steps(3);
+    assert_eq!(app(&h).tab, Tab::Compare);
+    h.get_by_label("lesson 2 of 9");
+    h.get_by_label_contains("Lesson 2: why momentum");
+    // "next ▶" goes on to the third.
+    h.get_by_label("next ▶").click();
+    h.run_steps(3);
+    h.get_by_label("lesson 3 of 9");
+    let c = app(&h).get::<CompareView>().unwrap();
+    assert_eq!(c.comparison.columns.len(), 2);
+    assert!(c.comparison.name.starts_with("Lesson 3"));
+}
+
+#[test]
+fn side_by_side_runs_in_lockstep() {
+    let AnyPreset::Comparison(mut c) = AnyPreset::load("lesson-thermostat").unwrap() else {
+        panic!("a comparison")
+    };
+    c.base.chains = 2000;
+    c.base.view.steps_per_frame = 7;
+    let mut h = harness(c, [1280, 720], 1.0, BackendChoice::Cpu);
+    assert_eq!(app(&h).tab, Tab::Compare);
+    h.get_by_label("▶ Play").click();
+    let steps = |a: &AtmcApp| -> Vec<u32> {
+        a.get::<CompareView>()
+            .unwrap()
+            .sessions()
+            .map(|s| s.with_snapshot(|s| s.step))
+            .collect()
+    };
+    wait(&mut h, 60, "100 steps in every column", |a| {
+        steps(a).iter().all(|&s| s >= 100)
+    });
+    h.key_press(Key::Space);
+    h.run_steps(2);
+    // Paused: after the last targets are reached every column is at the same step.
+    wait(&mut h, 30, "the columns to agree", |a| {
+        let s = steps(a);
+        s.iter().all(|&x| x == s[0])
+    });
+    let s = steps(app(&h));
+    assert_eq!(s[0] % 7, 0, "lockstep targets are multiples of the tick: {s:?}");
+    // Both columns are on screen with their state.
+    h.get_by_label("SGHMC (C = 1, B̂ = 0)");
+    h.get_by_label("ATMC (thermostat)");
+    assert_eq!(app(&h).active().panels().len(), 4);
+}
+
+#[test]
+fn presets_travel_through_the_clipboard() {
+    let mut p = Preset::default_preset();
+    small(&mut p);
+    let mut h = harness(p, [1280, 720], 1.0, BackendChoice::Cpu);
+    // Copy: the preset goes out as RON text.
+    h.get_by_label("Edit").click();
+    h.run_steps(2);
+    h.get_by_label("Copy preset as text").click();
+    h.step();
+    let copied = h
+        .output()
+        .platform_output
+        .commands
+        .iter()
+        .find_map(|c| match c {
+            egui::OutputCommand::CopyText(t) => Some(t.clone()),
+            _ => None,
+        })
+        .expect("a copy command");
+    assert_eq!(
+        AnyPreset::parse(&copied, "clipboard").unwrap(),
+        AnyPreset::Toy(posterior(&h).preset.clone())
+    );
+    // Paste: Ctrl+V with another preset's text applies it.
+    let printed = Preset::load("printed").unwrap();
+    h.event(egui::Event::Paste(printed.to_ron()));
+    h.run_steps(2);
+    assert_eq!(posterior(&h).preset, printed);
+    // Text that is no preset says why and changes nothing.
+    h.event(egui::Event::Paste("not a preset".into()));
+    h.run_steps(2);
+    assert_eq!(posterior(&h).preset, printed);
+    h.get_by_label_contains("pasted text:1:");
+}
