@@ -171,8 +171,8 @@ fn side_by_side_runs_in_lockstep() {
     let s = steps(app(&h));
     assert_eq!(s[0] % 7, 0, "lockstep targets are multiples of the tick: {s:?}");
     // Both columns are on screen with their state.
-    h.get_by_label("SGHMC (C = 1, B̂ = 0)");
-    h.get_by_label("ATMC (thermostat)");
+    assert!(h.get_all_by_label("SGHMC (C = 1, B̂ = 0)").next().is_some());
+    assert!(h.get_all_by_label("ATMC (thermostat)").next().is_some());
     assert_eq!(app(&h).active().panels().len(), 4);
 }
 

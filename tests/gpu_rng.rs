@@ -3,6 +3,7 @@
 
 use atmc_lab::engine::gpu::GpuContext;
 use atmc_lab::math::rng::{SequentialRng, box_muller, philox4x32_10};
+use rand::Rng;
 use wgpu::util::DeviceExt;
 
 const CHECK_ENTRY: &str = r#"

@@ -156,8 +156,8 @@ fn each_printed_defect_shows_its_face() {
     assert!((-3.2..-2.4).contains(&xi), "mean ξ {xi}");
 }
 
-/// Lesson 6: noise that grows with |θ| makes ATMC's samples too wide although its kinetic
-/// temperature is exactly T.
+/// Lesson 6: noise that grows with |θ| makes ATMC's samples too wide (Var θ ≈ 1.24) although
+/// its kinetic temperature is exactly T.
 #[test]
 fn state_dependent_noise_breaks_the_assumption() {
     let s = run(&toy("lesson-state-noise")).summary;

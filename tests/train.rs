@@ -1,27 +1,30 @@
 //! ResNet++ training end to end on a small generated image set: it learns, ATMC samples, and
 //! a run resumed from a checkpoint continues exactly.
 
+use atmc_lab::math::rng::SequentialRng;
 use atmc_lab::train::data::{DatasetKind, ImageData, ImageSet};
 use atmc_lab::train::trainer::{OptimizerKind, TrainConfig, Trainer};
+use rand::RngExt;
+use rand_distr::StandardNormal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Two classes of 12×12 grey images: horizontal or vertical stripes of a random phase and
 /// period, with pixel noise.
 fn stripes(n: usize, seed: u64) -> ImageSet {
-    let mut rng = atmc_lab::math::rng::SequentialRng::new(seed, 99);
+    let mut rng = SequentialRng::new(seed, 99);
     let (h, w) = (12, 12);
     let mut pixels = Vec::with_capacity(n * h * w);
     let mut labels = Vec::with_capacity(n);
     for i in 0..n {
         let label = (i % 2) as u8;
-        let period = 2 + rng.below(3) as usize;
-        let phase = rng.below(period as u32) as usize;
+        let period = rng.random_range(2..5usize);
+        let phase = rng.random_range(0..period);
         for y in 0..h {
             for x in 0..w {
                 let k = if label == 0 { y } else { x };
                 let on = (k + phase) % (2 * period) < period;
-                let noise = (rng.normal() * 40.0) as i32;
+                let noise = (40.0 * rng.sample::<f64, _>(StandardNormal)) as i32;
                 pixels.push((if on { 200 } else { 40 } + noise).clamp(0, 255) as u8);
             }
         }
@@ -58,8 +61,13 @@ fn config(optimizer: OptimizerKind) -> TrainConfig {
     c.burn_in_epochs = 0;
     c.sgd_lr = 0.1;
     c.atmc.h = 0.01;
-    // m = D = 1 instead of the SGD-equivalent scaling: with N = 1024 that steps faster,
-    // which four short epochs need.
+    // m = 1, D = 10 instead of the SGD-equivalent scaling: with N = 1024 that moves like SGD
+    // with learning rate 0.1 and momentum e^(−Dh) ≈ 0.9, fast enough for four short epochs.
+    // D = 1 (momentum 0.99, an effective learning rate of 10) sat on the edge of stability:
+    // it diverged for 15 of 18 (seed, data) pairs with the old draws and 16 of 18 with the
+    // new ones; D = 10 diverged for none.
+    c.atmc.mass = 1.0;
+    c.atmc.friction_floor = 10.0;
     c.atmc_auto_scale = false;
     c
 }

@@ -184,10 +184,11 @@ pub fn short(v: f64) -> String {
     } else if !(1e-3..1e4).contains(&a) {
         let e = a.log10().round() as i32;
         let m = v / 10f64.powi(e);
+        let sign = if v < 0.0 { "−" } else { "" };
         if (m.abs() - 1.0).abs() < 0.05 {
-            format!("{}1e{e}", if v < 0.0 { "−" } else { "" })
+            format!("{sign}1e{e}")
         } else {
-            format!("{m:.1}e{e}")
+            format!("{sign}{:.1}e{e}", m.abs())
         }
     } else {
         let s = format!("{v:.3}");

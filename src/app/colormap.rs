@@ -1,20 +1,7 @@
-//! Perceptual colormaps for density images.
+//! Perceptual colormaps for density images: matplotlib's inferno and viridis, from the
+//! `colorous` crate, sampled into a lookup table.
 
 use egui::Color32;
-
-/// Key colours of matplotlib's "inferno" (dark to bright, perceptually uniform), at equal
-/// spacing; intermediate values are interpolated linearly.
-const INFERNO: [[u8; 3]; 9] = [
-    [0, 0, 4],
-    [31, 12, 72],
-    [85, 15, 109],
-    [136, 34, 106],
-    [186, 54, 85],
-    [227, 89, 51],
-    [249, 140, 10],
-    [249, 201, 50],
-    [252, 255, 164],
-];
 
 /// A 256-entry lookup table.
 #[derive(Clone, Debug)]
@@ -29,19 +16,23 @@ impl Default for Colormap {
 }
 
 impl Colormap {
-    /// The inferno colormap.
+    /// matplotlib's "inferno": black through purple and orange to pale yellow, perceptually
+    /// uniform. Dark at 0, so faint densities fade into a dark background.
     pub fn inferno() -> Self {
-        let n = INFERNO.len() - 1;
+        Self::from_gradient(colorous::INFERNO)
+    }
+
+    /// matplotlib's "viridis": dark blue through green to yellow, perceptually uniform and
+    /// readable with the common colour-vision deficiencies.
+    pub fn viridis() -> Self {
+        Self::from_gradient(colorous::VIRIDIS)
+    }
+
+    fn from_gradient(gradient: colorous::Gradient) -> Self {
         let lut = (0..256)
             .map(|i| {
-                let x = i as f32 / 255.0 * n as f32;
-                let k = (x.floor() as usize).min(n - 1);
-                let t = x - k as f32;
-                let a = INFERNO[k];
-                let b = INFERNO[k + 1];
-                let mix =
-                    |u: u8, v: u8| (f32::from(u) + t * (f32::from(v) - f32::from(u))).round() as u8;
-                Color32::from_rgb(mix(a[0], b[0]), mix(a[1], b[1]), mix(a[2], b[2]))
+                let c = gradient.eval_continuous(f64::from(i) / 255.0);
+                Color32::from_rgb(c.r, c.g, c.b)
             })
             .collect();
         Self { lut }
@@ -91,16 +82,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn inferno_runs_dark_to_bright() {
-        let m = Colormap::inferno();
+    fn colormaps_run_dark_to_bright() {
         let luma =
             |c: Color32| 0.3 * f32::from(c.r()) + 0.59 * f32::from(c.g()) + 0.11 * f32::from(c.b());
-        let mut last = -1.0;
-        for i in 0..=10 {
-            let l = luma(m.color(i as f32 / 10.0));
-            assert!(l > last, "not monotone at {i}");
-            last = l;
+        for (name, m) in [
+            ("inferno", Colormap::inferno()),
+            ("viridis", Colormap::viridis()),
+        ] {
+            let mut last = -1.0;
+            for i in 0..=10 {
+                let l = luma(m.color(i as f32 / 10.0));
+                assert!(l > last, "{name} not monotone at {i}");
+                last = l;
+            }
         }
+        // matplotlib's end points.
+        let m = Colormap::inferno();
+        assert_eq!(m.color(0.0), Color32::from_rgb(0, 0, 4));
+        assert_eq!(m.color(1.0), Color32::from_rgb(252, 255, 164));
+        assert_eq!(m.color(-1.0), m.color(0.0));
+        let v = Colormap::viridis();
+        assert_eq!(v.color(0.0), Color32::from_rgb(68, 1, 84));
+        assert_eq!(v.color(1.0), Color32::from_rgb(253, 231, 37));
+
         let img = m.density_image(&[0, 1, 4, 9], 2, 2, true);
         assert_eq!(img.pixels[2], Color32::TRANSPARENT); // count 0 at the bottom left
         assert_eq!(img.pixels[1], m.color(1.0)); // the largest count at the top right

@@ -1,40 +1,56 @@
-//! The fonts of the app: egui's own plus a fallback for Greek letters, subscripts and
-//! mathematical symbols.
+//! The fonts of the app: egui's own plus a fallback for the mathematical symbols they lack.
 
-/// Where Debian's fonts-dejavu-core puts its fonts (Greek, subscripts and symbols that
-/// egui's built-in font lacks). Loaded at run time, never shipped.
-const FALLBACK_FONTS: &[(&str, &str, egui::FontFamily)] = &[
-    (
-        "DejaVuSans",
-        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-        egui::FontFamily::Proportional,
-    ),
-    (
-        "DejaVuSansMono",
-        "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
-        egui::FontFamily::Monospace,
-    ),
-];
+/// DejaVu Sans 2.37 (Bitstream Vera and Arev licences, `assets/fonts/LICENSE-DejaVu.txt`).
+/// egui's Ubuntu Light has the Greek letters and digit subscripts; DejaVu adds what the UI
+/// also shows: combining marks (θ̂, ṗ), ᵢ, ⟨ ⟩, arrows, ∇, ∈ and the status marks (■ ▶ ⚠).
+/// Bundled, so the app renders the same on every system.
+const DEJAVU_SANS: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
-/// Adds the system's DejaVu fonts (when present) as fallbacks after egui's own fonts.
+/// Adds DejaVu Sans as the last fallback of both font families, after egui's own fonts (so
+/// Latin text keeps egui's look).
 pub fn install_fonts(ctx: &egui::Context) {
     let mut fonts = egui::FontDefinitions::default();
-    let mut added = false;
-    for (name, path, family) in FALLBACK_FONTS {
-        if let Ok(bytes) = std::fs::read(path) {
-            fonts.font_data.insert(
-                (*name).to_owned(),
-                std::sync::Arc::new(egui::FontData::from_owned(bytes)),
-            );
-            fonts
-                .families
-                .entry(family.clone())
-                .or_default()
-                .push((*name).to_owned());
-            added = true;
-        }
+    fonts.font_data.insert(
+        "DejaVuSans".to_owned(),
+        std::sync::Arc::new(egui::FontData::from_static(DEJAVU_SANS)),
+    );
+    for family in [egui::FontFamily::Proportional, egui::FontFamily::Monospace] {
+        fonts
+            .families
+            .entry(family)
+            .or_default()
+            .push("DejaVuSans".to_owned());
     }
-    if added {
-        ctx.set_fonts(fonts);
+    ctx.set_fonts(fonts);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn installed_fonts_cover_the_symbols_of_the_ui() {
+        // Greek letters and subscripts, then symbols the UI shows that egui's own fonts lack
+        // (θ̂ and ṗ are combining marks; ᵢ, ⟨K'⟩, arrows, ∇, ∈ and the status marks).
+        let symbols = "θ₁ξ₂σβ≤√… \u{302}\u{307}ᵢ⟨⟩←→↺∇∈■▶▸⚠❚";
+        let ctx = egui::Context::default();
+        install_fonts(&ctx);
+        // Fonts exist only once a pass has run.
+        let _ = ctx.run_ui(egui::RawInput::default(), |_| {});
+        for font in [
+            egui::FontId::proportional(14.0),
+            egui::FontId::monospace(14.0),
+        ] {
+            for c in symbols.chars() {
+                assert!(
+                    ctx.fonts_mut(|f| f.has_glyph(&font, c)),
+                    "{font:?} has no {c:?}"
+                );
+            }
+        }
+        // Without DejaVu some are missing, so the fallback is what provides them.
+        let bare = egui::Context::default();
+        let _ = bare.run_ui(egui::RawInput::default(), |_| {});
+        assert!(!bare.fonts_mut(|f| f.has_glyphs(&egui::FontId::proportional(14.0), "ᵢ⟨⟩")));
     }
 }

@@ -973,9 +973,15 @@ impl eframe::App for AtmcApp {
 /// Opens the desktop app on `preset`. Tries the wgpu renderer first and falls back to glow
 /// (OpenGL) when it cannot start.
 pub fn run_native(preset: AnyPreset, backend: BackendChoice) -> anyhow::Result<()> {
+    // Drawn by tests/icon.rs, which also checks that it decodes.
+    let icon = std::sync::Arc::new(
+        eframe::icon_data::from_png_bytes(include_bytes!("../../assets/icon.png"))
+            .expect("assets/icon.png is a PNG"),
+    );
     let options = |renderer| eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("atmc-lab")
+            .with_icon(icon.clone())
             .with_inner_size([1280.0, 720.0])
             .with_min_inner_size([960.0, 600.0]),
         renderer,

@@ -247,6 +247,8 @@ pub fn reliability_bins(probs: &[f32], labels: &[u32], classes: usize) -> Vec<Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::math::rng::SequentialRng;
+    use rand::RngExt;
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-6
@@ -345,13 +347,11 @@ mod tests {
         let n = 101;
         let mut probs = Vec::with_capacity(n * classes);
         let mut labels = Vec::with_capacity(n);
-        let mut state = 12345u32;
-        let mut next = || {
-            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (state >> 8) as f32 / 16_777_216.0 + 0.01
-        };
+        let mut rng = SequentialRng::new(12345, 0);
         for i in 0..n {
-            let row: Vec<f32> = (0..classes).map(|_| next().powi(3)).collect();
+            let row: Vec<f32> = (0..classes)
+                .map(|_| rng.random_range(0.01f32..1.01).powi(3))
+                .collect();
             let sum: f32 = row.iter().sum();
             probs.extend(row.iter().map(|p| p / sum));
             labels.push((i * 7 % classes) as u32);

@@ -225,23 +225,27 @@ mod tests {
         assert!((row.log_p[1] - 8.0).abs() < 1e-6);
     }
 
-    /// A chain whose |p| is multiplied by e^{βh} per step with ξ = 3 > D: measured = βh.
+    /// A chain whose |p| is multiplied by e^{βh} per step: measured = predicted = βh, with β
+    /// from ξ after the half thermostat step (ξ = 3, a large mass keeps p²/m ≈ 0, so
+    /// β = 3 − h/2 · T).
     #[test]
     fn growth_rate_of_a_pure_exponential() {
         let mut sp = SamplerSpec::new(SamplerKind::Atmc);
         sp.friction_sign = -1.0;
         sp.h = 0.05;
+        sp.mass = 1e4;
         let sampler = sp.params();
+        let beta_h = 0.05 * (3.0 - 0.025);
         let path: Vec<Chain2> = (0..40)
             .map(|k| Chain2 {
                 theta: [0.0, 0.0],
-                p: [(0.15 * k as f32).exp(), 0.1],
+                p: [(beta_h as f32 * k as f32).exp(), 0.1],
                 xi: [3.0, 3.0],
             })
             .collect();
         let rate = growth_rate(&[path], &sampler, 20).unwrap();
-        assert!((rate.measured - 0.15).abs() < 1e-4, "{rate:?}");
-        assert!((rate.predicted - 0.15).abs() < 1e-6, "{rate:?}");
+        assert!((rate.measured - beta_h).abs() < 1e-4, "{rate:?}");
+        assert!((rate.predicted - beta_h).abs() < 1e-4, "{rate:?}");
         assert!(growth_rate(&[vec![Chain2::default(); 5]], &sampler, 20).is_none());
     }
 

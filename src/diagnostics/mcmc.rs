@@ -372,30 +372,20 @@ pub fn energy_distance(x: &[f64], y: &[f64], dim: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::math::rng::SequentialRng;
+    use rand_distr::{Distribution, StandardNormal};
     use std::f64::consts::PI;
 
-    /// SplitMix64 with Box–Muller: small, seeded and good enough for tests.
-    struct Rng(u64);
+    /// The project's seeded host generator with rand_distr's standard normal.
+    struct Rng(SequentialRng);
 
     impl Rng {
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        /// Uniform on (0, 1): 53 random bits, offset by half a step so 0 is
-        /// never returned (the logarithm in Box–Muller needs that).
-        fn uniform(&mut self) -> f64 {
-            ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        fn new(seed: u64) -> Self {
+            Self(SequentialRng::new(seed, 0))
         }
 
         fn normal(&mut self) -> f64 {
-            let u1 = self.uniform();
-            let u2 = self.uniform();
-            (-2.0 * u1.ln()).sqrt() * (2.0 * PI * u2).cos()
+            StandardNormal.sample(&mut self.0)
         }
     }
 
@@ -498,7 +488,7 @@ mod tests {
 
     #[test]
     fn iid_chains_look_converged() {
-        let mut rng = Rng(1);
+        let mut rng = Rng::new(1);
         let d = iid_chains(&mut rng, 8, 1000);
         let r = split_rhat(&d);
         let ess = ess_bulk(&d);
@@ -511,7 +501,7 @@ mod tests {
 
     #[test]
     fn ar1_bulk_ess_matches_theory() {
-        let mut rng = Rng(2);
+        let mut rng = Rng::new(2);
         let phi = 0.9;
         let d = ar1_chains(&mut rng, 8, 2000, phi);
         let want = 16000.0 * (1.0 - phi) / (1.0 + phi);
@@ -526,7 +516,7 @@ mod tests {
 
     #[test]
     fn shifted_chain_is_flagged() {
-        let mut rng = Rng(3);
+        let mut rng = Rng::new(3);
         let mut d = iid_chains(&mut rng, 4, 1000);
         d[0].iter_mut().for_each(|v| *v += 2.0);
         println!("shifted: rhat {:.4}", split_rhat(&d));
@@ -535,7 +525,7 @@ mod tests {
 
     #[test]
     fn scale_difference_is_caught_by_folding() {
-        let mut rng = Rng(4);
+        let mut rng = Rng::new(4);
         let mut d = iid_chains(&mut rng, 4, 1000);
         d[0].iter_mut().for_each(|v| *v *= 3.0);
         let bulk = rhat_bulk(&d);
@@ -583,7 +573,7 @@ mod tests {
 
     #[test]
     fn energy_distance_detects_shift() {
-        let mut rng = Rng(5);
+        let mut rng = Rng::new(5);
         let n = 2000;
         let a: Vec<f64> = (0..2 * n).map(|_| rng.normal()).collect();
         let b: Vec<f64> = (0..2 * n).map(|_| rng.normal()).collect();
@@ -608,7 +598,7 @@ mod tests {
     #[test]
     fn large_input_is_fast() {
         // 256 chains × 2000 draws of a slowly mixing AR(1) must stay cheap.
-        let mut rng = Rng(6);
+        let mut rng = Rng::new(6);
         let d = ar1_chains(&mut rng, 256, 2000, 0.99);
         let start = std::time::Instant::now();
         let ess = ess_bulk(&d);

@@ -173,36 +173,60 @@ impl MlpSeriesRow {
     }
 }
 
+/// One line of [`series_csv`].
+#[derive(Serialize)]
+struct CsvRow {
+    step: u32,
+    kinetic_temperature: f64,
+    mean_xi: f64,
+    diverged: u64,
+    test_accuracy: Option<f64>,
+    test_nll: Option<f64>,
+    test_ece: Option<f64>,
+    single_test_accuracy: f64,
+    single_test_nll: f64,
+    baseline_test_accuracy: f64,
+    baseline_test_nll: f64,
+    baseline_test_ece: f64,
+}
+
+/// Header of [`series_csv`]: the field names of [`CsvRow`].
+const CSV_HEADER: [&str; 12] = [
+    "step",
+    "kinetic_temperature",
+    "mean_xi",
+    "diverged",
+    "test_accuracy",
+    "test_nll",
+    "test_ece",
+    "single_test_accuracy",
+    "single_test_nll",
+    "baseline_test_accuracy",
+    "baseline_test_nll",
+    "baseline_test_ece",
+];
+
 /// The series as CSV text; the posterior-predictive fields are empty in rows where no
 /// averaged network was alive.
 pub fn series_csv(series: &[MlpSeriesRow]) -> String {
-    let mut out = String::from(
-        "step,kinetic_temperature,mean_xi,diverged,\
-         test_accuracy,test_nll,test_ece,single_test_accuracy,single_test_nll,\
-         baseline_test_accuracy,baseline_test_nll,baseline_test_ece\n",
-    );
-    for r in series {
-        let ensemble = if r.ensemble_networks == 0 {
-            ",,".to_string()
-        } else {
-            let m = &r.ensemble_test;
-            format!("{},{},{}", m.accuracy, m.nll, m.ece)
-        };
-        out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{}\n",
-            r.step,
-            r.kinetic_temperature,
-            r.mean_xi,
-            r.diverged,
-            ensemble,
-            r.single_test.accuracy,
-            r.single_test.nll,
-            r.baseline_test.accuracy,
-            r.baseline_test.nll,
-            r.baseline_test.ece,
-        ));
-    }
-    out
+    let rows = series.iter().map(|r| {
+        let ensemble = (r.ensemble_networks > 0).then_some(&r.ensemble_test);
+        CsvRow {
+            step: r.step,
+            kinetic_temperature: r.kinetic_temperature,
+            mean_xi: r.mean_xi,
+            diverged: r.diverged,
+            test_accuracy: ensemble.map(|m| m.accuracy),
+            test_nll: ensemble.map(|m| m.nll),
+            test_ece: ensemble.map(|m| m.ece),
+            single_test_accuracy: r.single_test.accuracy,
+            single_test_nll: r.single_test.nll,
+            baseline_test_accuracy: r.baseline_test.accuracy,
+            baseline_test_nll: r.baseline_test.nll,
+            baseline_test_ece: r.baseline_test.ece,
+        }
+    });
+    super::csv_text(&CSV_HEADER, rows)
 }
 
 /// Statistics of one weight layer at the end of a run.
@@ -289,5 +313,25 @@ mod tests {
         // Networks agree on 0.5 at the second point and split 0/1 at the third.
         assert_eq!(s[1], 0.0);
         assert!((s[2] - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn series_csv_leaves_the_ensemble_empty_without_networks() {
+        let mut row = MlpSeriesRow {
+            step: 50,
+            ensemble_networks: 4,
+            ..MlpSeriesRow::default()
+        };
+        row.ensemble_test.accuracy = 0.5;
+        let without = MlpSeriesRow {
+            ensemble_networks: 0,
+            ..row.clone()
+        };
+        let text = series_csv(&[row, without]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(series_csv(&[]), format!("{}\n", lines[0]));
+        assert_eq!(lines[0], CSV_HEADER.join(","));
+        assert_eq!(lines[1], "50,0.0,0.0,0,0.5,0.0,0.0,0.0,0.0,0.0,0.0,0.0");
+        assert_eq!(lines[2], "50,0.0,0.0,0,,,,0.0,0.0,0.0,0.0,0.0");
     }
 }

@@ -279,24 +279,37 @@ pub struct SeriesRow {
     pub exploring: bool,
 }
 
+/// Header of [`series_csv`]: the field names of [`SeriesRow`].
+const SERIES_HEADER: [&str; 7] = [
+    "step",
+    "step_size",
+    "kinetic_temperature",
+    "mean_xi",
+    "diverged",
+    "energy_distance",
+    "exploring",
+];
+
 /// The time series as CSV text.
 pub fn series_csv(series: &[SeriesRow]) -> String {
-    let mut out = String::from(
-        "step,step_size,kinetic_temperature,mean_xi,diverged,energy_distance,exploring\n",
-    );
-    for r in series {
-        out.push_str(&format!(
-            "{},{},{},{},{},{},{}\n",
-            r.step,
-            r.step_size,
-            r.kinetic_temperature,
-            r.mean_xi,
-            r.diverged,
-            r.energy_distance,
-            r.exploring
-        ));
+    csv_text(&SERIES_HEADER, series)
+}
+
+/// Flat rows as CSV text: the header comes from the rows' field names (`header` is written
+/// only when there are no rows), `None` fields are empty, and floats are written shortest
+/// round-trip. Rows of a different length than the header are a programming error.
+pub(crate) fn csv_text<R: Serialize>(header: &[&str], rows: impl IntoIterator<Item = R>) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut empty = true;
+    for row in rows {
+        w.serialize(row).expect("a flat CSV row");
+        empty = false;
     }
-    out
+    if empty {
+        w.write_record(header).expect("writing to memory");
+    }
+    let bytes = w.into_inner().expect("writing to memory");
+    String::from_utf8(bytes).expect("CSV of UTF-8 fields")
 }
 
 /// The step intervals (from, to] in which the recorded blocks explored (a cyclical schedule's
@@ -725,5 +738,24 @@ mod tests {
             exploration_intervals(&rows),
             vec![[0.0, 20.0], [30.0, 40.0]]
         );
+    }
+
+    #[test]
+    fn series_csv_has_one_header_even_without_rows() {
+        let row = SeriesRow {
+            step: 10,
+            step_size: 1e-25,
+            kinetic_temperature: 1.0,
+            mean_xi: f64::NAN,
+            diverged: 2,
+            energy_distance: 0.25,
+            exploring: true,
+        };
+        let text = series_csv(&[row.clone(), row]);
+        let lines: Vec<&str> = text.lines().collect();
+        // The constant header of an empty series is the one serde writes from the fields.
+        assert_eq!(series_csv(&[]), format!("{}\n", lines[0]));
+        assert_eq!(lines[0], SERIES_HEADER.join(","));
+        assert_eq!(lines[1..], ["10,1e-25,1.0,NaN,2,0.25,true"; 2]);
     }
 }

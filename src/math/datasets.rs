@@ -8,6 +8,9 @@
 
 use super::ranges;
 use super::rng::SequentialRng;
+use rand::RngExt;
+use rand::seq::SliceRandom;
+use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 use std::f64::consts::{PI, TAU};
 use std::path::Path;
@@ -259,13 +262,8 @@ impl DataSpec {
 /// A seeded shuffle of `0..n` cut into (train, test) index lists with round(n · fraction)
 /// test points, keeping at least one training point.
 fn split(n: usize, test_fraction: f32, seed: u64) -> (Vec<usize>, Vec<usize>) {
-    let mut rng = SequentialRng::new(seed, SPLIT_STREAM);
     let mut order: Vec<usize> = (0..n).collect();
-    // Fisher–Yates.
-    for i in (1..n).rev() {
-        let j = rng.below(i as u32 + 1) as usize;
-        order.swap(i, j);
-    }
+    order.shuffle(&mut SequentialRng::new(seed, SPLIT_STREAM));
     let n_test = ((n as f64 * f64::from(test_fraction)).round() as usize).min(n.saturating_sub(1));
     let test = order.split_off(n - n_test);
     (order, test)
@@ -283,7 +281,7 @@ fn generate(source: &DataSource, n: u32, noise: f32, seed: u64) -> (Vec<[f32; 2]
         let count = n / classes + u32::from(k < n % classes);
         for _ in 0..count {
             let [x, y] = clean_point(source, k, classes, &mut rng);
-            let jitter = [rng.normal(), rng.normal()];
+            let jitter: [f64; 2] = [rng.sample(StandardNormal), rng.sample(StandardNormal)];
             points.push([
                 (x + noise * jitter[0]) as f32,
                 (y + noise * jitter[1]) as f32,
@@ -300,7 +298,7 @@ fn clean_point(source: &DataSource, k: u32, classes: u32, rng: &mut SequentialRn
         DataSource::TwoMoons => {
             // make_moons: the upper arc (cos t, sin t) and the lower arc (1 − cos t,
             // ½ − sin t), t ∈ [0, π]; centred on (½, ¼) and scaled by 1.5 to [−2.25, 2.25].
-            let t = PI * rng.uniform();
+            let t = rng.random_range(0.0..PI);
             let (x, y) = if k == 0 {
                 (t.cos(), t.sin())
             } else {
@@ -310,31 +308,32 @@ fn clean_point(source: &DataSource, k: u32, classes: u32, rng: &mut SequentialRn
         }
         DataSource::Circles => {
             let radius = if k == 0 { 1.0 } else { 2.2 };
-            let angle = TAU * rng.uniform();
+            let angle = rng.random_range(0.0..TAU);
             [radius * angle.cos(), radius * angle.sin()]
         }
         DataSource::Xor => {
             // |x|, |y| ∈ [0.1, 2.5): a margin around the axes keeps the noise-free labels
             // unambiguous. Class 1: same signs (x·y > 0); class 0: opposite signs.
-            let sx = if rng.below(2) == 0 { -1.0 } else { 1.0 };
+            let sx = if rng.random() { 1.0 } else { -1.0 };
             let sy = if k == 1 { sx } else { -sx };
-            let ax = 0.1 + 2.4 * rng.uniform();
-            let ay = 0.1 + 2.4 * rng.uniform();
+            let ax = rng.random_range(0.1..2.5);
+            let ay = rng.random_range(0.1..2.5);
             [sx * ax, sy * ay]
         }
         DataSource::Spirals => {
             // Radius grows linearly from 0.25 to 2.75 over 1.5 turns; arm 1 is arm 0 turned
             // by π.
-            let t = rng.uniform();
+            let t: f64 = rng.random();
             let radius = 0.25 + 2.5 * t;
             let angle = 1.5 * TAU * t + PI * f64::from(k);
             [radius * angle.cos(), radius * angle.sin()]
         }
         DataSource::Blobs { .. } => {
             let angle = TAU * f64::from(k) / f64::from(classes);
+            let z: [f64; 2] = [rng.sample(StandardNormal), rng.sample(StandardNormal)];
             [
-                2.0 * angle.cos() + 0.3 * rng.normal(),
-                2.0 * angle.sin() + 0.3 * rng.normal(),
+                2.0 * angle.cos() + 0.3 * z[0],
+                2.0 * angle.sin() + 0.3 * z[1],
             ]
         }
         DataSource::Csv { .. } => unreachable!("CSV files are read, not generated"),
@@ -353,7 +352,7 @@ pub fn load_csv(path: impl AsRef<Path>) -> Result<(Vec<[f32; 2]>, Vec<u32>), Str
 /// Parses lines `x,y,label` into points and labels.
 ///
 /// * Fields are separated by commas, semicolons or tabs (surrounding spaces are trimmed), or
-///   else by whitespace.
+///   else by whitespace; CSV quoting (`"x","y","label"`) is understood.
 /// * `#` starts a comment up to the end of the line; blank lines are skipped.
 /// * The first remaining line is a header, and skipped, if none of its fields is a number.
 /// * x and y must be finite f32; labels are integers 0..=7 (`2` and `2.0` are both read as
@@ -362,21 +361,45 @@ pub fn load_csv(path: impl AsRef<Path>) -> Result<(Vec<[f32; 2]>, Vec<u32>), Str
 /// Errors read `origin:line: message`; the two whole-file errors (fewer than 4 points,
 /// fewer than two distinct labels) read `origin: message`.
 pub fn parse_csv(text: &str, origin: &str) -> Result<(Vec<[f32; 2]>, Vec<u32>), String> {
-    let mut points = Vec::new();
-    let mut labels = Vec::new();
-    let mut header_possible = true;
+    // The csv crate reads one delimiter and whole-line comments only, while these files may
+    // change separator from line to line and end a line with a comment: cut each line at `#`,
+    // drop it if blank, and turn its separators into commas first. `line_numbers[i]` is the
+    // file's line of the unified text's line i + 1 (csv's own count skips blank lines).
+    let mut unified = String::with_capacity(text.len());
+    let mut line_numbers = Vec::new();
     for (index, raw) in text.lines().enumerate() {
-        let line_no = index + 1;
-        let err = |msg: String| format!("{origin}:{line_no}: {msg}");
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
-        let fields: Vec<&str> = if line.contains([',', ';', '\t']) {
-            line.split([',', ';', '\t']).map(str::trim).collect()
+        if line.contains([',', ';', '\t']) {
+            unified.push_str(&line.replace([';', '\t'], ","));
         } else {
-            line.split_whitespace().collect()
-        };
+            unified.push_str(&line.split_whitespace().collect::<Vec<_>>().join(","));
+        }
+        unified.push('\n');
+        line_numbers.push(index + 1);
+    }
+    let file_line = |position: Option<&csv::Position>| {
+        let line = position.map_or(0, |p| p.line() as usize);
+        line.checked_sub(1)
+            .and_then(|i| line_numbers.get(i))
+            .copied()
+            .unwrap_or(line)
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(unified.as_bytes());
+    let mut points = Vec::new();
+    let mut labels = Vec::new();
+    let mut header_possible = true;
+    for record in reader.records() {
+        let record = record.map_err(|e| format!("{origin}:{}: {e}", file_line(e.position())))?;
+        let line_no = file_line(record.position());
+        let err = |msg: String| format!("{origin}:{line_no}: {msg}");
+        let fields: Vec<&str> = record.iter().collect();
         // Only the first non-blank line may be a header.
         let first_line = std::mem::replace(&mut header_possible, false);
         if first_line && fields.iter().all(|f| f.parse::<f64>().is_err()) {
@@ -666,6 +689,11 @@ mod tests {
         // Without a header the first line is data.
         let (points, _) = parse_csv("1 2 0\n3 4 1\n5 6 0\n7 8 1\n", "t").unwrap();
         assert_eq!(points.len(), 4);
+        // Quoted fields, as spreadsheets and R's write.csv export them, and CRLF line ends.
+        let text = "\"x\",\"y\",\"label\"\r\n\"1.5\",2,\"0\"\r\n3,4,1\r\n5,6,0\r\n7,8,\"1\"\r\n";
+        let (points, labels) = parse_csv(text, "t").unwrap();
+        assert_eq!(points[0], [1.5, 2.0]);
+        assert_eq!(labels, vec![0, 1, 0, 1]);
     }
 
     #[test]

@@ -8,6 +8,12 @@
 //! Counter layout: `ctr = [chain, step, coordinate / 4, stream]`, `key = [seed_lo, seed_hi]`.
 //! One Philox call yields four `u32`, which Box–Muller turns into four normals, one per
 //! coordinate in a block of four.
+//!
+//! Host-side work draws in sequence from [`SequentialRng`], the same Philox in counter mode,
+//! through `rand` and `rand_distr`.
+
+use rand_core::block::{BlockRng, Generator};
+use rand_core::{Infallible, SeedableRng, TryRng};
 
 /// Philox multipliers and Weyl key increments (Random123's constants).
 const PHILOX_M0: u32 = 0xD251_1F53;
@@ -145,62 +151,80 @@ impl RngCounter {
     }
 }
 
-/// A sequential generator for host-side work (exact reference samples, synthetic data sets):
-/// Philox in counter mode over one stream. Not used inside the samplers.
+/// A sequential generator for host-side work (exact reference samples, synthetic data sets,
+/// shuffles, weight init): Philox in counter mode over one stream, counter
+/// `[c mod 2³², ⌊c/2³²⌋, 0x5eed0000, stream]` for block c. Not used inside the samplers.
+///
+/// It is a [`rand_core::Rng`] (through [`TryRng`]), so `rand` and `rand_distr` draw from it:
+/// `StandardNormal.sample(&mut rng)`, `rng.random_range(0..n)`, `slice.shuffle(&mut rng)`.
 #[derive(Clone, Debug)]
-pub struct SequentialRng {
+pub struct SequentialRng(BlockRng<PhiloxBlocks>);
+
+/// The block generator behind [`SequentialRng`]: one Philox call per block of four words.
+#[derive(Clone, Debug)]
+struct PhiloxBlocks {
     key: [u32; 2],
     counter: u64,
     stream: u32,
-    buffer: [u32; 4],
-    used: usize,
+}
+
+impl Generator for PhiloxBlocks {
+    type Output = [u32; 4];
+
+    fn generate(&mut self, output: &mut [u32; 4]) {
+        let c = self.counter;
+        *output = philox4x32_10(
+            [c as u32, (c >> 32) as u32, 0x5eed_0000, self.stream],
+            self.key,
+        );
+        self.counter += 1;
+    }
 }
 
 impl SequentialRng {
     /// A generator for `seed` on a private `stream` (distinct streams never overlap).
     pub fn new(seed: u64, stream: u32) -> Self {
-        Self {
+        Self(BlockRng::new(PhiloxBlocks {
             key: seed_key(seed),
             counter: 0,
             stream,
-            buffer: [0; 4],
-            used: 4,
-        }
+        }))
+    }
+}
+
+impl TryRng for SequentialRng {
+    type Error = Infallible;
+
+    #[inline]
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        Ok(self.0.next_word())
     }
 
-    /// The next raw 32-bit word.
-    pub fn next_u32(&mut self) -> u32 {
-        if self.used == 4 {
-            let c = self.counter;
-            self.buffer = philox4x32_10(
-                [c as u32, (c >> 32) as u32, 0x5eed_0000, self.stream],
-                self.key,
-            );
-            self.counter += 1;
-            self.used = 0;
-        }
-        let word = self.buffer[self.used];
-        self.used += 1;
-        word
+    #[inline]
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        Ok(self.0.next_u64_from_u32())
     }
 
-    /// A uniform f64 in [0, 1) with 53 random bits.
-    pub fn uniform(&mut self) -> f64 {
-        let hi = u64::from(self.next_u32() >> 5);
-        let lo = u64::from(self.next_u32() >> 6);
-        ((hi << 26) | lo) as f64 * (1.0 / 9_007_199_254_740_992.0)
+    #[inline]
+    fn try_fill_bytes(&mut self, bytes: &mut [u8]) -> Result<(), Infallible> {
+        self.0.fill_bytes(bytes);
+        Ok(())
+    }
+}
+
+impl SeedableRng for SequentialRng {
+    /// The run seed (8 bytes) and the stream (4 bytes), little-endian.
+    type Seed = [u8; 12];
+
+    fn from_seed(seed: [u8; 12]) -> Self {
+        let [s @ .., t0, t1, t2, t3] = seed;
+        Self::new(u64::from_le_bytes(s), u32::from_le_bytes([t0, t1, t2, t3]))
     }
 
-    /// A standard normal f64 (Box–Muller on 53-bit uniforms, one value per call).
-    pub fn normal(&mut self) -> f64 {
-        let u = 1.0 - self.uniform();
-        let v = self.uniform();
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
-
-    /// A uniform integer in `0..n` (Lemire's multiply-shift; n > 0).
-    pub fn below(&mut self, n: u32) -> u32 {
-        ((u64::from(self.next_u32()) * u64::from(n)) >> 32) as u32
+    /// Stream 0 of `seed`. The seed is Philox's key, which needs no extra mixing (nearby keys
+    /// give unrelated streams), so this skips the PCG expansion of the default method.
+    fn seed_from_u64(seed: u64) -> Self {
+        Self::new(seed, 0)
     }
 }
 
@@ -292,14 +316,34 @@ mod tests {
 
     #[test]
     fn sequential_rng_is_uniform_and_streams_differ() {
+        use rand::{Rng, RngExt};
         let mut a = SequentialRng::new(1, 0);
         let mut b = SequentialRng::new(1, 1);
         assert_ne!(a.next_u32(), b.next_u32());
+        // The counter layout of MATH.md §0: block c of stream s is Philox at
+        // (c mod 2³², ⌊c/2³²⌋, 0x5eed0000, s), read word by word.
+        let mut r = SequentialRng::new(7, 4);
+        let words: Vec<u32> = (0..8).map(|_| r.next_u32()).collect();
+        assert_eq!(
+            words[..4],
+            philox4x32_10([0, 0, 0x5eed_0000, 4], seed_key(7))
+        );
+        assert_eq!(
+            words[4..],
+            philox4x32_10([1, 0, 0x5eed_0000, 4], seed_key(7))
+        );
+        let mut seeded = SequentialRng::from_seed([7, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0]);
+        assert_eq!(seeded.next_u32(), words[0]);
+        assert_eq!(
+            SequentialRng::seed_from_u64(7).next_u32(),
+            SequentialRng::new(7, 0).next_u32()
+        );
+
         let mut r = SequentialRng::new(3, 0);
-        let mean: f64 = (0..100_000).map(|_| r.uniform()).sum::<f64>() / 1e5;
+        let mean: f64 = (0..100_000).map(|_| r.random::<f64>()).sum::<f64>() / 1e5;
         assert!((mean - 0.5).abs() < 0.005);
         let counts = (0..100_000).fold([0u32; 5], |mut acc, _| {
-            acc[r.below(5) as usize] += 1;
+            acc[r.random_range(0..5usize)] += 1;
             acc
         });
         assert!(counts.iter().all(|&c| (19_000..21_000).contains(&c)));

@@ -8,6 +8,10 @@ use super::grid::Grid2;
 use super::real::{Real, StepRng};
 use super::rng::{RngCounter, SequentialRng, Stream, index_below};
 use super::special::normal_cdf;
+use glam::{DMat2, DVec2};
+use rand::RngExt;
+use rand::distr::weighted::WeightedIndex;
+use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 /// A target as written in a preset or on the command line.
@@ -286,17 +290,24 @@ pub struct Gaussian {
 impl Gaussian {
     /// A Gaussian from its mean, standard deviations and correlation (|ρ| < 1).
     pub fn new(mean: [f64; 2], sigma1: f64, sigma2: f64, rho: f64) -> Self {
-        let det = 1.0 - rho * rho;
+        // Σ = S R S with S = diag(σ), so Σ⁻¹ = S⁻¹ R⁻¹ S⁻¹: the only determinant is R's,
+        // 1 − ρ², which keeps full precision as |ρ| → 1 (Σ's own would cancel).
+        let correlation = DMat2::from_cols_array(&[1.0, rho, rho, 1.0]);
+        let s_inv = DMat2::from_diagonal(DVec2::new(sigma1, sigma2).recip());
+        let p = s_inv * correlation.inverse() * s_inv;
         Self {
             mean,
             sigma: [sigma1, sigma2],
             rho,
-            precision: [
-                1.0 / (sigma1 * sigma1 * det),
-                -rho / (sigma1 * sigma2 * det),
-                1.0 / (sigma2 * sigma2 * det),
-            ],
+            precision: [p.x_axis.x, p.x_axis.y, p.y_axis.y],
         }
+    }
+
+    /// The lower Cholesky factor L of the covariance (Σ = L Lᵀ): θ = μ + L z for z ~ N(0, I).
+    fn cholesky(&self) -> DMat2 {
+        let [s1, s2] = self.sigma;
+        let c = (1.0 - self.rho * self.rho).sqrt();
+        DMat2::from_cols(DVec2::new(s1, self.rho * s2), DVec2::new(0.0, c * s2))
     }
 }
 
@@ -326,9 +337,9 @@ impl Logistic {
         let mut inputs = Vec::with_capacity(n as usize);
         let mut labels = Vec::with_capacity(n as usize);
         for _ in 0..n {
-            let x = [rng.normal(), rng.normal()];
+            let x = [normal(&mut rng), normal(&mut rng)];
             let prob = sigmoid(w[0] * x[0] + w[1] * x[1]);
-            labels.push(if rng.uniform() < prob { 1.0 } else { 0.0 });
+            labels.push(if rng.random_bool(prob) { 1.0 } else { 0.0 });
             inputs.push([x[0] as f32, x[1] as f32]);
         }
         let batch_size = if batch == 0 || batch > n { n } else { batch };
@@ -412,35 +423,28 @@ impl Logistic {
     /// Newton's method for the mode and the Laplace standard deviations.
     fn fit_laplace(&mut self) {
         let inv_var = 1.0 / (self.prior_scale * self.prior_scale);
-        let mut w = [0.0f64; 2];
-        let mut hess = [inv_var, 0.0, inv_var];
+        let prior = DMat2::from_diagonal(DVec2::splat(inv_var));
+        let mut w = DVec2::ZERO;
+        let mut hess = prior;
         for _ in 0..50 {
-            let mut g = [w[0] * inv_var, w[1] * inv_var];
-            hess = [inv_var, 0.0, inv_var];
+            let mut g = w * inv_var;
+            hess = prior;
             for (x, &y) in self.inputs.iter().zip(&self.labels) {
-                let (x0, x1) = (f64::from(x[0]), f64::from(x[1]));
-                let s = sigmoid(w[0] * x0 + w[1] * x1);
-                let r = s - f64::from(y);
-                g[0] += r * x0;
-                g[1] += r * x1;
-                let c = s * (1.0 - s);
-                hess[0] += c * x0 * x0;
-                hess[1] += c * x0 * x1;
-                hess[2] += c * x1 * x1;
+                let x = DVec2::new(f64::from(x[0]), f64::from(x[1]));
+                let s = sigmoid(w.dot(x));
+                g += (s - f64::from(y)) * x;
+                // s (1 − s) x xᵀ
+                hess += DMat2::from_cols(x * x.x, x * x.y) * (s * (1.0 - s));
             }
-            let det = hess[0] * hess[2] - hess[1] * hess[1];
-            let step = [
-                (hess[2] * g[0] - hess[1] * g[1]) / det,
-                (hess[0] * g[1] - hess[1] * g[0]) / det,
-            ];
-            w = [w[0] - step[0], w[1] - step[1]];
-            if step[0].abs() + step[1].abs() < 1e-12 {
+            let step = hess.inverse() * g;
+            w -= step;
+            if step.abs().element_sum() < 1e-12 {
                 break;
             }
         }
-        let det = hess[0] * hess[2] - hess[1] * hess[1];
-        self.mode = w;
-        self.laplace_sd = [(hess[2] / det).sqrt(), (hess[0] / det).sqrt()];
+        let cov = hess.inverse();
+        self.mode = w.to_array();
+        self.laplace_sd = [cov.x_axis.x.sqrt(), cov.y_axis.y.sqrt()];
     }
 }
 
@@ -450,6 +454,11 @@ fn widened(bounds: [[f64; 2]; 2], factor: f64) -> [[f64; 2]; 2] {
         let (centre, half) = (0.5 * (lo + hi), 0.5 * factor * (hi - lo));
         [centre - half, centre + half]
     })
+}
+
+/// One standard normal draw in f64 (rand_distr's ziggurat).
+fn normal(rng: &mut SequentialRng) -> f64 {
+    StandardNormal.sample(rng)
 }
 
 fn sigmoid(z: f64) -> f64 {
@@ -742,18 +751,17 @@ impl Target {
         let mut out = Vec::with_capacity(2 * n);
         match self {
             Target::Gaussian(g) => {
-                let c = (1.0 - g.rho * g.rho).sqrt();
+                let (mean, l) = (DVec2::from_array(g.mean), g.cholesky());
                 for _ in 0..n {
-                    let (z0, z1) = (rng.normal(), rng.normal());
-                    out.push(g.mean[0] + g.sigma[0] * z0);
-                    out.push(g.mean[1] + g.sigma[1] * (g.rho * z0 + c * z1));
+                    let z = DVec2::new(normal(&mut rng), normal(&mut rng));
+                    out.extend((mean + l * z).to_array());
                 }
             }
             Target::Banana { a, b, s } => {
                 for _ in 0..n {
-                    let x = a * rng.normal();
+                    let x = a * normal(&mut rng);
                     out.push(x);
-                    out.push(b * (x * x - a * a) + s * rng.normal());
+                    out.push(b * (x * x - a * a) + s * normal(&mut rng));
                 }
             }
             Target::Donut { radius, width } => {
@@ -761,11 +769,11 @@ impl Target {
                 // accept with probability ρ / ρ_max.
                 let rho_max = radius + 10.0 * width;
                 while out.len() < 2 * n {
-                    let rho = radius + width * rng.normal();
-                    if rho <= 0.0 || rho > rho_max || rng.uniform() * rho_max >= rho {
+                    let rho = radius + width * normal(&mut rng);
+                    if rho <= 0.0 || rho > rho_max || !rng.random_bool(rho / rho_max) {
                         continue;
                     }
-                    let phi = std::f64::consts::TAU * rng.uniform();
+                    let phi = rng.random_range(0.0..std::f64::consts::TAU);
                     out.push(rho * phi.cos());
                     out.push(rho * phi.sin());
                 }
@@ -773,35 +781,30 @@ impl Target {
             Target::Gmm25 { spacing, variance } => {
                 let sd = variance.sqrt();
                 for _ in 0..n {
-                    let c = gmm_centre(rng.below(25) as usize, *spacing);
-                    out.push(c[0] + sd * rng.normal());
-                    out.push(c[1] + sd * rng.normal());
+                    let c = gmm_centre(rng.random_range(0..25), *spacing);
+                    out.push(c[0] + sd * normal(&mut rng));
+                    out.push(c[1] + sd * normal(&mut rng));
                 }
             }
             Target::Funnel { sigma_v } => {
                 for _ in 0..n {
-                    let v = sigma_v * rng.normal();
-                    out.push((0.5 * v).exp() * rng.normal());
+                    let v = sigma_v * normal(&mut rng);
+                    out.push((0.5 * v).exp() * normal(&mut rng));
                     out.push(v);
                 }
             }
             Target::DoubleWell { .. } | Target::Logistic(_) => {
-                // Inverse CDF over the cells of a fine grid, uniform inside the chosen cell.
+                // A cell of a fine grid drawn by its mass, then a uniform point inside it.
                 let grid = self.sampling_grid();
                 let (m, _) = self.cell_masses(&grid);
-                let mut cdf = Vec::with_capacity(m.len());
-                let mut acc = 0.0;
-                for v in &m {
-                    acc += v;
-                    cdf.push(acc);
-                }
+                let cells = WeightedIndex::new(&m).expect("cell masses are finite, not all zero");
                 let [dx, dy] = grid.cell_size();
                 for _ in 0..n {
-                    let u = rng.uniform() * acc;
-                    let i = cdf.partition_point(|&c| c <= u).min(m.len() - 1);
-                    let (ix, iy) = (i as u32 % grid.nx, i as u32 / grid.nx);
-                    out.push(grid.x[0] + (f64::from(ix) + rng.uniform()) * dx);
-                    out.push(grid.y[0] + (f64::from(iy) + rng.uniform()) * dy);
+                    let i = cells.sample(&mut rng) as u32;
+                    let (ix, iy) = (i % grid.nx, i / grid.nx);
+                    let (ux, uy): (f64, f64) = (rng.random(), rng.random());
+                    out.push(grid.x[0] + (f64::from(ix) + ux) * dx);
+                    out.push(grid.y[0] + (f64::from(iy) + uy) * dy);
                 }
             }
         }

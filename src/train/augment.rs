@@ -5,19 +5,17 @@
 
 use super::data::ImageSet;
 use crate::math::rng::{RngCounter, SequentialRng, Stream};
+use rand::seq::SliceRandom;
 
 /// Padding of the random crop.
 pub const CROP_PADDING: usize = 4;
 
-/// The order of the training images in `epoch`: a seeded Fisher–Yates shuffle.
+/// The order of the training images in `epoch`: a seeded shuffle, a function of (seed, epoch)
+/// alone, so a resumed run reshuffles exactly as the interrupted one would have.
 pub fn epoch_order(n: usize, seed: u64, epoch: u32) -> Vec<u32> {
     let mut order: Vec<u32> = (0..n as u32).collect();
     // Streams above 2^16 stay clear of the other host-side generators.
-    let mut rng = SequentialRng::new(seed, 0x0001_0000 + epoch);
-    for i in (1..n).rev() {
-        let j = rng.below(i as u32 + 1) as usize;
-        order.swap(i, j);
-    }
+    order.shuffle(&mut SequentialRng::new(seed, 0x0001_0000 + epoch));
     order
 }
 

@@ -9,6 +9,7 @@ use burn::module::{Module, Param};
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Device, Tensor, TensorData, activation};
+use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
 /// Depth, width and the shape of the data.
@@ -71,7 +72,8 @@ pub struct WnConv2d {
 /// He-normal values: N(0, 2/fan_in) from a seeded generator (so a seed fixes the network).
 fn he_normal(rng: &mut SequentialRng, n: usize, fan_in: usize) -> Vec<f32> {
     let std = (2.0 / fan_in as f64).sqrt();
-    (0..n).map(|_| (rng.normal() * std) as f32).collect()
+    let he = Normal::new(0.0, std).expect("a finite, positive standard deviation");
+    he.sample_iter(rng).take(n).map(|w: f64| w as f32).collect()
 }
 
 impl WnConv2d {

@@ -689,37 +689,84 @@ impl Trainer {
     }
 }
 
+/// One line of [`history_csv`].
+#[derive(Serialize)]
+struct CsvRow {
+    epoch: u32,
+    step: u32,
+    train_loss: f64,
+    test_accuracy: f64,
+    test_nll: f64,
+    test_ece: f64,
+    samples: u32,
+    ensemble_accuracy: Option<f64>,
+    ensemble_nll: Option<f64>,
+    ensemble_ece: Option<f64>,
+    images_per_s: f64,
+}
+
+/// Header of [`history_csv`]: the field names of [`CsvRow`].
+const CSV_HEADER: [&str; 11] = [
+    "epoch",
+    "step",
+    "train_loss",
+    "test_accuracy",
+    "test_nll",
+    "test_ece",
+    "samples",
+    "ensemble_accuracy",
+    "ensemble_nll",
+    "ensemble_ece",
+    "images_per_s",
+];
+
 /// The epoch rows as CSV text (empty ensemble fields before the first sample).
 pub fn history_csv(rows: &[EpochRow]) -> String {
-    let mut out = String::from(
-        "epoch,step,train_loss,test_accuracy,test_nll,test_ece,samples,\
-         ensemble_accuracy,ensemble_nll,ensemble_ece,images_per_s\n",
-    );
-    for r in rows {
-        let e = |f: fn(&ClassMetrics) -> f64| {
-            r.ensemble
-                .as_ref()
-                .map(|m| f(m).to_string())
-                .unwrap_or_default()
-        };
-        out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{}\n",
-            r.epoch,
-            r.step,
-            r.train_loss,
-            r.single.accuracy,
-            r.single.nll,
-            r.single.ece,
-            r.samples,
-            e(|m| m.accuracy),
-            e(|m| m.nll),
-            e(|m| m.ece),
-            r.images_per_s
-        ));
-    }
-    out
+    let rows = rows.iter().map(|r| CsvRow {
+        epoch: r.epoch,
+        step: r.step,
+        train_loss: r.train_loss,
+        test_accuracy: r.single.accuracy,
+        test_nll: r.single.nll,
+        test_ece: r.single.ece,
+        samples: r.samples,
+        ensemble_accuracy: r.ensemble.as_ref().map(|m| m.accuracy),
+        ensemble_nll: r.ensemble.as_ref().map(|m| m.nll),
+        ensemble_ece: r.ensemble.as_ref().map(|m| m.ece),
+        images_per_s: r.images_per_s,
+    });
+    crate::diagnostics::csv_text(&CSV_HEADER, rows)
 }
 
 fn labels_u32(labels: &[u8]) -> Vec<u32> {
     labels.iter().map(|&l| u32::from(l)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_csv_leaves_the_ensemble_empty_before_the_first_sample() {
+        let before = EpochRow {
+            epoch: 1,
+            step: 390,
+            train_loss: 1.5,
+            ..EpochRow::default()
+        };
+        let after = EpochRow {
+            ensemble: Some(ClassMetrics {
+                accuracy: 0.75,
+                ..ClassMetrics::default()
+            }),
+            samples: 3,
+            ..before.clone()
+        };
+        let text = history_csv(&[before, after]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(history_csv(&[]), format!("{}\n", lines[0]));
+        assert_eq!(lines[0], CSV_HEADER.join(","));
+        assert_eq!(lines[1], "1,390,1.5,0.0,0.0,0.0,0,,,,0.0");
+        assert_eq!(lines[2], "1,390,1.5,0.0,0.0,0.0,3,0.75,0.0,0.0,0.0");
+    }
 }

@@ -447,15 +447,27 @@ impl TrainingView {
     }
 }
 
-/// `1 h 05 min`, `3 min 20 s`, `12 s`.
+/// `2 hours`, `89 seconds`, `12 seconds`: indicatif's rounding to the nearest whole number of
+/// one unit, which moves to the next smaller unit below 1.5 of the larger one (so an estimate
+/// of 1 h 55 min reads `2 hours`, not `1 hour`).
 fn eta(seconds: f64) -> String {
-    let s = seconds.max(0.0) as u64;
-    if s >= 3600 {
-        format!("{} h {:02} min", s / 3600, (s % 3600) / 60)
-    } else if s >= 60 {
-        format!("{} min {:02} s", s / 60, s % 60)
-    } else {
-        format!("{s} s")
+    // The cast saturates (NaN → 0), so no value makes `Duration` panic.
+    let d = std::time::Duration::from_secs(seconds.max(0.0) as u64);
+    indicatif::HumanDuration(d).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::eta;
+
+    #[test]
+    fn eta_rounds_to_one_unit() {
+        assert_eq!(eta(12.4), "12 seconds");
+        assert_eq!(eta(89.0), "89 seconds");
+        assert_eq!(eta(200.0), "3 minutes");
+        assert_eq!(eta(2.0 * 3600.0 + 1000.0), "2 hours");
+        assert_eq!(eta(-5.0), "0 seconds");
+        assert_eq!(eta(f64::NAN), "0 seconds");
     }
 }
 
