@@ -1,11 +1,6 @@
 // One step of one 2-D chain: mirrors `Model::advance` in src/math/samplers.rs, calling the
-// per-coordinate updates of samplers.wgsl in the same order.
-
-struct Chain {
-    theta: vec2<f32>,
-    p: vec2<f32>,
-    xi: vec2<f32>,
-}
+// per-coordinate updates of samplers.wgsl in the same order. `Chain` (one chain's θ, p, ξ)
+// is generated from `GpuChain` in src/engine/shader_interface.rs.
 
 fn stochastic_gradient(theta: vec2<f32>, rng: RngCounter) -> vec2<f32> {
     var g = target_gradient(theta, rng);

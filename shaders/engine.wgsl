@@ -5,21 +5,20 @@
 @group(0) @binding(1) var<storage, read_write> chains: array<Chain>;
 @group(0) @binding(2) var<storage, read_write> diverged_at: array<u32>;
 // Per workgroup: alive, diverged, Σθ (2), Σθθᵀ (3), Σ pK'(p) (2), Σξ (2), unused.
-@group(0) @binding(3) var<storage, read_write> partials: array<array<f32, 12>>;
+@group(0) @binding(3) var<storage, read_write> partials: array<array<f32, CHAIN_PARTIALS>>;
 // Histograms one after another: each one's cells, then its count of chains outside the grid.
 @group(0) @binding(4) var<storage, read_write> histogram: array<atomic<u32>>;
 
-const WORKGROUP: u32 = 256u;
-var<workgroup> scratch: array<array<f32, 12>, WORKGROUP>;
+var<workgroup> scratch: array<array<f32, CHAIN_PARTIALS>, CHAIN_WORKGROUP>;
 
-// Axis a of the state: 0, 1 = θ; 2, 3 = p; 4, 5 = ξ (`Axis::index` in src/engine/mod.rs).
+// Axis a of the state (`Axis::index` in src/engine/mod.rs).
 fn state_value(chain: Chain, a: u32) -> f32 {
     switch a {
-        case 0u: { return chain.theta.x; }
-        case 1u: { return chain.theta.y; }
-        case 2u: { return chain.p.x; }
-        case 3u: { return chain.p.y; }
-        case 4u: { return chain.xi.x; }
+        case AXIS_THETA0: { return chain.theta.x; }
+        case AXIS_THETA1: { return chain.theta.y; }
+        case AXIS_P0: { return chain.p.x; }
+        case AXIS_P1: { return chain.p.y; }
+        case AXIS_XI0: { return chain.xi.x; }
         default: { return chain.xi.y; }
     }
 }
@@ -29,8 +28,8 @@ fn state_value(chain: Chain, a: u32) -> f32 {
 fn bin_into(i: u32, chain: Chain) {
     let f = params.hist_f[i];
     let u = params.hist_u[i];
-    let x = state_value(chain, u.z & 0xffu);
-    let y = state_value(chain, u.z >> 8u);
+    let x = state_value(chain, u.z & ((1u << HIST_AXIS_SHIFT) - 1u));
+    let y = state_value(chain, u.z >> HIST_AXIS_SHIFT);
     let fx = floor((x - f.x) * f.z);
     let fy = floor((y - f.y) * f.w);
     var slot = u.w + u.x * u.y;
@@ -40,15 +39,15 @@ fn bin_into(i: u32, chain: Chain) {
     atomicAdd(&histogram[slot], 1u);
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(CHAIN_WORKGROUP)
 fn advance(
     @builtin(workgroup_id) workgroup: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
     let group_index = workgroup.y * params.groups_x + workgroup.x;
-    let index = group_index * WORKGROUP + lane;
-    var contribution: array<f32, 12>;
-    for (var f = 0u; f < 12u; f++) {
+    let index = group_index * CHAIN_WORKGROUP + lane;
+    var contribution: array<f32, CHAIN_PARTIALS>;
+    for (var f = 0u; f < CHAIN_PARTIALS; f++) {
         contribution[f] = 0.0;
     }
     if (index < params.chains) {
@@ -86,9 +85,9 @@ fn advance(
     }
     scratch[lane] = contribution;
     workgroupBarrier();
-    for (var stride = WORKGROUP / 2u; stride > 0u; stride = stride / 2u) {
+    for (var stride = CHAIN_WORKGROUP / 2u; stride > 0u; stride = stride / 2u) {
         if (lane < stride) {
-            for (var f = 0u; f < 12u; f++) {
+            for (var f = 0u; f < CHAIN_PARTIALS; f++) {
                 scratch[lane][f] += scratch[lane + stride][f];
             }
         }

@@ -13,8 +13,8 @@
 @group(0) @binding(2) var<storage, read_write> diverged_at: array<u32>;
 // Training points: (x, y, label, unused).
 @group(0) @binding(3) var<storage, read> data: array<vec4<f32>>;
-// Per workgroup: alive, diverged, then per weight layer Σ pK'(p) and Σ ξ (4 layers at most).
-@group(0) @binding(4) var<storage, read_write> partials: array<array<f32, 10>>;
+// Per workgroup: alive, diverged, then per weight layer Σ pK'(p) and Σ ξ (MAX_LAYERS).
+@group(0) @binding(4) var<storage, read_write> partials: array<array<f32, MLP_PARTIALS>>;
 // Prediction inputs and outputs: per point, the sums of the class probabilities over the
 // chains and of their squares, the focus chain's probabilities, and the number of chains
 // summed (the host divides).
@@ -22,30 +22,14 @@
 @group(0) @binding(6) var<storage, read_write> predictions: array<f32>;
 // What varies between the dispatches of one submission: the step, and the slice
 // [first, end) of minibatch slots or chains this dispatch covers.
-struct Slice {
-    step: u32,
-    first: u32,
-    end: u32,
-    // 1 when this prediction dispatch also stores the focus chain's probabilities.
-    with_focus: u32,
-}
 @group(0) @binding(7) var<uniform> slice: Slice;
 
-const MLP_WORKGROUP: u32 = 64u;
-const MAX_WIDTH: u32 = 32u;
-const MAX_CLASSES: u32 = 8u;
-const MAX_LAYERS: u32 = 4u;
-// The input, three hidden layers of 32 and the logits (`MAX_ACTIVATIONS` in Rust).
-const ACTIVATIONS: u32 = 106u;
-const ACT_TANH: u32 = 0u;
-const ACT_RELU: u32 = 1u;
+// `Slice`, MLP_WORKGROUP, MAX_WIDTH, MAX_CLASSES, MAX_LAYERS, MAX_ACTIVATIONS, MLP_PARTIALS,
+// the activations ACT_* and the state regions REGION_* are generated from Rust
+// (src/engine/shader_interface.rs). SELU's λ and α are the shader's own copies of
+// `SELU_LAMBDA` and `SELU_ALPHA` in src/math/mlp.rs.
 const SELU_LAMBDA: f32 = 1.050701;
 const SELU_ALPHA: f32 = 1.6732632;
-
-const REGION_THETA: u32 = 0u;
-const REGION_P: u32 = 1u;
-const REGION_XI: u32 = 2u;
-const REGION_GRAD: u32 = 3u;
 
 fn state_index(region: u32, i: u32, chain: u32) -> u32 {
     return (region * params.mlp_params + i) * params.chains + chain;
@@ -105,7 +89,7 @@ fn activation_derivative_from_output(y: f32) -> f32 {
 
 // Runs chain `chain`'s network on x, leaving every layer's output in `acts`; returns the
 // offset of the logits.
-fn forward_into(chain: u32, x: vec2<f32>, acts: ptr<function, array<f32, ACTIVATIONS>>) -> u32 {
+fn forward_into(chain: u32, x: vec2<f32>, acts: ptr<function, array<f32, MAX_ACTIVATIONS>>) -> u32 {
     (*acts)[0] = x.x;
     (*acts)[1] = x.y;
     var input = 0u;
@@ -132,7 +116,7 @@ fn forward_into(chain: u32, x: vec2<f32>, acts: ptr<function, array<f32, ACTIVAT
     return input;
 }
 
-fn softmax_at(acts: ptr<function, array<f32, ACTIVATIONS>>, logits: u32) -> array<f32, MAX_CLASSES> {
+fn softmax_at(acts: ptr<function, array<f32, MAX_ACTIVATIONS>>, logits: u32) -> array<f32, MAX_CLASSES> {
     let k = classes();
     var m = -3.4028235e38;
     for (var c = 0u; c < k; c++) {
@@ -152,7 +136,7 @@ fn softmax_at(acts: ptr<function, array<f32, ACTIVATIONS>>, logits: u32) -> arra
 }
 
 // Adds ∇θ CE of one example to the chain's gradient region: one backward pass.
-fn accumulate_example(chain: u32, x: vec2<f32>, y: u32, acts: ptr<function, array<f32, ACTIVATIONS>>) {
+fn accumulate_example(chain: u32, x: vec2<f32>, y: u32, acts: ptr<function, array<f32, MAX_ACTIVATIONS>>) {
     let logits = forward_into(chain, x, acts);
     let probs = softmax_at(acts, logits);
     var delta: array<f32, MAX_WIDTH>;
@@ -169,10 +153,10 @@ fn accumulate_example(chain: u32, x: vec2<f32>, y: u32, acts: ptr<function, arra
         let input = output - n_in;
         for (var o = 0u; o < n_out; o++) {
             let d = delta[o];
-            let b = state_index(REGION_GRAD, biases + o, chain);
+            let b = state_index(REGION_GRADIENT, biases + o, chain);
             state[b] += d;
             for (var i = 0u; i < n_in; i++) {
-                let w = state_index(REGION_GRAD, weights + o * n_in + i, chain);
+                let w = state_index(REGION_GRADIENT, weights + o * n_in + i, chain);
                 state[w] += d * (*acts)[input + i];
             }
         }
@@ -206,14 +190,14 @@ fn batch_index(j: u32, rng: RngCounter) -> u32 {
 
 fn zero_gradient(chain: u32) {
     for (var i = 0u; i < params.mlp_params; i++) {
-        state[state_index(REGION_GRAD, i, chain)] = 0.0;
+        state[state_index(REGION_GRADIENT, i, chain)] = 0.0;
     }
 }
 
 // Σ over minibatch slots [slice.first, slice.end) of ∇CE, added to the gradient region.
 fn accumulate_slice(chain: u32) {
     let rng = chain_rng(chain);
-    var acts: array<f32, ACTIVATIONS>;
+    var acts: array<f32, MAX_ACTIVATIONS>;
     for (var j = slice.first; j < slice.end; j++) {
         let point = data[batch_index(j, rng)];
         accumulate_example(chain, point.xy, u32(point.z), &acts);
@@ -224,7 +208,7 @@ fn accumulate_slice(chain: u32) {
 fn finish_gradient(chain: u32) {
     let scale = f32(params.data_n) / f32(params.batch_size);
     for (var i = 0u; i < params.mlp_params; i++) {
-        let g = state_index(REGION_GRAD, i, chain);
+        let g = state_index(REGION_GRADIENT, i, chain);
         state[g] = theta_at(i, chain) * params.mlp_prior_precision + state[g] * scale;
     }
 }
@@ -245,7 +229,7 @@ fn store_coord(i: u32, chain: u32, c: Coord) {
 }
 
 fn gradient_at(i: u32, chain: u32) -> f32 {
-    return state[state_index(REGION_GRAD, i, chain)];
+    return state[state_index(REGION_GRADIENT, i, chain)];
 }
 
 // `MlpModel::advance` up to the gradient: ATMC's first half; every sampler clears the sum.
@@ -305,7 +289,7 @@ fn sampler_second_half(chain: u32) -> bool {
                 let c = sgnht_update(load_coord(i, chain), gradient_at(i, chain), z4[i % 4u], phase);
                 store_coord(i, chain, c);
                 // The heat of each parameter replaces its gradient once used.
-                state[state_index(REGION_GRAD, i, chain)] = c.s;
+                state[state_index(REGION_GRADIENT, i, chain)] = c.s;
                 heat_sum += c.s;
             }
             let shared_xi = (params.flags & FLAG_SGNHT_SHARED) != 0u;
@@ -334,21 +318,21 @@ fn alive(chain: u32) -> bool {
     return chain < params.chains && diverged_at[chain] == 0u;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(MLP_WORKGROUP)
 fn mlp_first_half(@builtin(global_invocation_id) id: vec3<u32>) {
     if (alive(id.x)) {
         sampler_first_half(id.x);
     }
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(MLP_WORKGROUP)
 fn mlp_accumulate(@builtin(global_invocation_id) id: vec3<u32>) {
     if (alive(id.x)) {
         accumulate_slice(id.x);
     }
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(MLP_WORKGROUP)
 fn mlp_second_half(@builtin(global_invocation_id) id: vec3<u32>) {
     if (alive(id.x) && sampler_second_half(id.x)) {
         diverged_at[id.x] = slice.step + 1u;
@@ -356,37 +340,37 @@ fn mlp_second_half(@builtin(global_invocation_id) id: vec3<u32>) {
 }
 
 // The gradient alone, for tests: clear, then the slices, then this.
-@compute @workgroup_size(64)
+@compute @workgroup_size(MLP_WORKGROUP)
 fn mlp_clear_gradient(@builtin(global_invocation_id) id: vec3<u32>) {
     if (id.x < params.chains) {
         zero_gradient(id.x);
     }
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(MLP_WORKGROUP)
 fn mlp_finish_gradient(@builtin(global_invocation_id) id: vec3<u32>) {
     if (id.x < params.chains) {
         finish_gradient(id.x);
     }
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(MLP_WORKGROUP)
 fn mlp_accumulate_all(@builtin(global_invocation_id) id: vec3<u32>) {
     if (id.x < params.chains) {
         accumulate_slice(id.x);
     }
 }
 
-var<workgroup> mlp_scratch: array<array<f32, 10>, MLP_WORKGROUP>;
+var<workgroup> mlp_scratch: array<array<f32, MLP_PARTIALS>, MLP_WORKGROUP>;
 
 // Per-layer kinetic temperature and ξ sums of the alive chains, reduced per workgroup.
-@compute @workgroup_size(64)
+@compute @workgroup_size(MLP_WORKGROUP)
 fn mlp_statistics(
     @builtin(workgroup_id) workgroup: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
     let index = workgroup.x * MLP_WORKGROUP + lane;
-    var contribution: array<f32, 10>;
+    var contribution: array<f32, MLP_PARTIALS>;
     if (alive(index)) {
         contribution[0] = 1.0;
         var offset = 0u;
@@ -405,7 +389,7 @@ fn mlp_statistics(
     workgroupBarrier();
     for (var stride = MLP_WORKGROUP / 2u; stride > 0u; stride = stride / 2u) {
         if (lane < stride) {
-            for (var f = 0u; f < 10u; f++) {
+            for (var f = 0u; f < MLP_PARTIALS; f++) {
                 mlp_scratch[lane][f] += mlp_scratch[lane + stride][f];
             }
         }
@@ -419,7 +403,7 @@ fn mlp_statistics(
 // Adds the class probabilities of the alive chains in [slice.first, slice.end) at one point
 // to its sums (the buffer starts cleared); one dispatch also stores the focus chain's own
 // probabilities.
-@compute @workgroup_size(64)
+@compute @workgroup_size(MLP_WORKGROUP)
 fn mlp_predict(@builtin(global_invocation_id) id: vec3<u32>) {
     let index = id.x;
     if (index >= params.mlp_points) {
@@ -428,7 +412,7 @@ fn mlp_predict(@builtin(global_invocation_id) id: vec3<u32>) {
     let k = classes();
     let base = index * (3u * k + 1u);
     let x = points[index];
-    var acts: array<f32, ACTIVATIONS>;
+    var acts: array<f32, MAX_ACTIVATIONS>;
     var sum: array<f32, MAX_CLASSES>;
     var square: array<f32, MAX_CLASSES>;
     for (var c = 0u; c < k; c++) {

@@ -6,9 +6,7 @@ const PHILOX_M1: u32 = 0xCD9E8D57u;
 const PHILOX_W0: u32 = 0x9E3779B9u;
 const PHILOX_W1: u32 = 0xBB67AE85u;
 
-const STREAM_INJECTED: u32 = 0u;
-const STREAM_GRADIENT_NOISE: u32 = 1u;
-const STREAM_MINIBATCH: u32 = 2u;
+// The stream numbers `STREAM_*` are generated from `Stream` (src/engine/shader_interface.rs).
 
 // The 32x32 -> 64-bit product as (high, low), from 16-bit halves: WGSL has no u64.
 fn mul_hi_lo(a: u32, b: u32) -> vec2<u32> {

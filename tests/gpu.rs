@@ -188,7 +188,7 @@ fn gpu_freezes_diverged_chains() {
 fn wgsl_is_finite_reads_the_bit_pattern() {
     let library = format!(
         "{}{}",
-        include_str!("../shaders/params.wgsl"),
+        atmc_lab::engine::shader_interface::prelude(),
         include_str!("../shaders/samplers.wgsl")
     );
     let entry =

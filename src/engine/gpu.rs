@@ -6,27 +6,33 @@
 //! atomic histogram there, so a frame reads back kilobytes, not the chains; full state is read
 //! only on request.
 
+use super::shader_interface::{
+    self, CHAIN_PARTIALS, CHAIN_WORKGROUP, FLAG_SGNHT_SHARED, FLAG_XI_OVERWRITE, GpuChain,
+    GpuParams, HIST_AXIS_SHIFT, PARAMS_BINDING,
+};
 use super::{
     BackendInfo, ChainStates, Engine, HistogramSpec, InitSpec, MAX_HISTOGRAMS, Moments, Report,
 };
-use crate::math::{Chain2, Model, SamplerKind, SamplerParams, Schedule, Target};
+use crate::math::{Chain2, Model, SamplerParams, Schedule, Target};
 use anyhow::{Context, anyhow, bail};
-use bytemuck::{Pod, Zeroable};
+use bytemuck::Zeroable;
+use std::sync::LazyLock;
 use wgpu::util::DeviceExt;
 
-/// The WGSL of the engine, composed from files that mirror `src/math` one to one.
-pub const SHADER_SOURCE: &str = concat!(
-    include_str!("../../shaders/params.wgsl"),
-    include_str!("../../shaders/rng.wgsl"),
-    include_str!("../../shaders/targets.wgsl"),
-    include_str!("../../shaders/samplers.wgsl"),
-    include_str!("../../shaders/chain2.wgsl"),
-    include_str!("../../shaders/engine.wgsl"),
-);
+/// The WGSL of the engine: the generated prelude of [`shader_interface`], then the files that
+/// mirror `src/math` one to one.
+pub static SHADER_SOURCE: LazyLock<String> = LazyLock::new(|| {
+    shader_interface::compose(&[
+        ("rng.wgsl", include_str!("../../shaders/rng.wgsl")),
+        ("targets.wgsl", include_str!("../../shaders/targets.wgsl")),
+        ("samplers.wgsl", include_str!("../../shaders/samplers.wgsl")),
+        ("chain2.wgsl", include_str!("../../shaders/chain2.wgsl")),
+        ("engine.wgsl", include_str!("../../shaders/engine.wgsl")),
+    ])
+});
 
-const WORKGROUP: u32 = 256;
 /// Moments per workgroup (see `partials` in `shaders/engine.wgsl`).
-const PARTIAL_FIELDS: usize = 12;
+const PARTIAL_FIELDS: usize = CHAIN_PARTIALS as usize;
 /// Longest dispatch: keeps each submission short enough for display watchdogs.
 const MAX_STEPS_PER_DISPATCH: u32 = 1024;
 /// Loop iterations one invocation may run: llvmpipe (lavapipe) ends an invocation after
@@ -46,55 +52,6 @@ fn loop_iterations_per_step(model: &Model) -> u32 {
     30 + 50 + 10 + batch
 }
 
-/// Uniform parameters; the layout of `Params` in `shaders/params.wgsl`. The 2-D engine and
-/// the MLP engine share it, so the sampler fields have one host-side writer.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub(crate) struct GpuParams {
-    pub(crate) seed_lo: u32,
-    pub(crate) seed_hi: u32,
-    pub(crate) step0: u32,
-    pub(crate) steps: u32,
-    pub(crate) chains: u32,
-    pub(crate) sampler_kind: u32,
-    pub(crate) target_kind: u32,
-    pub(crate) flags: u32,
-    pub(crate) h: f32,
-    pub(crate) mass: f32,
-    pub(crate) friction_floor: f32,
-    pub(crate) temperature: f32,
-    pub(crate) speed: f32,
-    pub(crate) friction_sign: f32,
-    pub(crate) noise_mass: f32,
-    pub(crate) divergence_bound: f32,
-    pub(crate) sghmc_friction: f32,
-    pub(crate) sghmc_noise_estimate: f32,
-    pub(crate) sgnht_diffusion: f32,
-    pub(crate) noise_kappa: f32,
-    pub(crate) noise_sigma0: f32,
-    pub(crate) noise_sigma1: f32,
-    pub(crate) cycle_len: u32,
-    pub(crate) explore_fraction: f32,
-    pub(crate) target_params: [f32; 8],
-    /// Per histogram: origin x, origin y, scale x, scale y.
-    pub(crate) hist_f: [[f32; 4]; MAX_HISTOGRAMS],
-    /// Per histogram: nx, ny, axes (x | y << 8), offset of its first cell.
-    pub(crate) hist_u: [[u32; 4]; MAX_HISTOGRAMS],
-    pub(crate) hist_count: u32,
-    pub(crate) data_n: u32,
-    pub(crate) batch_size: u32,
-    pub(crate) groups_x: u32,
-    pub(crate) inv_mass: f32,
-    pub(crate) mlp_layers: u32,
-    pub(crate) mlp_activation: u32,
-    pub(crate) mlp_params: u32,
-    pub(crate) mlp_sizes: [u32; 8],
-    pub(crate) mlp_prior_precision: f32,
-    pub(crate) mlp_points: u32,
-    pub(crate) mlp_predict_chains: u32,
-    pub(crate) mlp_focus_chain: u32,
-}
-
 impl GpuParams {
     /// The parameters of a dispatch of `steps` steps from `step0` with everything
     /// target-specific zero.
@@ -112,14 +69,16 @@ impl GpuParams {
             step0,
             steps,
             chains,
-            sampler_kind: match sp.kind {
-                SamplerKind::Atmc => 0,
-                SamplerKind::Sgld => 1,
-                SamplerKind::Sghmc => 2,
-                SamplerKind::Sgnht => 3,
-                SamplerKind::Sgd => 4,
-            },
-            flags: u32::from(sp.xi_overwrite) | (u32::from(sp.sgnht_shared_xi) << 1),
+            sampler_kind: sp.kind.gpu_code(),
+            flags: (if sp.xi_overwrite {
+                FLAG_XI_OVERWRITE
+            } else {
+                0
+            }) | (if sp.sgnht_shared_xi {
+                FLAG_SGNHT_SHARED
+            } else {
+                0
+            }),
             h: sp.h,
             mass: sp.mass,
             friction_floor: sp.friction_floor,
@@ -137,15 +96,6 @@ impl GpuParams {
             ..Zeroable::zeroed()
         }
     }
-}
-
-/// A chain as stored on the GPU (`Chain` in `shaders/chain2.wgsl`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-struct GpuChain {
-    theta: [f32; 2],
-    p: [f32; 2],
-    xi: [f32; 2],
 }
 
 impl From<Chain2> for GpuChain {
@@ -216,11 +166,11 @@ impl GpuContext {
         };
         let info = adapter.get_info();
         let limits = adapter.limits();
-        if limits.max_compute_workgroup_size_x < WORKGROUP
-            || limits.max_compute_invocations_per_workgroup < WORKGROUP
+        if limits.max_compute_workgroup_size_x < CHAIN_WORKGROUP
+            || limits.max_compute_invocations_per_workgroup < CHAIN_WORKGROUP
         {
             bail!(
-                "adapter {} ({:?}) cannot run compute shaders of {WORKGROUP} invocations",
+                "adapter {} ({:?}) cannot run compute shaders of {CHAIN_WORKGROUP} invocations",
                 info.name,
                 info.backend
             );
@@ -341,13 +291,13 @@ impl GpuEngine {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("atmc-lab engine"),
-            source: wgpu::ShaderSource::Wgsl(SHADER_SOURCE.into()),
+            source: wgpu::ShaderSource::Wgsl(SHADER_SOURCE.as_str().into()),
         });
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("engine"),
             entries: &[
                 wgpu::BindGroupLayoutEntry {
-                    binding: 0,
+                    binding: PARAMS_BINDING,
                     visibility: wgpu::ShaderStages::COMPUTE,
                     ty: wgpu::BindingType::Buffer {
                         ty: wgpu::BufferBindingType::Uniform,
@@ -457,7 +407,7 @@ impl GpuEngine {
                 ctx.describe()
             );
         }
-        let groups_total = chains.div_ceil(WORKGROUP).max(1);
+        let groups_total = chains.div_ceil(CHAIN_WORKGROUP).max(1);
         let max_x = limits.max_compute_workgroups_per_dimension;
         let groups = [groups_total.min(max_x), groups_total.div_ceil(max_x)];
         let storage = wgpu::BufferUsages::STORAGE
@@ -500,7 +450,7 @@ impl GpuEngine {
             label: Some("engine"),
             layout,
             entries: &[
-                entry(0, params),
+                entry(PARAMS_BINDING, params),
                 entry(1, &buffers.chains),
                 entry(2, &buffers.diverged_at),
                 entry(3, &buffers.partials),
@@ -538,17 +488,17 @@ impl GpuEngine {
             hist_u[i] = [
                 rule.size[0],
                 rule.size[1],
-                spec.axes[0].index() | (spec.axes[1].index() << 8),
+                spec.axes[0].index() | (spec.axes[1].index() << HIST_AXIS_SHIFT),
                 offset,
             ];
             offset += spec.grid.cells() as u32 + 1;
         }
         GpuParams {
-            target_kind: target,
+            target_kind: target.gpu_code(),
             noise_kappa: self.model.noise.kappa,
             noise_sigma0: self.model.noise.sigma[0],
             noise_sigma1: self.model.noise.sigma[1],
-            target_params,
+            target_params: bytemuck::cast(target_params),
             hist_f,
             hist_u,
             hist_count: histograms.len() as u32,

@@ -5,6 +5,7 @@ pub mod cpu;
 pub mod gpu;
 pub mod mlp;
 pub mod moments;
+pub mod shader_interface;
 
 pub use moments::Moments;
 

@@ -26,7 +26,7 @@ const _: () = assert!(
     "deltas of the logits fit the hidden buffer"
 );
 /// Most activations one forward pass keeps: the input, every hidden layer and the logits
-/// (`ACTIVATIONS` in `shaders/mlp.wgsl`).
+/// (`MAX_ACTIVATIONS` in the WGSL, generated from this).
 pub const MAX_ACTIVATIONS: usize = 2 + MAX_HIDDEN_LAYERS * MAX_WIDTH + MAX_CLASSES;
 
 /// SELU's λ and α (Klambauer et al. 2017).
@@ -58,8 +58,8 @@ impl Activation {
         }
     }
 
-    /// Index used by the shader.
-    pub fn index(self) -> u32 {
+    /// The code of `GpuParams::mlp_activation` and of the generated WGSL `ACT_*`.
+    pub const fn gpu_code(self) -> u32 {
         self as u32
     }
 

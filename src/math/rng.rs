@@ -37,6 +37,22 @@ pub enum Stream {
     Exact = 4,
 }
 
+impl Stream {
+    /// Every stream, in number order (the generated WGSL has a `STREAM_*` for each).
+    pub const ALL: [Stream; 5] = [
+        Stream::Injected,
+        Stream::GradientNoise,
+        Stream::Minibatch,
+        Stream::Init,
+        Stream::Exact,
+    ];
+
+    /// The stream's number in the Philox counter, here and (as `STREAM_*`) in WGSL.
+    pub const fn gpu_code(self) -> u32 {
+        self as u32
+    }
+}
+
 /// The 32×32→64 bit product split into (high, low) words. The WGSL twin builds it from
 /// 16-bit halves because WGSL has no 64-bit integers.
 #[inline(always)]
@@ -115,7 +131,7 @@ impl RngCounter {
     /// Four raw words for coordinate block `block` of `stream`.
     #[inline(always)]
     pub fn bits4(&self, stream: Stream, block: u32) -> [u32; 4] {
-        philox4x32_10([self.chain, self.step, block, stream as u32], self.key)
+        philox4x32_10([self.chain, self.step, block, stream.gpu_code()], self.key)
     }
 
     /// Four standard normals for coordinates `4 * block .. 4 * block + 4` of `stream`.

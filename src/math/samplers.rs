@@ -43,6 +43,12 @@ impl SamplerKind {
         Self::ALL.iter().find(|(k, _)| *k == self).unwrap().1
     }
 
+    /// The code of `GpuParams::sampler_kind` and of the generated WGSL `SAMPLER_*`
+    /// (declaration order).
+    pub const fn gpu_code(self) -> u32 {
+        self as u32
+    }
+
     /// Parses a command-line name.
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)

@@ -473,6 +473,45 @@ fn softplus(z: f64) -> f64 {
     }
 }
 
+/// The kind of a [`Target`], as the shaders number it (`GpuParams::target_kind`, the
+/// generated WGSL `TARGET_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum TargetKind {
+    /// [`Target::Gaussian`].
+    Gaussian,
+    /// [`Target::Banana`].
+    Banana,
+    /// [`Target::Donut`].
+    Donut,
+    /// [`Target::Gmm25`].
+    Gmm25,
+    /// [`Target::Funnel`].
+    Funnel,
+    /// [`Target::DoubleWell`].
+    DoubleWell,
+    /// [`Target::Logistic`].
+    Logistic,
+}
+
+impl TargetKind {
+    /// Every kind, in code order.
+    pub const ALL: [TargetKind; 7] = [
+        TargetKind::Gaussian,
+        TargetKind::Banana,
+        TargetKind::Donut,
+        TargetKind::Gmm25,
+        TargetKind::Funnel,
+        TargetKind::DoubleWell,
+        TargetKind::Logistic,
+    ];
+
+    /// The code the shaders switch on.
+    pub const fn gpu_code(self) -> u32 {
+        self as u32
+    }
+}
+
 /// A target ready to evaluate.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Target {
@@ -824,42 +863,42 @@ impl Target {
         }
     }
 
-    /// The target's kind index and the f32 constants its gradient uses, exactly as
+    /// The target's kind and the f32 constants its gradient uses, exactly as
     /// [`Self::gradient`] computes them, for `shaders/targets.wgsl`.
-    pub fn gpu_constants(&self) -> (u32, [f32; 8]) {
+    pub fn gpu_constants(&self) -> (TargetKind, [f32; 8]) {
         let mut c = [0.0f32; 8];
         let kind = match self {
             Target::Gaussian(g) => {
                 c[..2].copy_from_slice(&g.mean.map(|v| v as f32));
                 c[2..5].copy_from_slice(&g.precision.map(|v| v as f32));
-                0
+                TargetKind::Gaussian
             }
             Target::Banana { a, b, s } => {
                 c[..3].copy_from_slice(&[*a as f32, *b as f32, *s as f32]);
-                1
+                TargetKind::Banana
             }
             Target::Donut { radius, width } => {
                 c[..2].copy_from_slice(&[*radius as f32, (width * width) as f32]);
-                2
+                TargetKind::Donut
             }
             Target::Gmm25 { spacing, variance } => {
                 c[..2].copy_from_slice(&[*spacing as f32, *variance as f32]);
-                3
+                TargetKind::Gmm25
             }
             Target::Funnel { sigma_v } => {
                 c[0] = (sigma_v * sigma_v) as f32;
-                4
+                TargetKind::Funnel
             }
             Target::DoubleWell {
                 separation,
                 barrier,
             } => {
                 c[..2].copy_from_slice(&[(separation * separation) as f32, *barrier as f32]);
-                5
+                TargetKind::DoubleWell
             }
             Target::Logistic(l) => {
                 c[0] = 1.0 / (l.prior_scale * l.prior_scale) as f32;
-                6
+                TargetKind::Logistic
             }
         };
         (kind, c)

@@ -7,40 +7,38 @@
 //! advance reads back per-workgroup layer statistics only; predictions, single parameters and
 //! weights are read on request.
 
-use super::{MAX_LAYERS, MlpEngine, MlpReport, ParameterStates, Prediction};
+use super::{MlpEngine, MlpReport, ParameterStates, Prediction};
 use crate::engine::BackendInfo;
-use crate::engine::gpu::{GpuContext, GpuParams, storage_entry};
+use crate::engine::gpu::{GpuContext, storage_entry};
+use crate::engine::shader_interface::{
+    self, GpuParams, MLP_PARTIALS, MLP_WORKGROUP, MlpRegion, MlpSlice as Slice, PARAMS_BINDING,
+};
 use crate::math::mlp::{Architecture, ChainSlices, MlpInit, MlpModel};
 use anyhow::{bail, ensure};
-use bytemuck::{Pod, Zeroable};
+use bytemuck::Zeroable;
 use rayon::prelude::*;
+use std::sync::LazyLock;
 use wgpu::util::DeviceExt;
 
-/// The WGSL of the MLP engine, composed from the files that mirror `src/math`.
-pub const MLP_SHADER_SOURCE: &str = concat!(
-    include_str!("../../../shaders/params.wgsl"),
-    include_str!("../../../shaders/rng.wgsl"),
-    include_str!("../../../shaders/samplers.wgsl"),
-    include_str!("../../../shaders/mlp.wgsl"),
-);
+/// The WGSL of the MLP engine: the generated prelude of [`shader_interface`], then the files
+/// that mirror `src/math`.
+pub static MLP_SHADER_SOURCE: LazyLock<String> = LazyLock::new(|| {
+    shader_interface::compose(&[
+        ("rng.wgsl", include_str!("../../../shaders/rng.wgsl")),
+        (
+            "samplers.wgsl",
+            include_str!("../../../shaders/samplers.wgsl"),
+        ),
+        ("mlp.wgsl", include_str!("../../../shaders/mlp.wgsl")),
+    ])
+});
 
-const WORKGROUP: u32 = 64;
 /// Partial sums per workgroup (`partials` in `shaders/mlp.wgsl`).
-const PARTIAL_FIELDS: usize = 2 + 2 * MAX_LAYERS;
+const PARTIAL_FIELDS: usize = MLP_PARTIALS as usize;
 /// Steps per submission: short submissions keep display watchdogs and the UI's queue happy.
 const STEPS_PER_SUBMISSION: u32 = 16;
 /// Loop iterations one invocation may run: llvmpipe ends an invocation after 65,535 in all.
 const LOOP_BUDGET: usize = 50_000;
-
-/// `Slice` in `shaders/mlp.wgsl`: the step and the slice of one dispatch.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-struct Slice {
-    step: u32,
-    first: u32,
-    end: u32,
-    with_focus: u32,
-}
 
 impl Slice {
     fn whole(step: u32) -> Self {
@@ -182,7 +180,7 @@ impl MlpGpuEngine {
     ) -> anyhow::Result<Self> {
         let device = &ctx.device;
         let params_count = model.posterior.params() as u64;
-        let state_bytes = 16 * params_count * u64::from(chains);
+        let state_bytes = 4 * MlpRegion::ALL.len() as u64 * params_count * u64::from(chains);
         let limit = device.limits().max_storage_buffer_binding_size;
         if state_bytes > limit {
             bail!(
@@ -196,13 +194,17 @@ impl MlpGpuEngine {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("atmc-lab mlp"),
-            source: wgpu::ShaderSource::Wgsl(MLP_SHADER_SOURCE.into()),
+            source: wgpu::ShaderSource::Wgsl(MLP_SHADER_SOURCE.as_str().into()),
         });
         let slice_size = std::mem::size_of::<Slice>() as u64;
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("mlp"),
             entries: &[
-                uniform_entry(0, false, std::mem::size_of::<GpuParams>() as u64),
+                uniform_entry(
+                    PARAMS_BINDING,
+                    false,
+                    std::mem::size_of::<GpuParams>() as u64,
+                ),
                 storage_entry(1, false),
                 storage_entry(2, false),
                 storage_entry(3, true),
@@ -246,7 +248,7 @@ impl MlpGpuEngine {
         let state = storage_buffer(device, "mlp state", state_bytes);
         let diverged_at = storage_buffer(device, "mlp diverged", 4 * u64::from(chains));
         let data = Self::data_buffer(device, &model);
-        let groups = u64::from(chains.div_ceil(WORKGROUP));
+        let groups = u64::from(chains.div_ceil(MLP_WORKGROUP));
         let partials = storage_buffer(device, "mlp partials", 4 * PARTIAL_FIELDS as u64 * groups);
         let points = storage_buffer(device, "mlp points", 8);
         let predictions = storage_buffer(device, "mlp predictions", 4 * 25);
@@ -354,17 +356,18 @@ impl MlpGpuEngine {
     fn gpu_params(&self) -> GpuParams {
         let m = &self.model;
         let post = &m.posterior;
-        let mut sizes = [0u32; 8];
-        for (s, &n) in sizes.iter_mut().zip(&post.arch.sizes) {
+        let mut mlp_sizes = [[0u32; 4]; 2];
+        let flat: &mut [u32] = bytemuck::cast_slice_mut(&mut mlp_sizes);
+        for (s, &n) in flat.iter_mut().zip(&post.arch.sizes) {
             *s = n as u32;
         }
         GpuParams {
             data_n: post.inputs.len() as u32,
             batch_size: post.batch_size,
             mlp_layers: post.arch.layers() as u32,
-            mlp_activation: post.arch.activation.index(),
+            mlp_activation: post.arch.activation.gpu_code(),
             mlp_params: post.params() as u32,
-            mlp_sizes: sizes,
+            mlp_sizes,
             mlp_prior_precision: post.prior_precision,
             ..GpuParams::for_sampler(
                 &m.sampler,
@@ -411,7 +414,7 @@ impl MlpGpuEngine {
                     .1;
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, &self.bind_group, &[(i * stride) as u32]);
-                pass.dispatch_workgroups(invocations.div_ceil(WORKGROUP).max(1), 1, 1);
+                pass.dispatch_workgroups(invocations.div_ceil(MLP_WORKGROUP).max(1), 1, 1);
             }
         }
         queue.submit([encoder.finish()]);
@@ -431,21 +434,22 @@ impl MlpGpuEngine {
         })
     }
 
-    /// Region `region` (0 θ, 1 p, 2 ξ, 3 gradient) of parameter `param`, across chains.
-    fn read_region(&self, region: u64, param: u64) -> anyhow::Result<Vec<f32>> {
+    /// Region `region` of parameter `param`, across chains.
+    fn read_region(&self, region: MlpRegion, param: u64) -> anyhow::Result<Vec<f32>> {
         let n = u64::from(self.chains);
         let params = self.model.posterior.params() as u64;
-        let offset = 4 * (region * params + param) * n;
+        let offset = 4 * (u64::from(region.gpu_code()) * params + param) * n;
         let raw = self.ctx.read_buffer(&self.state, offset, 4 * n)?;
         Ok(bytemuck::cast_slice(&raw).to_vec())
     }
 
     /// A whole region, transposed to chain-major.
-    fn read_region_chain_major(&self, region: u64) -> anyhow::Result<Vec<f32>> {
+    fn read_region_chain_major(&self, region: MlpRegion) -> anyhow::Result<Vec<f32>> {
         let n = self.chains as usize;
         let params = self.model.posterior.params();
         let bytes = 4 * (params * n) as u64;
-        let raw = self.ctx.read_buffer(&self.state, region * bytes, bytes)?;
+        let offset = u64::from(region.gpu_code()) * bytes;
+        let raw = self.ctx.read_buffer(&self.state, offset, bytes)?;
         let flat: &[f32] = bytemuck::cast_slice(&raw);
         let mut out = vec![0.0; params * n];
         for (i, column) in flat.chunks_exact(n).enumerate() {
@@ -549,7 +553,7 @@ impl MlpEngine for MlpGpuEngine {
         }
         dispatches.push((Entry::FinishGradient, whole, self.chains));
         self.submit(&params, &dispatches);
-        self.read_region_chain_major(3)
+        self.read_region_chain_major(MlpRegion::Gradient)
     }
 
     fn read_parameter(&mut self, param: usize) -> anyhow::Result<ParameterStates> {
@@ -559,9 +563,9 @@ impl MlpEngine for MlpGpuEngine {
             .ctx
             .read_buffer(&self.diverged_at, 0, 4 * u64::from(self.chains))?;
         Ok(ParameterStates {
-            theta: self.read_region(0, param as u64)?,
-            p: self.read_region(1, param as u64)?,
-            xi: self.read_region(2, param as u64)?,
+            theta: self.read_region(MlpRegion::Theta, param as u64)?,
+            p: self.read_region(MlpRegion::P, param as u64)?,
+            xi: self.read_region(MlpRegion::Xi, param as u64)?,
             diverged_at: bytemuck::cast_slice(&raw).to_vec(),
         })
     }
@@ -570,7 +574,7 @@ impl MlpEngine for MlpGpuEngine {
         let params = self.model.posterior.params();
         let start = first.min(self.chains) as usize;
         let end = first.saturating_add(count).min(self.chains) as usize;
-        let all = self.read_region_chain_major(0)?;
+        let all = self.read_region_chain_major(MlpRegion::Theta)?;
         Ok(all[start * params..end * params].to_vec())
     }
 
@@ -658,9 +662,11 @@ impl MlpEngine for MlpGpuEngine {
     }
 }
 
-/// The initial state of every chain in the GPU's layout: three regions (θ, p, ξ) of
-/// P × chains with the chain index fastest.
+/// The initial state of every chain in the GPU's layout: the regions θ, p and ξ of
+/// P × chains with the chain index fastest, from the start of the state buffer.
 fn initial_regions(model: &MlpModel, init: &MlpInit, seed: u64, chains: u32) -> Vec<f32> {
+    // The order of `ChainSlices` below.
+    const WRITTEN: [MlpRegion; 3] = [MlpRegion::Theta, MlpRegion::P, MlpRegion::Xi];
     let params = model.posterior.params();
     let per_chain: Vec<Vec<f32>> = (0..chains)
         .into_par_iter()
@@ -673,10 +679,18 @@ fn initial_regions(model: &MlpModel, init: &MlpInit, seed: u64, chains: u32) -> 
         })
         .collect();
     let n = chains as usize;
-    let mut out = vec![0.0; 3 * params * n];
+    let regions = WRITTEN
+        .iter()
+        .map(|r| r.gpu_code() as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut out = vec![0.0; regions * params * n];
     for (chain, v) in per_chain.iter().enumerate() {
-        for (k, &value) in v.iter().enumerate() {
-            out[k * n + chain] = value;
+        for (region, values) in WRITTEN.iter().zip(v.chunks_exact(params)) {
+            let first = region.gpu_code() as usize * params;
+            for (i, &value) in values.iter().enumerate() {
+                out[(first + i) * n + chain] = value;
+            }
         }
     }
     out
