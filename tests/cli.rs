@@ -288,3 +288,62 @@ fn screenshot_writes_a_png_of_the_whole_ui() {
     assert_eq!(bad.status.code(), Some(2));
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// `record` writes a GIF whose frames are the steps asked for, at the size asked for, and
+/// the same picture each time; bad requests are refused before any work.
+#[test]
+fn record_writes_a_gif_of_the_ui() {
+    let dir = std::env::temp_dir().join(format!("atmc-record-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let gif = dir.join("explosion.gif");
+    let args = |out: &str| {
+        vec![
+            "record".to_string(),
+            "lesson-explosion".into(),
+            "--steps".into(),
+            "60".into(),
+            "--every".into(),
+            "15".into(),
+            "--size".into(),
+            "800x500".into(),
+            "--backend".into(),
+            "cpu".into(),
+            "--out".into(),
+            out.into(),
+        ]
+    };
+    let run = |a: Vec<String>| {
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        atmc_lab(&refs)
+    };
+    let out = run(args(gif.to_str().unwrap()));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        atmc_lab::app::record::gif_frames(&gif).unwrap(),
+        (4, 800, 500)
+    );
+    // One panel only, as PNG frames in a folder.
+    let frames = dir.join("frames");
+    let mut a = args(frames.to_str().unwrap());
+    a.extend(["--panel".into(), "θ₁–θ₂ panel".into()]);
+    let out = run(a);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let first = image::open(frames.join("frame-0001.png")).unwrap();
+    assert!(first.width() < 400 && first.width() == first.height());
+    assert!(frames.join("frame-0004.png").is_file());
+    // Refused up front: too many frames, a folder that does not exist, a panel that does not.
+    let mut a = args(gif.to_str().unwrap());
+    a[5] = "1".into();
+    a[3] = "100000".into();
+    let out = run(a);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("frames"));
+    let out = run(args("/nonexistent/folder/x.gif"));
+    assert_eq!(out.status.code(), Some(2));
+    let mut a = args(gif.to_str().unwrap());
+    a.extend(["--panel".into(), "no such panel".into()]);
+    let out = run(a);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("θ₁–θ₂ panel"));
+    std::fs::remove_dir_all(dir).ok();
+}

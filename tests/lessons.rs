@@ -163,7 +163,8 @@ fn state_dependent_noise_breaks_the_assumption() {
     let s = run(&toy("lesson-state-noise")).summary;
     assert!(s.cov[0][0] > 1.15 && s.cov[1][1] > 1.15, "{:?}", s.cov);
     assert!((s.kinetic_temperature.unwrap() - 1.0).abs() < 0.03);
-    assert!(s.energy_distance > s.energy_distance_baseline + 3.0 * s.energy_distance_baseline_sd);
+    // The histogram is far from the exact density (exact samples score ≈ 0.01 here).
+    assert!(s.tv_histogram > 0.08, "TV {}", s.tv_histogram);
 }
 
 /// Lesson 7: from a uniform start on [−10, 10]², the average chain visits ≥ 20 of the 25

@@ -233,7 +233,7 @@ mod tests {
         let mut sp = SamplerSpec::new(SamplerKind::Atmc);
         sp.friction_sign = -1.0;
         sp.h = 0.05;
-        sp.mass = 1e4;
+        sp.mass = 1e8;
         let sampler = sp.params();
         let beta_h = 0.05 * (3.0 - 0.025);
         let path: Vec<Chain2> = (0..40)
