@@ -88,7 +88,11 @@ fn keys_drive_the_view() {
         h.key_press(Key::Minus);
     }
     h.run_steps(2);
-    assert_eq!(posterior(&h).preset.view.speed(), 1.0, "down to one step per second");
+    assert_eq!(
+        posterior(&h).preset.view.speed(),
+        1.0,
+        "down to one step per second"
+    );
     assert!(posterior(&h).preset.view.steps_per_second > 0.0);
     // R resets the chains to step 0.
     h.key_press(Key::R);
@@ -169,7 +173,11 @@ fn side_by_side_runs_in_lockstep() {
         s.iter().all(|&x| x == s[0])
     });
     let s = steps(app(&h));
-    assert_eq!(s[0] % 7, 0, "lockstep targets are multiples of the tick: {s:?}");
+    assert_eq!(
+        s[0] % 7,
+        0,
+        "lockstep targets are multiples of the tick: {s:?}"
+    );
     // Both columns are on screen with their state.
     assert!(h.get_all_by_label("SGHMC (C = 1, B̂ = 0)").next().is_some());
     assert!(h.get_all_by_label("ATMC (thermostat)").next().is_some());

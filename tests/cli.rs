@@ -317,7 +317,11 @@ fn record_writes_a_gif_of_the_ui() {
         atmc_lab(&refs)
     };
     let out = run(args(gif.to_str().unwrap()));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(
         atmc_lab::app::record::gif_frames(&gif).unwrap(),
         (4, 800, 500)
@@ -327,7 +331,11 @@ fn record_writes_a_gif_of_the_ui() {
     let mut a = args(frames.to_str().unwrap());
     a.extend(["--panel".into(), "θ₁–θ₂ panel".into()]);
     let out = run(a);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let first = image::open(frames.join("frame-0001.png")).unwrap();
     assert!(first.width() < 400 && first.width() == first.height());
     assert!(frames.join("frame-0004.png").is_file());

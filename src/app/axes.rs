@@ -126,8 +126,8 @@ fn decade_marks(input: GridInput) -> Vec<GridMark> {
     if !(lo.is_finite() && hi.is_finite()) || hi - lo > 400.0 {
         return Vec::new();
     }
-    // Label every k-th decade so that at most ~8 labels fit.
-    let every = ((hi - lo) / 8.0).ceil().max(1.0) as i64;
+    // Label every k-th decade, k such that labels stay ~4 grid spacings apart.
+    let every = (4.0 * input.base_step_size).ceil().max(1.0) as i64;
     let mut marks = Vec::new();
     for d in (lo.floor() as i64)..=(hi.ceil() as i64) {
         if d % every == 0 {
@@ -145,6 +145,8 @@ fn decade_marks(input: GridInput) -> Vec<GridMark> {
             }
         }
     }
+    // Only marks in view: egui draws the label of a mark even beyond the plot's edge.
+    marks.retain(|m| m.value >= lo && m.value <= hi);
     marks
 }
 
@@ -159,13 +161,18 @@ fn symlog_marks(input: GridInput, unit: f64) -> Vec<GridMark> {
     let largest = scale.from_plot(lo).abs().max(scale.from_plot(hi).abs());
     let top = largest.max(unit).log10().ceil() as i32;
     let bottom = (unit.log10().floor() as i32).min(top);
-    let every = ((top - bottom) / 4).max(1);
+    // Label every k-th decade, k such that labels stay ~4 grid spacings apart.
+    let every = ((4.0 * input.base_step_size).ceil() as i32).max(1);
     let mut marks = vec![GridMark {
         value: 0.0,
-        step_size: 1.0,
+        step_size: f64::from(every),
     }];
     for k in bottom..=top {
-        let step_size = if (k - bottom) % every == 0 { 1.0 } else { 0.5 };
+        let step_size = if k % every == 0 {
+            f64::from(every)
+        } else {
+            0.5
+        };
         for sign in [-1.0, 1.0] {
             let value = scale.to_plot(sign * 10f64.powi(k));
             if value >= lo && value <= hi {

@@ -125,6 +125,16 @@ pub struct Classroom {
     pub light: bool,
 }
 
+/// How the app looks: presentation mode and theme (for the menu, the command line's
+/// pictures and tests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Appearance {
+    /// Presentation mode: large type and thick lines.
+    pub presentation: bool,
+    /// Light theme.
+    pub light: bool,
+}
+
 /// What the lesson panel asks of the app.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LessonRequest {

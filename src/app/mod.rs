@@ -170,17 +170,23 @@ pub(crate) fn explosion_banner(ui: &mut egui::Ui, text: &str, reset_label: &str)
         .corner_radius(4.0);
     frame
         .show(ui, |ui| {
-            ui.set_width(ui.available_width());
-            // The button on the right, the text wrapping in the room left: the banner never
-            // pushes the panels below it off the screen, however narrow the window.
-            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
-                let clicked = ui.button(reset_label).clicked();
-                ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
-                    ui.add(
-                        egui::Label::new(RichText::new(text).color(Color32::WHITE).strong()).wrap(),
-                    );
-                });
-                clicked
+            ui.horizontal(|ui| {
+                // The text wraps in a column beside the button: the banner never pushes the
+                // panels below it off the screen, however narrow the window.
+                let button = 150.0;
+                let text_width = (ui.available_width() - button).max(120.0);
+                ui.allocate_ui_with_layout(
+                    egui::vec2(text_width, 0.0),
+                    egui::Layout::top_down(egui::Align::LEFT),
+                    |ui| {
+                        ui.set_max_width(text_width);
+                        ui.add(
+                            egui::Label::new(RichText::new(text).color(Color32::WHITE).strong())
+                                .wrap(),
+                        );
+                    },
+                );
+                ui.button(reset_label).clicked()
             })
             .inner
         })
@@ -688,22 +694,17 @@ impl AtmcApp {
 
     fn view_menu(&mut self, ui: &mut egui::Ui) {
         let c = &mut self.classroom;
-        let mut presentation = c.presentation;
-        if ui
-            .checkbox(&mut presentation, "Presentation mode")
+        let mut a = classroom::Appearance {
+            presentation: c.presentation,
+            light: c.light,
+        };
+        let mut changed = ui
+            .checkbox(&mut a.presentation, "Presentation mode")
             .on_hover_text("Large type and thick lines for a projector")
-            .changed()
-        {
-            c.presentation = presentation;
-            if !presentation {
-                ui.ctx().set_zoom_factor(1.0);
-            }
-            classroom::apply_style(ui.ctx(), c);
-        }
-        let mut light = c.light;
-        if ui.checkbox(&mut light, "Light theme").changed() {
-            c.light = light;
-            classroom::apply_style(ui.ctx(), c);
+            .changed();
+        changed |= ui.checkbox(&mut a.light, "Light theme").changed();
+        if changed {
+            self.set_appearance(ui.ctx(), a);
         }
         ui.checkbox(&mut self.show_controls, "Control panel");
         if ui.button("Full screen (F11)").clicked() {
@@ -857,6 +858,21 @@ impl AtmcApp {
                 ui.label(RichText::new(&status.text).small().color(color));
             }
         });
+    }
+
+    /// Switches presentation mode and the theme.
+    pub fn set_appearance(&mut self, ctx: &egui::Context, appearance: classroom::Appearance) {
+        // Presentation leaves the room to the pictures: the control panel folds away (View →
+        // Control panel brings it back).
+        if appearance.presentation != self.classroom.presentation {
+            self.show_controls = !appearance.presentation;
+        }
+        self.classroom.presentation = appearance.presentation;
+        self.classroom.light = appearance.light;
+        if !appearance.presentation {
+            ctx.set_zoom_factor(1.0);
+        }
+        classroom::apply_style(ctx, &self.classroom);
     }
 
     /// Hides timing-dependent figures (frame time) so offscreen pictures are reproducible.

@@ -2,6 +2,7 @@
 //! wgpu, no window or display needed) and the PNG writer behind the app's export menu.
 
 use super::AtmcApp;
+use super::classroom::Appearance;
 use crate::engine::BackendChoice;
 use crate::preset::AnyPreset;
 use anyhow::{Context, anyhow, bail};
@@ -16,8 +17,9 @@ pub fn render_offscreen(
     size: [u32; 2],
     pixels_per_point: f32,
     backend: BackendChoice,
+    appearance: Appearance,
 ) -> anyhow::Result<image::RgbaImage> {
-    let mut harness = harness(preset, size, pixels_per_point, backend);
+    let mut harness = harness_with(preset, size, pixels_per_point, backend, appearance);
     run_to_step(&mut harness, steps)?;
     harness
         .render()
@@ -36,9 +38,10 @@ pub fn record_offscreen(
     pixels_per_point: f32,
     panel: Option<&str>,
     backend: BackendChoice,
+    appearance: Appearance,
     frame: &mut dyn FnMut(usize),
 ) -> anyhow::Result<Vec<image::RgbaImage>> {
-    let mut harness = harness(preset, size, pixels_per_point, backend);
+    let mut harness = harness_with(preset, size, pixels_per_point, backend, appearance);
     let mut frames = Vec::new();
     let mut step = 0;
     while step < steps {
@@ -96,6 +99,23 @@ pub fn harness(
     pixels_per_point: f32,
     backend: BackendChoice,
 ) -> AppHarness {
+    harness_with(
+        preset,
+        size,
+        pixels_per_point,
+        backend,
+        Appearance::default(),
+    )
+}
+
+/// [`harness`] in presentation mode or the light theme.
+pub fn harness_with(
+    preset: impl Into<AnyPreset>,
+    size: [u32; 2],
+    pixels_per_point: f32,
+    backend: BackendChoice,
+    appearance: Appearance,
+) -> AppHarness {
     let preset = preset.into();
     let mut harness = egui_kittest::Harness::builder()
         .with_size(egui::vec2(size[0] as f32, size[1] as f32))
@@ -107,12 +127,15 @@ pub fn harness(
                 let app = app.get_or_insert_with(|| {
                     let mut app = AtmcApp::new(ui.ctx(), preset.clone(), backend, false);
                     app.set_reproducible(true);
+                    app.set_appearance(ui.ctx(), appearance);
                     app
                 });
                 app.ui(ui);
             },
             None,
         );
+    // Two frames: the first builds the app, the second lays out with its appearance.
+    harness.step();
     harness.step();
     harness
 }

@@ -71,6 +71,12 @@ struct ScreenshotArgs {
     /// Backend of the engine.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
+    /// Presentation mode: large type and thick lines, as for a projector.
+    #[arg(long)]
+    presentation: bool,
+    /// The light theme.
+    #[arg(long)]
+    light: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -101,6 +107,12 @@ struct RecordArgs {
     /// Backend of the engine.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
+    /// Presentation mode: large type and thick lines, as for a projector.
+    #[arg(long)]
+    presentation: bool,
+    /// The light theme.
+    #[arg(long)]
+    light: bool,
 }
 
 /// ATMC's thermostat update on the command line.
@@ -288,6 +300,10 @@ fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
         size,
         args.scale,
         args.backend,
+        crate::app::classroom::Appearance {
+            presentation: args.presentation,
+            light: args.light,
+        },
     )
     .map_err(fail)?;
     crate::app::screenshot::save_png(&image, &args.out).map_err(fail)?;
@@ -342,6 +358,10 @@ fn record(args: &RecordArgs) -> Result<(), Failure> {
         args.scale,
         args.panel.as_deref(),
         args.backend,
+        crate::app::classroom::Appearance {
+            presentation: args.presentation,
+            light: args.light,
+        },
         &mut |k| bar.set_position(k as u64),
     )
     .map_err(fail)?;

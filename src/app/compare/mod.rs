@@ -422,9 +422,11 @@ impl View for CompareView {
         let n = self.columns.len().max(1) as f32;
         let spacing = ui.spacing().item_spacing;
         let available = ui.available_size();
-        // Two portraits stacked per column, the shared plots below.
+        // Two portraits stacked per column under a two-line header, the shared plots below.
+        let plots = (available.y * 0.3).clamp(90.0, 260.0);
+        let header = 3.0 * ui.text_style_height(&egui::TextStyle::Small) + 2.0 * spacing.y;
         let side = ((available.x - n * spacing.x) / n)
-            .min((available.y - 170.0) / 2.0 - 40.0)
+            .min((available.y - plots - header - 4.0 * spacing.y) / 2.0)
             .max(100.0);
         let contours = self.contours();
         ui.horizontal(|ui| {
@@ -433,7 +435,7 @@ impl View for CompareView {
             }
         });
         let rest = ui.available_size();
-        self.shared_plots(ui, rest.x, (rest.y - 4.0).clamp(80.0, 200.0));
+        self.shared_plots(ui, rest.x, (rest.y - 4.0).clamp(80.0, 260.0));
     }
 
     fn status(&self) -> String {
