@@ -456,21 +456,6 @@ fn eta(seconds: f64) -> String {
     indicatif::HumanDuration(d).to_string()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::eta;
-
-    #[test]
-    fn eta_rounds_to_one_unit() {
-        assert_eq!(eta(12.4), "12 seconds");
-        assert_eq!(eta(89.0), "89 seconds");
-        assert_eq!(eta(200.0), "3 minutes");
-        assert_eq!(eta(2.0 * 3600.0 + 1000.0), "2 hours");
-        assert_eq!(eta(-5.0), "0 seconds");
-        assert_eq!(eta(f64::NAN), "0 seconds");
-    }
-}
-
 impl View for TrainingView {
     fn refresh(&mut self) {
         self.snapshot = self.session.snapshot();
@@ -539,5 +524,20 @@ impl View for TrainingView {
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::eta;
+
+    #[test]
+    fn eta_rounds_to_one_unit() {
+        assert_eq!(eta(12.4), "12 seconds");
+        assert_eq!(eta(89.0), "89 seconds");
+        assert_eq!(eta(200.0), "3 minutes");
+        assert_eq!(eta(2.0 * 3600.0 + 1000.0), "2 hours");
+        assert_eq!(eta(-5.0), "0 seconds");
+        assert_eq!(eta(f64::NAN), "0 seconds");
     }
 }
