@@ -1,6 +1,7 @@
 // The chain engine: each invocation advances one chain by `params.steps` steps with its state
-// in registers, then the workgroup reduces the moments of its alive chains and bins θ into
-// the histogram. Mirrors `CpuEngine::advance` in src/engine/cpu.rs.
+// in registers, then the workgroup reduces the moments of its alive chains and bins them into
+// the requested histograms (`params.hist_count`). Mirrors `CpuEngine::advance` in
+// src/engine/cpu.rs.
 
 @group(0) @binding(1) var<storage, read_write> chains: array<Chain>;
 @group(0) @binding(2) var<storage, read_write> diverged_at: array<u32>;

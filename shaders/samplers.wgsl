@@ -138,8 +138,11 @@ fn is_finite(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u;
 }
 
+// `SamplerParams::coordinate_diverged`: non-finite values, or |p| or |θ| beyond their bounds.
 fn coordinate_diverged(theta: f32, p: f32, xi: f32) -> bool {
-    return !(is_finite(theta) && is_finite(p) && is_finite(xi)) || abs(p) > params.divergence_bound;
+    return !(is_finite(theta) && is_finite(p) && is_finite(xi))
+        || abs(p) > params.divergence_bound
+        || abs(theta) > params.theta_bound;
 }
 
 fn kinetic_heat(p: f32) -> f32 {

@@ -1,11 +1,12 @@
 //! atmc-lab: the dynamics of stochastic-gradient MCMC samplers made visible.
 //!
-//! Layers, with dependencies pointing one way:
+//! Layers, with dependencies pointing one way (ARCHITECTURE.md draws the graph):
 //! [`math`] (samplers, targets, RNG, schedules; pure Rust) → [`engine`] (CPU and GPU
 //! backends behind one interface) → [`diagnostics`] (statistics against exact truth) →
-//! [`runner`] and [`cli`] (headless runs), [`app`] (the egui desktop app). [`preset`]
-//! describes a run in RON. [`train`] holds the image-classification data and input pipeline
-//! for the ResNet++ runs.
+//! [`runner`] (headless runs), [`app`] (the egui desktop app) → [`cli`] (the command line,
+//! which also opens and renders the app). [`preset`] describes a run in RON. [`train`] trains
+//! ResNet++ image classifiers with ATMC or SGD: the data, the input pipeline, the network,
+//! the optimisers and checkpoints.
 
 pub mod app;
 pub mod cli;

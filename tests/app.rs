@@ -57,10 +57,13 @@ fn flipping_the_friction_sign_explodes_the_chains() {
     h.get_by_label_contains("Momentum explosion");
     let s = view(&h).session().snapshot();
     assert!(s.first_divergence.is_some());
-    // One click resets the chains.
+    // One click resets the chains (paused first: with φ = −1 they explode again within a
+    // few frames of playing).
+    h.get_by_label("❚❚ Pause").click();
+    h.step();
     h.get_all_by_label("↺ Reset chains").next().unwrap().click();
     run_until(&mut h, 30, "the reset", |s| {
-        s.moments.diverged == 0 || s.step < 5
+        s.moments.diverged == 0 && s.step == 0
     });
 }
 
@@ -137,4 +140,38 @@ fn snapshot_of_the_printed_preset() {
     );
     run_to_step(&mut h, 40).unwrap();
     h.snapshot_options("printed_preset", &snapshot_options());
+}
+
+#[test]
+fn values_beyond_a_sliders_ends_are_kept_and_the_far_warning_shows() {
+    // h = 1.5 is beyond the step-size slider's usual end (1) and 50 chains below the chains
+    // slider's (100): drawing the controls must not clamp them, which would quietly change
+    // the run. SGLD at h = 1.5 samples Var θ ≈ 4 on N(0, I): the view says so.
+    let preset = Preset::parse(
+        "Preset(sampler: (kind: Sgld, h: 1.5), target: Gaussian(), chains: 50, steps: 100)",
+        "test",
+    )
+    .unwrap();
+    let mut h = harness(preset, [1280, 720], 1.0, BackendChoice::Cpu);
+    run_to_step(&mut h, 80).unwrap();
+    h.run_steps(3);
+    assert_eq!(view(&h).preset.sampler.h, 1.5);
+    assert_eq!(view(&h).preset.chains, 50);
+    assert_eq!(view(&h).session().snapshot().sampler.unwrap().h, 1.5);
+    // Fewer than 100 alive chains are too few to judge; 50 chains are not warned about.
+    assert!(view(&h).session().snapshot().far_from_target.is_none());
+    let many = Preset::parse(
+        "Preset(sampler: (kind: Sgld, h: 1.5), target: Gaussian(), chains: 4000, steps: 100)",
+        "test",
+    )
+    .unwrap();
+    let mut h = harness(many, [1280, 720], 1.0, BackendChoice::Cpu);
+    run_to_step(&mut h, 80).unwrap();
+    h.run_steps(3);
+    let far = view(&h).session().snapshot().far_from_target;
+    assert!(
+        far.as_deref().is_some_and(|f| f.contains("Var θ")),
+        "{far:?}"
+    );
+    h.get_by_label_contains("Far from the target");
 }

@@ -186,7 +186,7 @@ const MALFORMED: &[(&str, &str, usize, &str)] = &[
         "cyclical with zero steps",
         "(sampler: (kind: Sgld), target: Donut(),\n schedule: Cyclical(total_steps: 0, cycles: 1))",
         2,
-        "total_steps = 0",
+        "steps = 0 is out of range",
     ),
     (
         "hyperbolic c = 0",

@@ -1,5 +1,6 @@
 //! The control panel: every field of the preset as a live widget. The controls only edit a
-//! [`Preset`]; the app decides what the change means for the running chains.
+//! [`Preset`]; [`Preset::change_from`] decides what the change means for the running chains
+//! and the view's worker carries it out.
 
 use crate::math::{
     Kinetic, NoiseMass, NoiseSpec, SamplerKind, SamplerSpec, ScheduleSpec, TargetSpec, XiUpdate,
@@ -38,11 +39,26 @@ pub(crate) fn slider(
     log: bool,
     label: &str,
 ) -> bool {
-    // Slider ends stay inside the allowed range, so every value a slider can produce is valid.
+    // The slider covers the usual values; a preset's value beyond them is kept, never clamped
+    // (that would silently change the run), and a typed value may go anywhere the range
+    // allows. Anything outside the allowed range is refused: the old value stays.
+    let before = *value;
     let lo = lo.max(range.min);
     let hi = hi.min(range.max);
-    ui.add(Slider::new(value, lo..=hi).logarithmic(log).text(label))
-        .changed()
+    let changed = ui
+        .add(
+            Slider::new(value, lo..=hi)
+                .logarithmic(log)
+                .clamping(egui::SliderClamping::Never)
+                .text(label),
+        )
+        .on_hover_text(format!("allowed {}", range.describe()))
+        .changed();
+    if range.check(*value).is_err() {
+        *value = before;
+        return false;
+    }
+    changed
 }
 
 /// Play/pause, step and reset buttons. `playing` labels the play button.
@@ -94,6 +110,7 @@ pub fn speed_control(ui: &mut Ui, view: &mut crate::preset::ViewHints) {
     if ui
         .add(
             Slider::new(&mut speed, 1.0..=120_000.0)
+                .clamping(egui::SliderClamping::Edits)
                 .logarithmic(true)
                 .text("speed (steps/s)")
                 .custom_formatter(|v, _| {
@@ -127,6 +144,7 @@ fn run_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) {
         if ui
             .add(
                 Slider::new(&mut chains, 100.0..=1_000_000.0)
+                    .clamping(egui::SliderClamping::Edits)
                     .logarithmic(true)
                     .text("chains"),
             )
@@ -186,6 +204,7 @@ fn model_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) {
                 });
                 ui.add(
                     Slider::new(&mut p.view.highlighted_chains, 0..=1000)
+                        .clamping(egui::SliderClamping::Edits)
                         .text("highlighted chains"),
                 );
             });
@@ -234,6 +253,7 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
             );
             ui.add(
                 Slider::new(&mut s.friction_sign, -1.0..=1.0)
+                    .clamping(egui::SliderClamping::Edits)
                     .text("friction sign φ")
                     .step_by(0.05),
             )
@@ -421,11 +441,13 @@ fn target_controls(ui: &mut Ui, t: &mut TargetSpec) {
         } => {
             ui.add(
                 Slider::new(data_points, 10..=10_000)
+                    .clamping(egui::SliderClamping::Edits)
                     .logarithmic(true)
                     .text("data points N"),
             );
             ui.add(
                 Slider::new(batch_size, 1..=(*data_points).max(1))
+                    .clamping(egui::SliderClamping::Edits)
                     .logarithmic(true)
                     .text("batch size n"),
             );
@@ -525,11 +547,13 @@ pub fn schedule_controls(ui: &mut Ui, s: &mut ScheduleSpec, steps: u32) {
         ) => {
             ui.add(
                 Slider::new(total_steps, 10..=1_000_000)
+                    .clamping(egui::SliderClamping::Edits)
                     .logarithmic(true)
                     .text("total steps K"),
             );
             ui.add(
                 Slider::new(cycles, 1..=100)
+                    .clamping(egui::SliderClamping::Edits)
                     .logarithmic(true)
                     .text("cycles M"),
             );

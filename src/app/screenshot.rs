@@ -19,6 +19,7 @@ pub fn render_offscreen(
     backend: BackendChoice,
     appearance: Appearance,
 ) -> anyhow::Result<image::RgbaImage> {
+    check_picture_size(size, pixels_per_point)?;
     let mut harness = harness_with(preset, size, pixels_per_point, backend, appearance);
     run_to_step(&mut harness, steps)?;
     harness
@@ -41,6 +42,7 @@ pub fn record_offscreen(
     appearance: Appearance,
     frame: &mut dyn FnMut(usize),
 ) -> anyhow::Result<Vec<image::RgbaImage>> {
+    check_picture_size(size, pixels_per_point)?;
     let mut harness = harness_with(preset, size, pixels_per_point, backend, appearance);
     let mut frames = Vec::new();
     let mut step = 0;
@@ -70,6 +72,23 @@ pub fn record_offscreen(
         frame(frames.len());
     }
     Ok(frames)
+}
+
+/// The largest side of a picture in pixels: every wgpu adapter renders textures this large.
+pub const MAX_PICTURE_SIDE: u32 = 8192;
+
+/// Checks that `size` points at `pixels_per_point` fit in a texture of every adapter.
+pub fn check_picture_size(size: [u32; 2], pixels_per_point: f32) -> anyhow::Result<()> {
+    for (side, name) in size.iter().zip(["width", "height"]) {
+        let pixels = *side as f32 * pixels_per_point;
+        if pixels > MAX_PICTURE_SIDE as f32 {
+            bail!(
+                "the picture would be {pixels:.0} pixels in {name} ({side} × scale \
+                 {pixels_per_point}); at most {MAX_PICTURE_SIDE}: lower --size or --scale"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The part of `image` under `rect` (in points).
@@ -162,6 +181,16 @@ pub fn run_to_step(harness: &mut AppHarness, steps: u32) -> anyhow::Result<()> {
     }
     for _ in 0..3 {
         harness.step();
+    }
+    // A picture of an error message must not pass for a picture of the run.
+    if let Some(error) = harness
+        .state()
+        .as_ref()
+        .context("app not started")?
+        .active()
+        .error()
+    {
+        bail!("the view cannot run this preset: {error}");
     }
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! One view of the lab is one panel type implementing [`View`]. The app's shell
 //! ([`super::AtmcApp`]) draws the skeleton every view shares — menu bar with the tabs,
 //! status bar, the control panel on the left and the central area — and asks the active view
-//! to fill the control panel and the central area. A new view (a lecture, the
-//! thermodynamics lab) is one new type and one line in [`super::Tab`].
+//! to fill the control panel and the central area. A new view (say, the thermodynamics lab
+//! of MATH.md §5) is one new type and one variant of [`super::Tab`].
 
 use crate::preset::AnyPreset;
 use egui::{Rect, Ui};
@@ -137,6 +137,11 @@ pub trait View: Any {
     /// Whether the picture of step `step` is complete: the worker is paused there and every
     /// panel has what it draws. May adjust auto-ranging views to settle them.
     fn settled_at(&mut self, step: u32) -> bool;
+    /// What keeps the view from running its preset (a data file that cannot be read), if
+    /// anything: a picture of it must not pass for a result.
+    fn error(&self) -> Option<String> {
+        None
+    }
     /// Hides what depends on timing so offscreen pictures are reproducible.
     fn set_reproducible(&mut self, _on: bool) {}
     /// For downcasting in tests and tools.

@@ -169,11 +169,13 @@ impl Transport {
         if self.playing { per_tick } else { 0 }
     }
 
-    /// Pauses when the run-to step has been reached at `step`.
-    pub fn arrived(&mut self, step: u32) {
-        if self.run_to.is_some_and(|t| step >= t) {
+    /// Pauses when the run-to step has been reached at `step`; true when it just was.
+    pub fn arrived(&mut self, step: u32) -> bool {
+        let reached = self.run_to.is_some_and(|t| step >= t);
+        if reached {
             self.reached();
         }
+        reached
     }
 
     fn reached(&mut self) {

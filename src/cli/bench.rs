@@ -147,6 +147,25 @@ fn time_engine(engine: &mut dyn Engine, steps: u32) -> anyhow::Result<f64> {
     Ok(f64::from(engine.chains()) * f64::from(steps) / seconds)
 }
 
+/// Checks the options before any work: at least one chain, network, step and frame, within
+/// the ranges of a preset, and a measuring time that ends.
+pub fn check(args: &BenchArgs) -> Result<(), String> {
+    let chains_range = if args.mlp {
+        ranges::MLP_CHAINS
+    } else {
+        ranges::CHAINS
+    };
+    if let Some(c) = args.chains {
+        chains_range.check(f64::from(c))?;
+    }
+    if let Some(s) = args.steps {
+        ranges::Range::closed_range("steps timed", 1.0, 1e6).check(f64::from(s))?;
+    }
+    ranges::STEPS_PER_FRAME.check(f64::from(args.steps_per_frame))?;
+    ranges::Range::closed_range("seconds measured", 0.5, 3600.0).check(args.seconds)?;
+    Ok(())
+}
+
 /// Runs the benchmark: the CPU engine at `--chains`, then the GPU engine (if an adapter is
 /// found) at 1e4, 1e5, 1e6 chains and `--chains`, each with its ratio to the CPU figure.
 pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {

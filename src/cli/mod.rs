@@ -1,4 +1,5 @@
-//! The headless command line: `run`, `presets`, `bench`.
+//! The command line: `run`, `presets`, `bench`, `train` run headless; `app` opens the
+//! window; `screenshot` and `record` render the app offscreen.
 
 mod bench;
 mod train;
@@ -226,15 +227,24 @@ pub fn main() -> ExitCode {
             list_presets();
             Ok(())
         }
-        Some(Command::Bench(args)) => bench::bench(&args).map_err(|e| Failure {
-            code: 1,
-            message: format!("{e:#}"),
+        Some(Command::Bench(args)) => bench::check(&args).map_err(usage).and_then(|()| {
+            bench::bench(&args).map_err(|e| Failure {
+                code: 1,
+                message: format!("{e:#}"),
+            })
         }),
         Some(Command::App(args)) => open_app(&args.preset, args.backend),
         Some(Command::Screenshot(args)) => screenshot(&args),
         Some(Command::Record(args)) => record(&args),
         Some(Command::Train(args)) => train::train(&args).map_err(|e| Failure {
-            code: 1,
+            code: if e.downcast_ref::<train::Usage>().is_some()
+                || e.downcast_ref::<crate::train::checkpoint::FolderRefused>()
+                    .is_some()
+            {
+                2
+            } else {
+                1
+            },
             message: format!("{e:#}"),
         }),
         None => open_app("default", BackendChoice::Auto),
@@ -258,13 +268,25 @@ fn list_presets() {
 }
 
 fn open_app(preset: &str, backend: BackendChoice) -> Result<(), Failure> {
-    let preset = AnyPreset::load(preset).map_err(|e| usage(e.to_string()))?;
+    let preset = load_preset(preset)?;
     crate::app::run_native(preset, backend).map_err(|e| Failure {
         code: 1,
         message: format!(
             "{e:#}\n(no display? run under `xvfb-run -a atmc-lab`, or use `atmc-lab run` headless)"
         ),
     })
+}
+
+/// Loads a preset and, for an MLP preset, its data (a CSV file may be missing or malformed):
+/// either is bad input, refused before any work with the preset's name in front.
+fn load_preset(path: &str) -> Result<AnyPreset, Failure> {
+    let preset = AnyPreset::load(path).map_err(|e| usage(e.to_string()))?;
+    if let AnyPreset::Mlp(mlp) = &preset {
+        mlp.network
+            .build()
+            .map_err(|e| usage(format!("{path}: {e}")))?;
+    }
+    Ok(preset)
 }
 
 fn parse_size(text: &str) -> Result<[u32; 2], Failure> {
@@ -285,10 +307,21 @@ fn parse_size(text: &str) -> Result<[u32; 2], Failure> {
 }
 
 fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
-    let preset = AnyPreset::load(&args.preset).map_err(|e| usage(e.to_string()))?;
+    let preset = load_preset(&args.preset)?;
     let size = parse_size(&args.size)?;
     if !(0.5..=4.0).contains(&args.scale) {
         return Err(usage(format!("--scale {}: allowed [0.5, 4]", args.scale)));
+    }
+    crate::app::screenshot::check_picture_size(size, args.scale)
+        .map_err(|e| usage(format!("{e:#}")))?;
+    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.is_dir()
+    {
+        return Err(usage(format!(
+            "cannot write {}: no folder {}",
+            args.out.display(),
+            parent.display()
+        )));
     }
     let fail = |e: anyhow::Error| Failure {
         code: 1,
@@ -319,11 +352,13 @@ fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
 
 fn record(args: &RecordArgs) -> Result<(), Failure> {
     use crate::app::record::{MAX_FRAMES, Output, Progress, gif_frames, write};
-    let preset = AnyPreset::load(&args.preset).map_err(|e| usage(e.to_string()))?;
+    let preset = load_preset(&args.preset)?;
     let size = parse_size(&args.size)?;
     if !(0.5..=4.0).contains(&args.scale) {
         return Err(usage(format!("--scale {}: allowed [0.5, 4]", args.scale)));
     }
+    crate::app::screenshot::check_picture_size(size, args.scale)
+        .map_err(|e| usage(format!("{e:#}")))?;
     if args.every == 0 || args.steps == 0 {
         return Err(usage("--steps and --every must be at least 1"));
     }
@@ -383,7 +418,7 @@ fn record(args: &RecordArgs) -> Result<(), Failure> {
 }
 
 fn run(args: RunArgs) -> Result<(), Failure> {
-    match AnyPreset::load(&args.preset).map_err(|e| usage(e.to_string()))? {
+    match load_preset(&args.preset)? {
         AnyPreset::Toy(mut preset) => {
             apply_overrides(&mut preset, &args)?;
             execute(preset, args.backend, args.csv.as_deref())
@@ -417,6 +452,7 @@ fn execute_comparison(
     backend: BackendChoice,
     csv: Option<&std::path::Path>,
 ) -> Result<(), Failure> {
+    check_csv(csv)?;
     let columns = comparison.columns.len();
     let bar = progress_bar(
         comparison.base.steps * columns as u32,
@@ -566,9 +602,18 @@ fn execute(
             preset.chains
         ),
     );
-    let outcome = runner::run(&preset, backend, &mut |done| {
-        bar.set_position(u64::from(done))
-    })
+    // The CSV file is opened before the run (a bad path fails before any work) and the rows
+    // are streamed into it (none is held back, memory stays bounded).
+    let mut file = csv
+        .map(crate::diagnostics::SeriesCsvFile::create)
+        .transpose()
+        .map_err(|e| usage(format!("{e:#}")))?;
+    let outcome = runner::run_streaming(
+        &preset,
+        backend,
+        &mut |done| bar.set_position(u64::from(done)),
+        &mut |row| file.as_mut().map_or(Ok(()), |f| f.write(row)),
+    )
     .map_err(|e| Failure {
         code: 1,
         message: format!("{e:#}"),
@@ -577,8 +622,16 @@ fn execute(
     if let Some(notice) = &outcome.notice {
         eprintln!("notice: {notice}");
     }
-    write_csv(csv, || crate::diagnostics::series_csv(&outcome.series))?;
+    if let Some(f) = file {
+        f.finish().map_err(|e| Failure {
+            code: 1,
+            message: format!("{e:#}"),
+        })?;
+    }
     let s = &outcome.summary;
+    for w in &s.warnings {
+        eprintln!("warning: {w}");
+    }
     eprintln!(
         "{} on {}: {} chains × {} steps on {} ({}), {:.3e} chain-steps/s; diverged {:.2}%",
         s.sampler,
@@ -614,8 +667,12 @@ fn print_json(summary: &impl serde::Serialize) -> Result<(), Failure> {
         message: e.to_string(),
     })?;
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{json}");
-    Ok(())
+    writeln!(out, "{json}")
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure {
+            code: 1,
+            message: format!("cannot write the result to standard output: {e}"),
+        })
 }
 
 /// Writes the time series when `--csv` asked for it.
@@ -629,11 +686,21 @@ fn write_csv(path: Option<&std::path::Path>, text: impl FnOnce() -> String) -> R
     Ok(())
 }
 
+/// Checks before a run that `--csv` can be written: the file is created (empty) now.
+fn check_csv(path: Option<&std::path::Path>) -> Result<(), Failure> {
+    if let Some(path) = path {
+        std::fs::File::create(path)
+            .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
 fn execute_mlp(
     preset: MlpPreset,
     backend: BackendChoice,
     csv: Option<&std::path::Path>,
 ) -> Result<(), Failure> {
+    check_csv(csv)?;
     let bar = progress_bar(
         preset.steps,
         format!(

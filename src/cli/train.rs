@@ -2,10 +2,10 @@
 //! a checkpoint after every epoch and a JSON summary as the last line of stdout.
 
 use crate::engine::BackendChoice;
-use crate::train::checkpoint::{Checkpoint, ensure_fresh};
+use crate::train::checkpoint::{Checkpoint, ensure_fresh, lock_checkpoint_folder};
 use crate::train::data::{DatasetKind, load};
 use crate::train::trainer::{EpochRow, OptimizerKind, TrainConfig, Trainer};
-use anyhow::{Context, bail};
+use anyhow::Context;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,30 +16,32 @@ use std::time::Instant;
 #[command(allow_negative_numbers = true)]
 pub struct TrainArgs {
     /// The data: a folder (CIFAR-10 binary batches or Fashion-MNIST IDX files) or CIFAR-10's
-    /// official cifar-10-binary.tar.gz.
+    /// official cifar-10-binary.tar.gz [Fashion-MNIST default: /usr/share/datasets/fashion-mnist,
+    /// where Debian's dataset-fashion-mnist installs it].
     #[arg(long)]
     data: Option<PathBuf>,
-    /// Which data set.
-    #[arg(long, value_enum, default_value = "cifar10")]
-    dataset: DatasetKind,
-    /// Optimiser.
-    #[arg(long, value_enum, default_value = "atmc")]
-    optimizer: OptimizerKind,
-    /// Layers (6n + 2: 8, 14, 20, …).
-    #[arg(long, default_value_t = 8)]
-    depth: usize,
-    /// Channels of the first stage.
-    #[arg(long, default_value_t = 16)]
-    width: usize,
-    /// Passes over the training set.
-    #[arg(long, default_value_t = 3)]
-    epochs: u32,
-    /// Images per minibatch.
-    #[arg(long, default_value_t = 128)]
-    batch_size: u32,
-    /// Seed.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    /// Which data set [default: cifar10].
+    #[arg(long, value_enum)]
+    dataset: Option<DatasetKind>,
+    /// Optimiser [default: atmc].
+    #[arg(long, value_enum)]
+    optimizer: Option<OptimizerKind>,
+    /// Layers (6n + 2: 8, 14, 20, …, at most 110) [default: 8].
+    #[arg(long)]
+    depth: Option<usize>,
+    /// Channels of the first stage, 4 to 128 [default: 16].
+    #[arg(long)]
+    width: Option<usize>,
+    /// Passes over the training set, 1 to 10,000 [default: 3]; with --resume, extends or
+    /// shortens the run.
+    #[arg(long)]
+    epochs: Option<u32>,
+    /// Images per minibatch, 1 to 4096 [default: 128].
+    #[arg(long)]
+    batch_size: Option<u32>,
+    /// Seed [default: 0].
+    #[arg(long)]
+    seed: Option<u64>,
     /// ATMC step size h.
     #[arg(long)]
     h: Option<f64>,
@@ -65,27 +67,31 @@ pub struct TrainArgs {
     #[arg(long)]
     speed: Option<f64>,
     /// Cycles of ATMC's cyclical step size (0: constant; samples at the end of each cycle).
-    #[arg(long, default_value_t = 0)]
-    cycles: u32,
-    /// Prior standard deviation of every parameter.
-    #[arg(long, default_value_t = 1.0)]
-    prior_scale: f64,
-    /// SGD's peak learning rate.
-    #[arg(long, default_value_t = 0.05)]
-    lr: f32,
+    #[arg(long)]
+    cycles: Option<u32>,
+    /// Prior standard deviation of every parameter [default: 1].
+    #[arg(long)]
+    prior_scale: Option<f64>,
+    /// SGD's peak learning rate [default: 0.05].
+    #[arg(long)]
+    lr: Option<f64>,
     /// Only the first N training images (0: all).
-    #[arg(long, default_value_t = 0)]
-    train_limit: usize,
+    #[arg(long)]
+    train_limit: Option<usize>,
     /// Only the first N test images (0: all).
-    #[arg(long, default_value_t = 0)]
-    test_limit: usize,
+    #[arg(long)]
+    test_limit: Option<usize>,
     /// Train without random crops and flips.
     #[arg(long)]
     no_augment: bool,
-    /// Folder of the checkpoint (written after every epoch).
+    /// Folder of the checkpoint (created if missing; locked while the run lasts).
     #[arg(long)]
     checkpoint: Option<PathBuf>,
-    /// Continue the run in --checkpoint.
+    /// Epochs between two checkpoints [default: 1]; may change on --resume.
+    #[arg(long)]
+    checkpoint_every: Option<u32>,
+    /// Continue the run in --checkpoint. Only --epochs, --data and --checkpoint-every may be
+    /// given with it: everything else is the checkpoint's.
     #[arg(long)]
     resume: bool,
     /// Backend. Training runs on burn's CPU backend (flex); `gpu` is refused in this build.
@@ -98,88 +104,148 @@ fn checkpoint_file(dir: &std::path::Path) -> PathBuf {
     dir.join("train.ckpt")
 }
 
-/// Runs `atmc-lab train`. Errors of the input are returned as `Err` with a message.
+/// A problem with the command's input: the command exits with 2 (1 is for failures of the
+/// run itself).
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Usage(message.into()))
+}
+
+/// `value` checked against `range`, as a usage error.
+fn ranged(range: crate::math::ranges::Range, value: f64) -> anyhow::Result<f64> {
+    range.check(value).map_err(usage)
+}
+
+/// The options a resumed run may change; every other option belongs to the checkpoint.
+fn refuse_on_resume(args: &TrainArgs) -> anyhow::Result<()> {
+    let given: [(&str, bool); 21] = [
+        ("--dataset", args.dataset.is_some()),
+        ("--optimizer", args.optimizer.is_some()),
+        ("--depth", args.depth.is_some()),
+        ("--width", args.width.is_some()),
+        ("--batch-size", args.batch_size.is_some()),
+        ("--seed", args.seed.is_some()),
+        ("--h", args.h.is_some()),
+        ("--D", args.friction_floor.is_some()),
+        ("--mass", args.mass.is_some()),
+        ("--temperature", args.temperature.is_some()),
+        ("--friction-sign", args.friction_sign.is_some()),
+        ("--xi-update", args.xi_update.is_some()),
+        ("--noise-mass", args.noise_mass.is_some()),
+        ("--speed", args.speed.is_some()),
+        ("--cycles", args.cycles.is_some()),
+        ("--prior-scale", args.prior_scale.is_some()),
+        ("--lr", args.lr.is_some()),
+        ("--train-limit", args.train_limit.is_some()),
+        ("--test-limit", args.test_limit.is_some()),
+        ("--no-augment", args.no_augment),
+        ("--backend", args.backend != BackendChoice::Auto),
+    ];
+    let clashing: Vec<&str> = given.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect();
+    if !clashing.is_empty() {
+        return Err(usage(format!(
+            "--resume continues the run as its checkpoint describes it: {} cannot change \
+             (only --epochs, --data and --checkpoint-every can)",
+            clashing.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `atmc-lab train`. Errors of the input are [`Usage`] errors.
 pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
     if args.backend == BackendChoice::Gpu {
-        bail!(
+        return Err(usage(
             "--backend gpu: this build trains on burn's CPU backend only (its wgpu backend adds \
-             ~40 minutes to a clean build and runs slower than the CPU on software GPUs)"
-        );
+             ~40 minutes to a clean build and runs slower than the CPU on software GPUs)",
+        ));
     }
+    let epochs = args
+        .epochs
+        .map(|e| {
+            ranged(
+                crate::math::ranges::Range::closed_range("epochs", 1.0, 1e4),
+                f64::from(e),
+            )
+        })
+        .transpose()?
+        .map(|e| e as u32);
+    let every = args
+        .checkpoint_every
+        .map(|e| {
+            ranged(
+                crate::math::ranges::Range::closed_range("epochs between checkpoints", 1.0, 1e4),
+                f64::from(e),
+            )
+        })
+        .transpose()?
+        .map_or(1, |e| e as u32);
+    if args.checkpoint_every.is_some() && args.checkpoint.is_none() {
+        return Err(usage("--checkpoint-every needs --checkpoint DIR"));
+    }
+    if args.resume
+        && let Some(dir) = &args.checkpoint
+        && !checkpoint_file(dir).exists()
+    {
+        return Err(usage(format!(
+            "--resume: {} holds no checkpoint to resume ({} is missing)",
+            dir.display(),
+            checkpoint_file(dir).display()
+        )));
+    }
+    let lock = args
+        .checkpoint
+        .as_deref()
+        .map(lock_checkpoint_folder)
+        .transpose()?;
     let checkpoint = args.checkpoint.as_deref().map(checkpoint_file);
     let mut trainer = if args.resume {
         let path = checkpoint
             .as_deref()
-            .context("--resume needs --checkpoint DIR")?;
+            .ok_or_else(|| usage("--resume needs --checkpoint DIR"))?;
+        refuse_on_resume(args)?;
         let saved = Checkpoint::read(path)?;
-        let config: TrainConfig = serde_json::from_value(saved.header["config"].clone())
+        let mut config: TrainConfig = serde_json::from_value(saved.header["config"].clone())
             .context("the checkpoint's configuration")?;
+        if let Some(data) = &args.data {
+            config.data.clone_from(data);
+        }
         let data = Arc::new(load(config.dataset, &config.data)?);
         eprintln!(
             "resuming {} at epoch {}",
             path.display(),
             saved.header["epoch"]
         );
-        Trainer::resume(&saved, data)?
+        if let Some(e) = epochs
+            && e != config.epochs
+            && config.cycles > 0
+        {
+            return Err(usage(format!(
+                "--epochs {e}: this run's {} cycles are spread over its {} epochs; a cyclical \
+                 run cannot be extended",
+                config.cycles, config.epochs
+            )));
+        }
+        let mut t = Trainer::resume_with(&saved, data, config)?;
+        if let Some(e) = epochs {
+            t.config.epochs = e;
+        }
+        t
     } else {
         if let Some(path) = &checkpoint {
-            ensure_fresh(path)?;
+            ensure_fresh(path).map_err(|e| usage(format!("{e:#}")))?;
         }
-        let data_path = args.data.clone().context(
-            "--data DIR is needed (CIFAR-10: https://www.cs.toronto.edu/~kriz/cifar.html, the \
-             binary version; Fashion-MNIST: apt-get install dataset-fashion-mnist)",
-        )?;
-        let mut config = TrainConfig::new(args.dataset, data_path, args.optimizer);
-        config.depth = args.depth;
-        config.width = args.width;
-        config.epochs = args.epochs;
-        config.batch_size = args.batch_size.max(1);
-        config.seed = args.seed;
-        config.cycles = args.cycles;
-        config.prior_scale = args.prior_scale;
-        config.sgd_lr = args.lr;
-        config.train_limit = args.train_limit;
-        config.test_limit = args.test_limit;
-        config.augment = !args.no_augment;
-        let s = &mut config.atmc;
-        if let Some(v) = args.h {
-            s.h = crate::math::ranges::STEP_SIZE
-                .check(v)
-                .map_err(anyhow::Error::msg)?;
-        }
-        if let Some(v) = args.friction_floor {
-            s.friction_floor = crate::math::ranges::FRICTION_FLOOR
-                .check(v)
-                .map_err(anyhow::Error::msg)?;
-        }
-        if let Some(v) = args.mass {
-            s.mass = crate::math::ranges::MASS
-                .check(v)
-                .map_err(anyhow::Error::msg)?;
-        }
-        config.atmc_auto_scale = args.mass.is_none() && args.friction_floor.is_none();
-        if let Some(v) = args.temperature {
-            s.temperature = crate::math::ranges::TEMPERATURE
-                .check(v)
-                .map_err(anyhow::Error::msg)?;
-        }
-        if let Some(v) = args.friction_sign {
-            s.friction_sign = crate::math::ranges::FRICTION_SIGN
-                .check(v)
-                .map_err(anyhow::Error::msg)?;
-        }
-        if let Some(v) = args.xi_update {
-            s.xi_update = v.into();
-        }
-        if let Some(v) = args.noise_mass {
-            s.noise_mass = v.into();
-        }
-        if let Some(c) = args.speed {
-            let c = crate::math::ranges::SPEED
-                .check(c)
-                .map_err(anyhow::Error::msg)?;
-            s.kinetic = crate::math::Kinetic::Hyperbolic { c };
-        }
+        let config = fresh_config(args, epochs)?;
         let started = Instant::now();
         let data = Arc::new(load(config.dataset, &config.data)?);
         eprintln!(
@@ -189,12 +255,103 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
             data.test.len(),
             started.elapsed().as_secs_f64()
         );
-        Trainer::new(config, data)?
+        Trainer::new(config, data).map_err(|e| usage(format!("{e:#}")))?
     };
-    run(&mut trainer, checkpoint.as_deref())
+    let result = run(&mut trainer, checkpoint.as_deref(), every);
+    drop(lock);
+    result
 }
 
-fn run(trainer: &mut Trainer, checkpoint: Option<&std::path::Path>) -> anyhow::Result<()> {
+/// The configuration of a fresh run: every option checked against its range before any data
+/// is loaded.
+fn fresh_config(args: &TrainArgs, epochs: Option<u32>) -> anyhow::Result<TrainConfig> {
+    use crate::math::ranges::{self, Range};
+    let dataset = args.dataset.unwrap_or(DatasetKind::Cifar10);
+    // Debian's dataset-fashion-mnist has a fixed home; CIFAR-10 has none.
+    let installed = (dataset == DatasetKind::FashionMnist)
+        .then(|| PathBuf::from(crate::train::data::DEBIAN_FASHION_MNIST))
+        .filter(|p| p.is_dir());
+    let data_path = args.data.clone().or(installed).ok_or_else(|| {
+        usage(
+            "--data DIR is needed (CIFAR-10: https://www.cs.toronto.edu/~kriz/cifar.html, the \
+             binary version; Fashion-MNIST: apt-get install dataset-fashion-mnist)",
+        )
+    })?;
+    let mut config = TrainConfig::new(
+        dataset,
+        data_path,
+        args.optimizer.unwrap_or(OptimizerKind::Atmc),
+    );
+    if let Some(d) = args.depth {
+        config.depth = d;
+    }
+    if let Some(w) = args.width {
+        config.width = w;
+    }
+    crate::train::resnet::ResNetConfig {
+        depth: config.depth,
+        width: config.width,
+        channels: 3,
+        classes: 10,
+    }
+    .validate()
+    .map_err(usage)?;
+    config.epochs = epochs.unwrap_or(config.epochs);
+    if let Some(b) = args.batch_size {
+        config.batch_size =
+            ranged(Range::closed_range("batch size", 1.0, 4096.0), f64::from(b))? as u32;
+    }
+    if let Some(v) = args.seed {
+        config.seed = v;
+    }
+    if let Some(c) = args.cycles {
+        config.cycles = ranged(ranges::CYCLES.with_min(0.0), f64::from(c))? as u32;
+    }
+    if let Some(v) = args.prior_scale {
+        config.prior_scale = ranged(ranges::SIGMA, v)?;
+    }
+    if let Some(v) = args.lr {
+        config.sgd_lr = ranged(Range::closed_range("learning rate", 1e-7, 10.0), v)? as f32;
+    }
+    config.train_limit = args.train_limit.unwrap_or(0);
+    config.test_limit = args.test_limit.unwrap_or(0);
+    config.augment = !args.no_augment;
+    let s = &mut config.atmc;
+    if let Some(v) = args.h {
+        s.h = ranged(ranges::STEP_SIZE, v)?;
+    }
+    if let Some(v) = args.friction_floor {
+        s.friction_floor = ranged(ranges::FRICTION_FLOOR, v)?;
+    }
+    if let Some(v) = args.mass {
+        s.mass = ranged(ranges::MASS, v)?;
+    }
+    config.atmc_auto_scale = args.mass.is_none() && args.friction_floor.is_none();
+    if let Some(v) = args.temperature {
+        s.temperature = ranged(ranges::TEMPERATURE, v)?;
+    }
+    if let Some(v) = args.friction_sign {
+        s.friction_sign = ranged(ranges::FRICTION_SIGN, v)?;
+    }
+    if let Some(v) = args.xi_update {
+        s.xi_update = v.into();
+    }
+    if let Some(v) = args.noise_mass {
+        s.noise_mass = v.into();
+    }
+    if let Some(c) = args.speed {
+        s.kinetic = crate::math::Kinetic::Hyperbolic {
+            c: ranged(ranges::SPEED, c)?,
+        };
+    }
+    Ok(config)
+}
+
+fn run(
+    trainer: &mut Trainer,
+    checkpoint: Option<&std::path::Path>,
+    every: u32,
+) -> anyhow::Result<()> {
     let c = trainer.config.clone();
     eprintln!(
         "ResNet++ depth {} width {} ({} parameters) with {:?} on {} training images, burn's CPU \
@@ -227,7 +384,9 @@ fn run(trainer: &mut Trainer, checkpoint: Option<&std::path::Path>) -> anyhow::R
             if let Some(row) = trainer.history.last() {
                 bar.suspend(|| eprintln!("{}", describe(row)));
             }
-            if let Some(path) = checkpoint {
+            if let Some(path) = checkpoint
+                && (trainer.epoch.is_multiple_of(every) || trainer.finished())
+            {
                 trainer.checkpoint().write(path)?;
             }
         }
@@ -262,8 +421,9 @@ fn run(trainer: &mut Trainer, checkpoint: Option<&std::path::Path>) -> anyhow::R
         "elapsed_s": elapsed,
     });
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{summary}");
-    Ok(())
+    writeln!(out, "{summary}")
+        .and_then(|()| out.flush())
+        .context("cannot write the result to standard output")
 }
 
 /// One line per epoch.

@@ -19,7 +19,8 @@ use crate::math::special::{erf, erfc, normal_cdf};
 /// chain length: at least 2 chains, all of the same length n >= 4, all draws
 /// finite and not all identical.
 fn validate_chains(draws: &[Vec<f64>]) -> Option<usize> {
-    if draws.len() < 2 {
+    // One chain is enough: its two halves are compared (as Stan does).
+    if draws.is_empty() {
         return None;
     }
     let n = draws[0].len();
@@ -142,7 +143,8 @@ fn rhat_tail(draws: &[Vec<f64>]) -> f64 {
 /// that the chains have not mixed.
 ///
 /// `draws` holds one `Vec` per chain, in time order, all of the same length.
-/// Returns NaN when there are fewer than 2 chains, the chains have unequal
+/// A single chain is split into two halves like any other. Returns NaN when there is no
+/// chain, the chains have unequal
 /// lengths or fewer than 4 draws, any draw is non-finite, or all draws are
 /// identical. If only the folded draws are constant (e.g. draws of ±c), the
 /// bulk value alone is returned; if every split chain is constant but they
@@ -546,14 +548,27 @@ mod tests {
     }
 
     #[test]
+    fn one_chain_is_split_into_its_halves() {
+        // Deterministic, weakly correlated draws.
+        let one = vec![
+            (0..400)
+                .map(|i| (f64::from(i) * 12.9898).sin() * 43758.5453 % 1.0)
+                .collect::<Vec<_>>(),
+        ];
+        let rhat = split_rhat(&one);
+        assert!((rhat - 1.0).abs() < 0.05, "{rhat}");
+        let ess = ess_bulk(&one);
+        assert!(ess > 100.0 && ess.is_finite(), "{ess}");
+    }
+
+    #[test]
     fn nan_cases() {
-        let one = vec![vec![1.0, 2.0, 3.0, 4.0]];
         let short = vec![vec![1.0, 2.0, 3.0], vec![2.0, 3.0, 4.0]];
         let ragged = vec![vec![1.0, 2.0, 3.0, 4.0], vec![1.0, 2.0, 3.0]];
         let constant = vec![vec![5.0; 10], vec![5.0; 10]];
         let mut bad = vec![vec![0.0, 1.0, 2.0, 3.0], vec![1.0, 2.0, 3.0, 4.0]];
         bad[1][2] = f64::INFINITY;
-        for d in [&one, &short, &ragged, &constant, &bad] {
+        for d in [&short, &ragged, &constant, &bad] {
             assert!(split_rhat(d).is_nan());
             assert!(ess_bulk(d).is_nan());
             assert!(ess_tail(d).is_nan());

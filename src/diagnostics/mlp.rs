@@ -4,7 +4,7 @@
 
 use super::classification::{ClassMetrics, ClassificationAccumulator, ReliabilityBin};
 use crate::engine::mlp::{MlpEngine, MlpReport, Prediction};
-use crate::math::Dataset;
+use crate::math::{Dataset, SamplerKind};
 use serde::Serialize;
 
 /// How uncertain the posterior predictive is at a point.
@@ -159,11 +159,26 @@ pub struct MlpSeriesRow {
 
 impl MlpSeriesRow {
     /// A row from a block's report and its evaluations.
-    pub fn new(report: &MlpReport, ensemble: &EnsembleEvaluation, baseline: &Evaluation) -> Self {
+    /// Quantities a `kind` sampler does not have, or that average no alive network, are NaN.
+    pub fn new(
+        report: &MlpReport,
+        kind: SamplerKind,
+        ensemble: &EnsembleEvaluation,
+        baseline: &Evaluation,
+    ) -> Self {
+        let alive = report.alive > 0;
         Self {
             step: report.step,
-            kinetic_temperature: report.overall.kinetic_temperature,
-            mean_xi: report.overall.mean_xi,
+            kinetic_temperature: if alive && kind.has_momentum() {
+                report.overall.kinetic_temperature
+            } else {
+                f64::NAN
+            },
+            mean_xi: if alive && kind.has_thermostat() {
+                report.overall.mean_xi
+            } else {
+                f64::NAN
+            },
             diverged: report.diverged,
             ensemble_networks: ensemble.chains_used,
             ensemble_test: ensemble.ensemble.test.clone(),
@@ -177,7 +192,9 @@ impl MlpSeriesRow {
 #[derive(Serialize)]
 struct CsvRow {
     step: u32,
+    #[serde(serialize_with = "super::defined")]
     kinetic_temperature: f64,
+    #[serde(serialize_with = "super::defined")]
     mean_xi: f64,
     diverged: u64,
     test_accuracy: Option<f64>,

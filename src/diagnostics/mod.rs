@@ -4,14 +4,17 @@
 //! series and the [`Summary`] of a run; [`mcmc`] holds R̂, ESS and the energy distance;
 //! [`classification`] scores classifiers (accuracy, NLL, calibration).
 
+pub mod bounded;
 pub mod classification;
 pub mod growth;
 pub mod mcmc;
 pub mod mlp;
 pub mod views;
+pub mod warnings;
 
-use crate::engine::{ChainStates, Report};
-use crate::math::{Chain2, Grid2, Target};
+use crate::engine::{ChainStates, Moments, Report};
+use crate::math::{Chain2, Grid2, SamplerKind, Target};
+use bounded::BoundedSeries;
 use serde::Serialize;
 
 /// What the diagnostics compare against: exact samples, cell masses and moments.
@@ -266,17 +269,64 @@ pub struct SeriesRow {
     pub step: u32,
     /// Step size of the last step (shows the cyclical schedule).
     pub step_size: f64,
-    /// Kinetic temperature ⟨p K'(p)⟩ of the alive chains.
+    /// Kinetic temperature ⟨p K'(p)⟩ of the alive chains; NaN (an empty CSV field) without
+    /// momentum or alive chains.
+    #[serde(serialize_with = "defined")]
     pub kinetic_temperature: f64,
-    /// Mean ξ of the alive chains.
+    /// Mean ξ of the alive chains; NaN (empty) without a thermostat or alive chains.
+    #[serde(serialize_with = "defined")]
     pub mean_xi: f64,
     /// Diverged chains so far.
     pub diverged: u64,
-    /// Energy distance of (up to 500) alive chains to the exact samples.
+    /// Energy distance of (up to 500) alive chains to the exact samples; NaN (empty) without
+    /// alive chains.
+    #[serde(serialize_with = "defined")]
     pub energy_distance: f64,
     /// Whether the block ended in a cyclical schedule's exploration stage (its states are
     /// left out of every pooled statistic).
     pub exploring: bool,
+}
+
+impl SeriesRow {
+    /// A row of the ensemble's moments `m` after `step`. A quantity the sampler does not have
+    /// (a kinetic temperature without momentum, ξ without a thermostat) is NaN, as is one that
+    /// averages no alive chain: undefined, not 0.
+    pub fn of_moments(
+        step: u32,
+        step_size: f64,
+        m: &Moments,
+        kind: SamplerKind,
+        energy_distance: f64,
+        exploring: bool,
+    ) -> Self {
+        Self {
+            step,
+            step_size,
+            kinetic_temperature: if kind.has_momentum() {
+                m.kinetic_temperature()
+            } else {
+                f64::NAN
+            },
+            mean_xi: if kind.has_thermostat() {
+                m.mean_xi()
+            } else {
+                f64::NAN
+            },
+            diverged: m.diverged,
+            energy_distance,
+            exploring,
+        }
+    }
+}
+
+/// Writes a float that is undefined (NaN) or infinite as nothing: an empty CSV field, a JSON
+/// null.
+pub(crate) fn defined<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.is_finite() {
+        s.serialize_some(v)
+    } else {
+        s.serialize_none()
+    }
 }
 
 /// Header of [`series_csv`]: the field names of [`SeriesRow`].
@@ -293,6 +343,48 @@ const SERIES_HEADER: [&str; 7] = [
 /// The time series as CSV text.
 pub fn series_csv(series: &[SeriesRow]) -> String {
     csv_text(&SERIES_HEADER, series)
+}
+
+/// A CSV file the rows of a time series are streamed into as they are recorded: created (and
+/// its header written) before the run, so that an unwritable path fails before any work and
+/// no row is lost.
+pub struct SeriesCsvFile {
+    writer: csv::Writer<std::fs::File>,
+    path: std::path::PathBuf,
+}
+
+impl SeriesCsvFile {
+    /// Creates the file with the header of [`SeriesRow`].
+    pub fn create(path: &std::path::Path) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        let mut writer = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_path(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        writer
+            .write_record(SERIES_HEADER)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(Self {
+            writer,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Appends one row.
+    pub fn write(&mut self, row: &SeriesRow) -> anyhow::Result<()> {
+        use anyhow::Context;
+        self.writer
+            .serialize(row)
+            .with_context(|| format!("cannot write {}", self.path.display()))
+    }
+
+    /// Flushes the file; a failure (a full disk) is an error, not a lost result.
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        use anyhow::Context;
+        self.writer
+            .flush()
+            .with_context(|| format!("cannot write {}", self.path.display()))
+    }
 }
 
 /// Flat rows as CSV text: the header comes from the rows' field names (`header` is written
@@ -397,6 +489,9 @@ pub struct Summary {
     pub elapsed_s: f64,
     /// Chain-steps per second of the engine.
     pub chain_steps_per_s: f64,
+    /// What a user should know about these statistics (diverged chains, moments far from the
+    /// target); empty when all is well.
+    pub warnings: Vec<String>,
 }
 
 /// Collects block reports of a run and computes its statistics over the second half.
@@ -404,8 +499,9 @@ pub struct Summary {
 pub struct RunRecorder {
     truth: Truth,
     stats_from: u32,
-    /// The time series, one row per recorded block.
-    pub series: Vec<SeriesRow>,
+    /// The time series, one row per recorded block (thinned evenly beyond
+    /// [`Self::set_max_rows`]).
+    pub series: BoundedSeries<SeriesRow>,
     snapshots: u64,
     alive_snapshots: u64,
     pooled_n: f64,
@@ -415,18 +511,23 @@ pub struct RunRecorder {
     xi_sum: f64,
     histogram: Vec<u64>,
     outside: u64,
-    traces: Vec<Vec<[f64; 2]>>,
+    traces: Vec<BoundedSeries<[f64; 2]>>,
     trace_diverged: Vec<bool>,
     first_divergence: Option<u32>,
+    kind: SamplerKind,
 }
 
+/// Draws kept per traced chain for R̂ and ESS; beyond, the chain is thinned evenly (which
+/// keeps the draws a valid chain).
+pub const MAX_TRACE_DRAWS: usize = 4096;
+
 impl RunRecorder {
-    /// A recorder whose statistics start at step `stats_from`.
-    pub fn new(truth: Truth, stats_from: u32) -> Self {
+    /// A recorder of a `kind` sampler's run whose statistics start at step `stats_from`.
+    pub fn new(truth: Truth, stats_from: u32, kind: SamplerKind) -> Self {
         let cells = truth.grid.cells();
         Self {
             stats_from,
-            series: Vec::new(),
+            series: BoundedSeries::new(usize::MAX / 2),
             snapshots: 0,
             alive_snapshots: 0,
             pooled_n: 0.0,
@@ -439,8 +540,15 @@ impl RunRecorder {
             traces: Vec::new(),
             trace_diverged: Vec::new(),
             first_divergence: None,
+            kind,
             truth,
         }
+    }
+
+    /// Keeps at most `rows` rows of the time series (plus the latest): evenly spaced over the
+    /// whole run, so memory is bounded however long the run. Call before the first record.
+    pub fn set_max_rows(&mut self, rows: usize) {
+        self.series = BoundedSeries::new(rows);
     }
 
     /// The truth the run is compared with.
@@ -472,33 +580,20 @@ impl RunRecorder {
                 .copied()
                 .or(Some(report.step));
         }
-        let distance_states = ChainStates {
-            chains: head
-                .chains
-                .iter()
-                .take(SERIES_DISTANCE_CHAINS as usize)
-                .copied()
-                .collect(),
-            diverged_at: head
-                .diverged_at
-                .iter()
-                .take(SERIES_DISTANCE_CHAINS as usize)
-                .copied()
-                .collect(),
-        };
+        // `head` may carry further alive chains after its first ones: the distance compares
+        // the first SERIES_DISTANCE_CHAINS alive chains, not whatever survived among the first.
         let energy_distance = self
             .truth
-            .energy_distance(&distance_states, SERIES_DISTANCE_CHAINS as usize);
+            .energy_distance(head, SERIES_DISTANCE_CHAINS as usize);
 
-        self.series.push(SeriesRow {
-            step: report.step,
+        self.series.push(SeriesRow::of_moments(
+            report.step,
             step_size,
-            kinetic_temperature: m.kinetic_temperature(),
-            mean_xi: m.mean_xi(),
-            diverged: m.diverged,
+            m,
+            self.kind,
             energy_distance,
             exploring,
-        });
+        ));
         if !self.pools(report.step, exploring) {
             return;
         }
@@ -523,7 +618,7 @@ impl RunRecorder {
         }
         let n_trace = (TRACE_CHAINS as usize).min(head.chains.len());
         if self.traces.is_empty() {
-            self.traces = vec![Vec::new(); n_trace];
+            self.traces = vec![BoundedSeries::evenly_spaced(MAX_TRACE_DRAWS); n_trace];
             self.trace_diverged = vec![false; n_trace];
         }
         for i in 0..n_trace {
@@ -542,7 +637,7 @@ impl RunRecorder {
         let c22 = self.pooled_sq[2] / n - mean[1] * mean[1];
         let windows = self.snapshots_with_alive();
         let (mut rhat_max, mut ess_min) = (f64::NAN, f64::NAN);
-        let alive_traces: Vec<&Vec<[f64; 2]>> = self
+        let alive_traces: Vec<&BoundedSeries<[f64; 2]>> = self
             .traces
             .iter()
             .zip(&self.trace_diverged)
@@ -591,6 +686,7 @@ impl RunRecorder {
             rhat_max,
             ess_bulk_min: ess_min,
             modes_visited: None,
+            warnings: Vec::new(),
             elapsed_s: run.elapsed_s,
             chain_steps_per_s: run.chain_steps_per_s,
         }
@@ -756,6 +852,7 @@ mod tests {
         // The constant header of an empty series is the one serde writes from the fields.
         assert_eq!(series_csv(&[]), format!("{}\n", lines[0]));
         assert_eq!(lines[0], SERIES_HEADER.join(","));
-        assert_eq!(lines[1..], ["10,1e-25,1.0,NaN,2,0.25,true"; 2]);
+        // An undefined quantity is an empty field, not "NaN".
+        assert_eq!(lines[1..], ["10,1e-25,1.0,,2,0.25,true"; 2]);
     }
 }

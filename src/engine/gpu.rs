@@ -1,10 +1,11 @@
 //! The GPU engine: chains stepped in WGSL compute shaders (`shaders/`), one invocation per
 //! chain with its state in registers for all K steps of a dispatch.
 //!
-//! Parameters live in a uniform buffer, so a slider change is one small write: no pipeline
-//! rebuild, no reset. Moments are reduced per workgroup on the GPU and θ is binned into an
-//! atomic histogram there, so a frame reads back kilobytes, not the chains; full state is read
-//! only on request.
+//! Parameters live in a uniform buffer (`GpuParams`, a few hundred bytes written before
+//! every dispatch), so a slider change needs no pipeline rebuild and no reset. Moments are
+//! reduced per workgroup on the GPU and the alive chains are binned there into up to
+//! [`MAX_HISTOGRAMS`] atomic histograms of two state coordinates each, so a frame reads back
+//! kilobytes, not the chains; full state is read only on request.
 
 use super::shader_interface::{
     self, CHAIN_PARTIALS, CHAIN_WORKGROUP, FLAG_SGNHT_SHARED, FLAG_XI_OVERWRITE, GpuChain,
@@ -93,6 +94,7 @@ impl GpuParams {
             cycle_len: schedule.cycle_len,
             explore_fraction: schedule.explore_fraction,
             inv_mass: sp.inv_mass,
+            theta_bound: sp.theta_bound,
             ..Zeroable::zeroed()
         }
     }
@@ -279,7 +281,8 @@ impl GpuEngine {
         Self::with_context(GpuContext::new()?, model, chains, init, seed)
     }
 
-    /// An engine on an existing device (the app shares eframe's).
+    /// An engine on an existing device (the app's workers keep theirs across reallocations,
+    /// see [`super::create_engine_reusing`]).
     pub fn with_context(
         ctx: GpuContext,
         model: Model,

@@ -148,6 +148,30 @@ pub trait Engine: Send {
     fn reset(&mut self, init: &InitSpec, seed: u64);
 }
 
+/// The first `count` chains, and when many of them diverged, further chains until `count`
+/// alive ones are in (or every chain is): the distances to truth compare alive chains.
+pub fn read_alive_head(
+    engine: &mut dyn Engine,
+    count: u32,
+    alive: u64,
+) -> anyhow::Result<ChainStates> {
+    let mut states = engine.read_chains(0, count)?;
+    let total = engine.chains();
+    let mut next = states.chains.len() as u32;
+    let wanted = u64::from(count).min(alive) as usize;
+    while states.diverged_at.iter().filter(|&&d| d == 0).count() < wanted && next < total {
+        let more = engine.read_chains(next, count)?;
+        next += more.chains.len() as u32;
+        for (c, d) in more.chains.into_iter().zip(more.diverged_at) {
+            if d == 0 {
+                states.chains.push(c);
+                states.diverged_at.push(d);
+            }
+        }
+    }
+    Ok(states)
+}
+
 /// Which backend a run asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]

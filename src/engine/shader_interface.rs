@@ -347,6 +347,14 @@ shader_structs! {
         pub mlp_predict_chains: u32,
         /// Prediction: the chain whose own map is drawn.
         pub mlp_focus_chain: u32,
+        /// Divergence bound on |θ|.
+        pub theta_bound: f32,
+        /// Padding: a uniform block is a whole number of 16-byte rows.
+        pub pad0: u32,
+        /// Padding.
+        pub pad1: u32,
+        /// Padding.
+        pub pad2: u32,
     }
 
     /// What varies between the dispatches of one MLP submission (`Slice`): the step, and the
@@ -746,7 +754,7 @@ mod tests {
         assert_eq!((f("hist_u").wgsl_type)(), "array<vec4<u32>, 3>");
         assert_eq!((f("mlp_sizes").wgsl_type)(), "array<vec4<u32>, 2>");
         assert_eq!(<[f32; 2] as WgslType>::wgsl(), "vec2<f32>");
-        assert_eq!(GpuParams::SHARED.size, 304);
+        assert_eq!(GpuParams::SHARED.size, 320);
         assert_eq!(GpuChain::SHARED.size, 24);
     }
 

@@ -1,8 +1,8 @@
 //! Regular 2-D grids: the display grid of histograms and the truth of target densities.
 //!
-//! The bin rule is written once here and mirrored by `shaders/histogram.wgsl`: both compute
-//! `floor((x - x_min) * scale)` in f32 with the same precomputed `scale`, so CPU and GPU
-//! histograms of the same state agree exactly.
+//! The bin rule is written once here and mirrored by `bin_into` in `shaders/engine.wgsl`:
+//! both compute `floor((x - x_min) * scale)` in f32 with the same precomputed `scale`, so CPU
+//! and GPU histograms of the same state agree exactly.
 
 use serde::{Deserialize, Serialize};
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct InitSpec {
     /// Centre of the initial θ.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::math::ranges::de_location")]
     pub center: [f64; 2],
     /// Standard deviation of the initial θ around the centre.
     #[serde(
@@ -19,7 +19,7 @@ pub struct InitSpec {
     )]
     pub scale: f64,
     /// Initial thermostat ξ of every coordinate.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::math::ranges::de_init_xi")]
     pub xi: f64,
     /// θ uniform on the square centre ± scale instead of N(centre, scale²) (chains spread
     /// over the whole plane, e.g. to find the modes of a mixture).

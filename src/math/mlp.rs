@@ -488,7 +488,7 @@ pub struct MlpInit {
     )]
     pub scale: f64,
     /// Initial thermostat ξ of every parameter.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::math::ranges::de_init_xi")]
     pub xi: f64,
 }
 

@@ -17,6 +17,20 @@ pub struct Range {
 }
 
 impl Range {
+    /// The same range with another lower bound (closed).
+    pub const fn with_min(self, min: f64) -> Self {
+        Self {
+            min,
+            min_open: false,
+            ..self
+        }
+    }
+
+    /// A closed interval [min, max] named `name` (for options checked on the spot).
+    pub const fn closed_range(name: &'static str, min: f64, max: f64) -> Self {
+        Self::closed(name, min, max)
+    }
+
     const fn closed(name: &'static str, min: f64, max: f64) -> Self {
         Self {
             name,
@@ -35,10 +49,12 @@ impl Range {
         }
     }
 
-    /// `Ok(v)` inside the range, otherwise a message naming the allowed range.
+    /// `Ok(v)` inside the range, otherwise a message naming the allowed range. The engines
+    /// compute in f32, so a value must also survive the conversion: a positive value that
+    /// rounds to 0 (or to a subnormal) in f32 is out of range too.
     pub fn check(&self, v: f64) -> Result<f64, String> {
         let above_min = if self.min_open {
-            v > self.min
+            v > self.min && (v as f32) >= f32::MIN_POSITIVE
         } else {
             v >= self.min
         };
@@ -46,8 +62,9 @@ impl Range {
             Ok(v)
         } else {
             Err(format!(
-                "{} = {v} is out of range: allowed {}",
+                "{} = {} is out of range: allowed {}",
                 self.name,
+                short_number(v),
                 self.describe()
             ))
         }
@@ -64,6 +81,20 @@ impl Range {
     }
 }
 
+/// A number for a message: as written when short, in scientific notation when huge or tiny
+/// (an offending 1e300 must not print 300 digits).
+pub fn short_number(v: f64) -> String {
+    let plain = format!("{v}");
+    if plain.len() <= 12 {
+        plain
+    } else {
+        let text = format!("{v:.6e}");
+        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        format!("{mantissa}e{exponent}")
+    }
+}
+
 fn fmt_bound(v: f64) -> String {
     if v != 0.0 && (v.abs() >= 1e5 || v.abs() < 1e-3) {
         format!("{v:e}")
@@ -74,14 +105,16 @@ fn fmt_bound(v: f64) -> String {
 
 /// Step size h.
 pub const STEP_SIZE: Range = Range::positive("step size h", 10.0);
-/// Mass m.
-pub const MASS: Range = Range::positive("mass m", 1e4);
+/// Mass m. With |p| at most [`DIVERGENCE_BOUND`], the heat p K'(p) ≤ p²/m then stays below
+/// 1e28, so the f32 sums of the kinetic temperature stay finite while no chain diverged.
+pub const MASS: Range = Range::closed("mass m", 1e-4, 1e4);
 /// Friction floor D.
 pub const FRICTION_FLOOR: Range = Range::closed("friction floor D", 0.0, 1e3);
 /// Temperature T.
 pub const TEMPERATURE: Range = Range::closed("temperature T", 0.0, 1e3);
-/// Speed of light c of the hyperbolic kinetic energy.
-pub const SPEED: Range = Range::positive("speed limit c", 1e4);
+/// Speed of light c of the hyperbolic kinetic energy (below 1e-3 the relativistic factor
+/// overflows f32 and the chains freeze).
+pub const SPEED: Range = Range::closed("speed limit c", 1e-3, 1e4);
 /// Friction sign φ.
 pub const FRICTION_SIGN: Range = Range::closed("friction sign", -1.0, 1.0);
 /// SGHMC friction C, SGHMC noise estimate B̂ and SGNHT diffusion A.
@@ -90,8 +123,9 @@ pub const FRICTION: Range = Range::closed("friction", 0.0, 1e4);
 pub const NOISE_SIGMA: Range = Range::closed("gradient noise σ", 0.0, 1e4);
 /// State dependence κ of the gradient noise.
 pub const NOISE_KAPPA: Range = Range::closed("noise state dependence κ", 0.0, 100.0);
-/// Divergence bound on |p|.
-pub const DIVERGENCE_BOUND: Range = Range::positive("divergence bound", 1e30);
+/// Divergence bound on |p| (beyond 1e12 the heat p²/m of a chain not yet counted as
+/// diverged could overflow the engines' f32 sums).
+pub const DIVERGENCE_BOUND: Range = Range::positive("divergence bound", 1e12);
 /// Scales of targets.
 pub const SIGMA: Range = Range::positive("scale", 1e3);
 /// Correlation ρ.
@@ -123,15 +157,22 @@ pub const BATCH: Range = Range::closed("batch size", 0.0, 1e5);
 /// Number of chains.
 pub const CHAINS: Range = Range::closed("chains", 1.0, 16_777_216.0);
 /// Number of steps.
-pub const STEPS: Range = Range::closed("steps", 0.0, 4e9);
+pub const STEPS: Range = Range::closed("steps", 1.0, 4e9);
 /// Cycles of the cyclical schedule.
 pub const CYCLES: Range = Range::closed("cycles", 1.0, 1e6);
-/// Fraction of a cycle spent exploring.
-pub const FRACTION: Range = Range::closed("exploration fraction", 0.0, 1.0);
+/// Fraction of a cycle spent exploring (1 would leave no sampling stage).
+pub const FRACTION: Range = Range::closed("exploration fraction", 0.0, 0.99);
 /// Initial spread of θ and ξ.
 pub const INIT_SCALE: Range = Range::closed("initial scale", 0.0, 1e3);
 /// Steps between recorded statistics.
 pub const RECORD_EVERY: Range = Range::closed("record every", 1.0, 1e6);
+
+/// A location in the plane: a target's mean, the centre of the initial state.
+pub const LOCATION: Range = Range::closed("location", -1e4, 1e4);
+/// The initial thermostat ξ.
+pub const INIT_XI: Range = Range::closed("initial ξ", -1e4, 1e4);
+/// The weights that generate a logistic data set (the sigmoid saturates far beyond ±100).
+pub const TRUE_WEIGHT: Range = Range::closed("true weight", -100.0, 100.0);
 
 /// Coordinate shown in the phase portraits.
 pub const COORDINATE: Range = Range::closed("coordinate", 0.0, 1.0);
@@ -232,6 +273,27 @@ ranged! {
     de_steps_per_frame: u32 => STEPS_PER_FRAME;
     /// Slow motion's steps per second.
     de_steps_per_second: f64 => STEPS_PER_SECOND;
+    /// Deserialises an initial ξ.
+    de_init_xi: f64 => INIT_XI;
+}
+
+/// Deserialises a pair of coordinates, each in `range`.
+fn de_pair<'de, D: Deserializer<'de>>(d: D, range: Range) -> Result<[f64; 2], D::Error> {
+    let v = <[f64; 2]>::deserialize(d)?;
+    for x in v {
+        range.check(x).map_err(D::Error::custom)?;
+    }
+    Ok(v)
+}
+
+/// Deserialises a location in the plane (a mean, a centre).
+pub fn de_location<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 2], D::Error> {
+    de_pair(d, LOCATION)
+}
+
+/// Deserialises the weights of a logistic data set.
+pub fn de_true_weights<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 2], D::Error> {
+    de_pair(d, TRUE_WEIGHT)
 }
 
 #[cfg(test)]
@@ -247,5 +309,13 @@ mod tests {
         assert!(FRICTION_SIGN.check(1.5).is_err());
         assert!(MASS.check(f64::NAN).is_err());
         assert!(CHAINS.describe().contains("1.6777216e7"));
+        // A step size that is 0 in f32 is refused, and huge values print short.
+        assert!(STEP_SIZE.check(1e-50).is_err());
+        let e = MASS.check(1e300).unwrap_err();
+        assert!(e.contains("1e300") && e.len() < 80, "{e}");
+        assert_eq!(short_number(0.05), "0.05");
+        assert_eq!(short_number(1e300), "1e300");
+        assert_eq!(short_number(-1.2345678e-30), "-1.234568e-30");
+        assert_eq!(short_number(f64::NAN), "NaN");
     }
 }

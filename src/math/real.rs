@@ -1,8 +1,8 @@
 //! Scalars and lanes of scalars behind one interface, so that each sampler formula is
-//! written once (`Model::step`) and runs either on one chain (`f32`, the reference, with
-//! the C library's exp/ln/sin/cos) or on [`Lanes`] of chains at once (branch-free
-//! polynomial exp/ln/sin/cos that the compiler turns into SIMD). The two differ only by float
-//! rounding, like the CPU and GPU engines.
+//! written once (`SamplerParams`, ordered by `Model::advance`) and runs either on one chain
+//! (`f32`, the reference, with the C library's exp/ln/sin/cos) or on [`Lanes`] of chains at
+//! once (branch-free polynomial exp/ln/sin/cos that the compiler turns into SIMD). The two
+//! differ only by float rounding, like the CPU and GPU engines.
 
 // Lane loops index several arrays in step: the indexed form is what vectorises.
 #![allow(clippy::needless_range_loop)]

@@ -1,7 +1,8 @@
 //! The samplers of MATH.md §1–3 on one shared chain state (θ, p, ξ per coordinate).
 //!
-//! [`Model::step`] advances one 2-D chain by one step. It is the CPU reference that
-//! `shaders/samplers.wgsl` mirrors line by line, and the oracle the GPU engine is tested against.
+//! The per-coordinate updates live in [`SamplerParams`]; `shaders/samplers.wgsl` mirrors them
+//! function by function. [`Model::step`] advances one 2-D chain by one step (`model_step` in
+//! `shaders/chain2.wgsl` mirrors it) and is the oracle the GPU engine is tested against.
 
 // Index loops over the two coordinates mirror the WGSL line by line.
 #![allow(clippy::needless_range_loop)]
@@ -265,6 +266,7 @@ impl SamplerSpec {
             sgnht_diffusion: self.sgnht_diffusion as f32,
             sgnht_shared_xi: self.sgnht_shared_xi,
             divergence_bound: self.divergence_bound as f32,
+            theta_bound: f32::MAX,
         }
     }
 }
@@ -318,6 +320,10 @@ pub struct SamplerParams {
     pub sgnht_shared_xi: bool,
     /// Divergence bound on |p|.
     pub divergence_bound: f32,
+    /// Divergence bound on |θ|: a thousand times the target's own scale, set with the target
+    /// ([`crate::math::Target::theta_bound`]), so that a chain running away in position is
+    /// caught even while its momentum stays below the bound.
+    pub theta_bound: f32,
 }
 
 impl SamplerParams {
@@ -466,11 +472,12 @@ impl SamplerParams {
         *theta -= g * phase.h;
     }
 
-    /// Whether one coordinate is diverged: non-finite θ or ξ, or |p| above the bound.
+    /// Whether one coordinate is diverged: non-finite ξ, |p| above its bound or |θ| above
+    /// its bound (non-finite values included).
     #[inline(always)]
     pub fn coordinate_diverged(&self, theta: f32, p: f32, xi: f32) -> bool {
         // `<=` is false for NaN.
-        !(p.abs() <= self.divergence_bound && theta.is_finite() && xi.is_finite())
+        !(p.abs() <= self.divergence_bound && theta.abs() <= self.theta_bound && xi.is_finite())
     }
 
     /// p K'(p) for one coordinate: its mean is the kinetic temperature.

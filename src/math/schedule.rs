@@ -39,6 +39,35 @@ pub struct Schedule {
 }
 
 impl ScheduleSpec {
+    /// Checks what the field ranges cannot: a cyclical schedule needs at least one step and
+    /// at least two steps per cycle (otherwise every step explores and nothing is sampled).
+    /// Returns the field to point at and the message.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if let ScheduleSpec::Cyclical {
+            total_steps,
+            cycles,
+            ..
+        } = *self
+        {
+            if total_steps == 0 {
+                return Err((
+                    "total_steps",
+                    "total_steps = 0: a cyclical schedule needs at least one step".into(),
+                ));
+            }
+            if 2 * u64::from(cycles) > u64::from(total_steps) {
+                return Err((
+                    "cycles",
+                    format!(
+                        "cycles = {cycles} over total_steps = {total_steps}: each cycle needs at \
+                         least two steps (an exploration and a sampling stage)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The runtime schedule.
     pub fn schedule(&self) -> Schedule {
         match *self {
@@ -59,8 +88,8 @@ impl ScheduleSpec {
 }
 
 impl Schedule {
-    /// Step size and whether the step explores (injected noise off, T = 0) at global step
-    /// index `step` (0-based; the paper's k = step + 1).
+    /// Step size and whether the step explores (no injected noise, thermostat frozen: see
+    /// `SamplerParams::phase`) at global step index `step` (0-based; the paper's k = step + 1).
     #[inline(always)]
     pub fn at(&self, h0: f32, step: u32) -> (f32, bool) {
         if self.cycle_len == 0 {

@@ -21,7 +21,7 @@ pub enum TargetSpec {
     /// Bivariate Gaussian with standard deviations σ₁, σ₂ and correlation ρ.
     Gaussian {
         /// Mean.
-        #[serde(default)]
+        #[serde(default, deserialize_with = "crate::math::ranges::de_location")]
         mean: [f64; 2],
         /// Standard deviation of θ₁.
         #[serde(default = "one", deserialize_with = "crate::math::ranges::de_sigma")]
@@ -108,7 +108,10 @@ pub enum TargetSpec {
         #[serde(default = "batch", deserialize_with = "crate::math::ranges::de_batch")]
         batch_size: u32,
         /// Weights that generated the labels.
-        #[serde(default = "true_weights")]
+        #[serde(
+            default = "true_weights",
+            deserialize_with = "crate::math::ranges::de_true_weights"
+        )]
         true_weights: [f64; 2],
         /// Standard deviation of the Gaussian prior on each weight.
         #[serde(default = "two", deserialize_with = "crate::math::ranges::de_sigma")]
@@ -719,6 +722,16 @@ impl Target {
             Target::Logistic(l) => l.mode,
             _ => [0.0; 2],
         }
+    }
+
+    /// The |θ| beyond which a chain counts as diverged: a thousand times the largest
+    /// coordinate of the display grid, which holds 99.9% of the mass.
+    pub fn theta_bound(&self) -> f32 {
+        let g = self.default_grid();
+        let scale = [g.x[0], g.x[1], g.y[0], g.y[1]]
+            .iter()
+            .fold(0.0f64, |m, v| m.max(v.abs()));
+        (1e3 * scale).min(f64::from(f32::MAX)) as f32
     }
 
     /// The modes of a mixture target with their radius — the disc holding 99% of a

@@ -165,12 +165,7 @@ impl MlpPreset {
         self.sampler
             .validate()
             .map_err(|m| ("sghmc_noise_estimate", m))?;
-        if let ScheduleSpec::Cyclical { total_steps: 0, .. } = self.schedule {
-            return Err((
-                "total_steps",
-                "total_steps = 0: a cyclical schedule needs at least one step".into(),
-            ));
-        }
+        self.schedule.validate()?;
         let classes = self.network.data.source.classes().unwrap_or(2);
         let arch = Architecture::new(&self.network.hidden, classes, self.network.activation)
             .map_err(|m| ("hidden", m))?;
@@ -199,8 +194,11 @@ impl MlpPreset {
     /// The data set and the runtime model of the sampled networks.
     pub fn build(&self) -> Result<(MlpModel, Dataset), String> {
         let (posterior, data) = self.network.build()?;
+        let mut sampler = self.sampler.params();
+        // A weight ten thousand prior standard deviations out has run away.
+        sampler.theta_bound = (1e4 * self.network.prior_scale) as f32;
         let model = MlpModel {
-            sampler: self.sampler.params(),
+            sampler,
             schedule: self.schedule.schedule(),
             posterior,
         };
@@ -242,8 +240,10 @@ impl MlpPreset {
     pub fn baseline_model(&self, model: &MlpModel) -> MlpModel {
         let mut sgd = SamplerSpec::new(SamplerKind::Sgd);
         sgd.h = self.baseline.h;
+        let mut sampler = sgd.params();
+        sampler.theta_bound = model.sampler.theta_bound;
         MlpModel {
-            sampler: sgd.params(),
+            sampler,
             schedule: ScheduleSpec::Constant.schedule(),
             posterior: model.posterior.clone(),
         }

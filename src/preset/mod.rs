@@ -297,12 +297,7 @@ impl Preset {
         self.sampler
             .validate()
             .map_err(|m| ("sghmc_noise_estimate", m))?;
-        if let ScheduleSpec::Cyclical { total_steps: 0, .. } = self.schedule {
-            return Err((
-                "total_steps",
-                "total_steps = 0: a cyclical schedule needs at least one step".into(),
-            ));
-        }
+        self.schedule.validate()?;
         Ok(())
     }
 
@@ -323,9 +318,12 @@ impl Preset {
 
     /// The runtime model of this preset.
     pub fn model(&self) -> Model {
+        let target = self.target.build();
+        let mut sampler = self.sampler.params();
+        sampler.theta_bound = target.theta_bound();
         Model {
-            sampler: self.sampler.params(),
-            target: self.target.build(),
+            sampler,
+            target,
             noise: self.noise.model(),
             schedule: self.schedule.schedule(),
         }

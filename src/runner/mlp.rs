@@ -2,6 +2,7 @@
 //! block, evaluated on the data set after each block.
 
 use super::printed_defects;
+use crate::diagnostics::bounded::BoundedSeries;
 use crate::diagnostics::mlp::{Evaluation, LayerSummary, MlpSeriesRow, MlpSummary, evaluate};
 use crate::engine::BackendChoice;
 use crate::engine::create_mlp_engine;
@@ -42,7 +43,7 @@ pub fn run_mlp(
         &preset.init,
         preset.seed,
     )?;
-    let mut series = Vec::new();
+    let mut series = BoundedSeries::new(super::MAX_SERIES_ROWS);
     let mut elapsed = 0.0;
     let mut done = 0;
     let mut report = engine.advance(0)?;
@@ -55,7 +56,12 @@ pub fn run_mlp(
         done += block;
         let ensemble = evaluate(engine.as_mut(), &data, SERIES_PREDICTIVE_CHAINS, 0)?;
         let sgd = evaluate(&mut baseline, &data, 1, 0)?.ensemble;
-        series.push(MlpSeriesRow::new(&report, &ensemble, &sgd));
+        series.push(MlpSeriesRow::new(
+            &report,
+            preset.sampler.kind,
+            &ensemble,
+            &sgd,
+        ));
         progress(done);
     }
     let last = evaluate(engine.as_mut(), &data, preset.chains, 0)?;
@@ -81,13 +87,15 @@ pub fn run_mlp(
         printed_defects: printed_defects(&preset.sampler),
         diverged_fraction: report.diverged as f64 / f64::from(preset.chains),
         first_divergence_step: diverged_at.iter().copied().filter(|&d| d > 0).min(),
-        // With every network diverged these statistics average nothing: null, not 0.
-        kinetic_temperature: alive.then_some(report.overall.kinetic_temperature),
-        mean_xi: alive.then_some(report.overall.mean_xi),
+        // With every network diverged these statistics average nothing, and a sampler without
+        // momentum (thermostat) has no kinetic temperature (ξ): null, not 0.
+        kinetic_temperature: (alive && preset.sampler.kind.has_momentum())
+            .then_some(report.overall.kinetic_temperature),
+        mean_xi: (alive && preset.sampler.kind.has_thermostat()).then_some(report.overall.mean_xi),
         layers: report
             .layers
             .iter()
-            .filter(|_| alive)
+            .filter(|_| alive && preset.sampler.kind.has_momentum())
             .map(|l| LayerSummary {
                 kinetic_temperature: l.kinetic_temperature,
                 mean_xi: l.mean_xi,
@@ -105,7 +113,7 @@ pub fn run_mlp(
     };
     Ok(MlpOutcome {
         summary,
-        series,
+        series: series.into_vec(),
         notice,
     })
 }

@@ -85,6 +85,23 @@ pub fn run(
     backend: BackendChoice,
     progress: &mut dyn FnMut(u32),
 ) -> anyhow::Result<RunOutcome> {
+    run_streaming(preset, backend, progress, &mut |_| Ok(()))
+}
+
+/// [`run`] that hands every time-series row to `row` as it is recorded (the command line
+/// streams them into the CSV file, so that no row is lost and memory stays bounded however
+/// long the run: the outcome's own series is thinned to at most [`MAX_SERIES_ROWS`] rows).
+///
+/// Statistics leave out the whole history of every chain that diverged: when some chains
+/// diverged after the statistics window opened, a second pass runs the survivors alone (they
+/// are independent and draw the same random numbers, so their trajectories are the same) and
+/// pools only them.
+pub fn run_streaming(
+    preset: &Preset,
+    backend: BackendChoice,
+    progress: &mut dyn FnMut(u32),
+    row: &mut dyn FnMut(&SeriesRow) -> anyhow::Result<()>,
+) -> anyhow::Result<RunOutcome> {
     let model = preset.model();
     let truth = Truth::new(&model.target);
     let (mut engine, notice) = create_engine(
@@ -94,58 +111,33 @@ pub fn run(
         &preset.init,
         preset.seed,
     )?;
-    let mut recorder = RunRecorder::new(truth, preset.steps / 2);
-    let head = SERIES_DISTANCE_CHAINS.max(TRACE_CHAINS);
-    let ends = block_ends(preset.steps, preset.record_every);
-    // The distance to truth uses the last pooled (sampling-stage) state; with a constant
-    // schedule that is the end of the run.
-    let last_pooled = ends
-        .iter()
-        .rev()
-        .copied()
-        .find(|&end| recorder.pools(end, model.schedule.at(model.sampler.h, end - 1).1));
-    let mut final_states = None;
-    let mut elapsed = 0.0;
-    let mut done = 0u32;
-    // On a mixture, the modes the first chains visit are counted at every step: the states
-    // between two blocks are replayed on the CPU from the block's first state.
-    let mut modes = ModeVisits::for_target(&model.target);
-    let mut tracked = if modes.is_some() {
-        engine.read_chains(0, SERIES_DISTANCE_CHAINS)?
-    } else {
-        ChainStates::default()
-    };
-    for end in ends {
-        let (h, exploring) = model.schedule.at(model.sampler.h, end - 1);
-        let histograms: Vec<HistogramSpec> = if recorder.pools(end, exploring) {
-            vec![HistogramSpec::theta(recorder.truth().grid)]
-        } else {
-            Vec::new()
-        };
-        if let Some(modes) = &mut modes {
-            replay_modes(&model, preset.seed, done, end - done, &mut tracked, modes);
-        }
+    let stats_from = preset.steps / 2;
+    let mut first = Pass::new(&model, preset, truth.clone(), stats_from, true);
+    let start = Instant::now();
+    first.run(engine.as_mut(), &mut *progress, &mut *row)?;
+    let mut elapsed = start.elapsed().as_secs_f64();
+    let all = engine.read_chains(0, preset.chains)?;
+    let diverged_in_window = all.diverged_at.iter().any(|&d| d > stats_from);
+    let survivors = all.diverged_at.iter().filter(|&&d| d == 0).count();
+    let (pooled, final_states) = if diverged_in_window && survivors > 0 {
+        // Second pass: the chains that diverged are frozen from the start.
+        engine.reset(&preset.init, preset.seed);
+        let mut start_states = engine.read_chains(0, preset.chains)?;
+        start_states.diverged_at.clone_from(&all.diverged_at);
+        engine.write_chains(0, &start_states)?;
+        let mut second = Pass::new(&model, preset, truth, stats_from, false);
         let start = Instant::now();
-        let report = engine.advance(end - done, &histograms)?;
+        second.run(engine.as_mut(), &mut |_| {}, &mut |_| Ok(()))?;
         elapsed += start.elapsed().as_secs_f64();
-        done = end;
-        let states = engine.read_chains(0, head)?;
-        recorder.record(&report, &states, f64::from(h), exploring);
-        if modes.is_some() {
-            tracked = states;
-        }
-        if Some(end) == last_pooled {
-            final_states = Some(engine.read_chains(0, TRUTH_SAMPLES as u32)?);
-        }
-        progress(done);
-    }
-    // No pooled state at all (a run of 0 steps, or exploring to the end): the distance is
-    // undefined and reported as null.
+        (second.recorder, second.final_states)
+    } else {
+        (first.recorder.clone(), first.final_states.take())
+    };
     let final_states = final_states.unwrap_or_default();
-    let last = recorder.series.last().map(|r| r.diverged).unwrap_or(0);
+    let last = all.diverged_at.iter().filter(|&&d| d != 0).count();
     let info = engine.backend();
     let chain_steps = f64::from(preset.chains) * f64::from(preset.steps);
-    let mut summary = recorder.summary(
+    let mut summary = pooled.summary(
         RunInfo {
             sampler: preset.sampler.kind.name().into(),
             target: preset.target.name().into(),
@@ -167,12 +159,118 @@ pub fn run(
         },
         &final_states,
     );
-    summary.modes_visited = modes.as_ref().map(ModeVisits::mean);
+    summary.first_divergence_step = all.diverged_at.iter().copied().filter(|&d| d > 0).min();
+    summary.modes_visited = first.modes.as_ref().map(ModeVisits::mean);
+    summary.warnings =
+        crate::diagnostics::warnings::run_warnings(&preset.sampler, &summary, pooled.truth());
     Ok(RunOutcome {
         summary,
-        series: recorder.series,
+        series: first.recorder.series.into_vec(),
         notice,
     })
+}
+
+/// Rows of a run's in-memory time series; older rows are thinned, never dropped.
+pub const MAX_SERIES_ROWS: usize = 8192;
+
+/// One pass over a run's blocks.
+struct Pass<'a> {
+    model: &'a crate::math::Model,
+    preset: &'a Preset,
+    recorder: RunRecorder,
+    /// Whether this pass keeps the time series, counts modes and reports progress (the
+    /// first); the second only pools.
+    primary: bool,
+    modes: Option<ModeVisits>,
+    final_states: Option<ChainStates>,
+}
+
+impl<'a> Pass<'a> {
+    fn new(
+        model: &'a crate::math::Model,
+        preset: &'a Preset,
+        truth: Truth,
+        stats_from: u32,
+        primary: bool,
+    ) -> Self {
+        let modes = if primary {
+            ModeVisits::for_target(&model.target)
+        } else {
+            None
+        };
+        let mut recorder = RunRecorder::new(truth, stats_from, preset.sampler.kind);
+        recorder.set_max_rows(MAX_SERIES_ROWS);
+        Self {
+            model,
+            preset,
+            recorder,
+            primary,
+            modes,
+            final_states: None,
+        }
+    }
+
+    fn run(
+        &mut self,
+        engine: &mut dyn crate::engine::Engine,
+        progress: &mut dyn FnMut(u32),
+        row: &mut dyn FnMut(&SeriesRow) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let (model, preset) = (self.model, self.preset);
+        let head = SERIES_DISTANCE_CHAINS.max(TRACE_CHAINS);
+        let ends = block_ends(preset.steps, preset.record_every);
+        // The distance to truth uses the last pooled (sampling-stage) state; with a constant
+        // schedule that is the end of the run.
+        let recorder = &self.recorder;
+        let last_pooled = ends
+            .iter()
+            .rev()
+            .copied()
+            .find(|&end| recorder.pools(end, model.schedule.at(model.sampler.h, end - 1).1));
+        // On a mixture, the modes the first chains visit are counted at every step: the
+        // states between two blocks are replayed on the CPU from the block's first state.
+        let mut tracked = if self.modes.is_some() {
+            engine.read_chains(0, SERIES_DISTANCE_CHAINS)?
+        } else {
+            ChainStates::default()
+        };
+        let mut done = 0u32;
+        for end in ends {
+            let (h, exploring) = model.schedule.at(model.sampler.h, end - 1);
+            let histograms: Vec<HistogramSpec> = if self.recorder.pools(end, exploring) {
+                vec![HistogramSpec::theta(self.recorder.truth().grid)]
+            } else {
+                Vec::new()
+            };
+            if let Some(modes) = &mut self.modes {
+                replay_modes(model, preset.seed, done, end - done, &mut tracked, modes);
+            }
+            let report = engine.advance(end - done, &histograms)?;
+            done = end;
+            let states = crate::engine::read_alive_head(engine, head, report.moments.alive)?;
+            self.recorder
+                .record(&report, &states, f64::from(h), exploring);
+            if self.primary
+                && let Some(r) = self.recorder.series.last()
+            {
+                row(r)?;
+            }
+            if self.modes.is_some() {
+                tracked = engine.read_chains(0, SERIES_DISTANCE_CHAINS)?;
+            }
+            if Some(end) == last_pooled {
+                self.final_states = Some(crate::engine::read_alive_head(
+                    engine,
+                    TRUTH_SAMPLES as u32,
+                    report.moments.alive,
+                )?);
+            }
+            if self.primary {
+                progress(done);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Replays `steps` steps from `step0` of the tracked chains (the first ones, whose states at

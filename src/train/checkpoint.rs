@@ -137,6 +137,63 @@ pub fn ensure_fresh(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The checkpoint folder cannot be used (not a folder, not writable, or another run holds it):
+/// a problem of the input, which the command line reports with exit status 2.
+#[derive(Debug)]
+pub struct FolderRefused(pub String);
+
+impl std::fmt::Display for FolderRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FolderRefused {}
+
+fn refused(message: String) -> anyhow::Error {
+    anyhow::Error::new(FolderRefused(message))
+}
+
+/// Holds the checkpoint folder for the run's lifetime: a second run into the same folder is
+/// refused instead of silently replacing the first one's checkpoints.
+pub struct FolderLock {
+    _file: std::fs::File,
+}
+
+/// Creates the checkpoint folder if needed, checks that it is a folder and writable, and locks
+/// it, all before any data is loaded.
+pub fn lock_checkpoint_folder(dir: &Path) -> anyhow::Result<FolderLock> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(refused(format!(
+            "--checkpoint {}: not a folder",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        refused(format!(
+            "--checkpoint {}: cannot create it: {e}",
+            dir.display()
+        ))
+    })?;
+    let path = dir.join(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| refused(format!("--checkpoint {}: not writable: {e}", dir.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(FolderLock { _file: file }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(refused(format!(
+            "--checkpoint {}: another run is writing its checkpoints there",
+            dir.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(anyhow::anyhow!("cannot lock {}: {e}", path.display()))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

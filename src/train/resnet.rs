@@ -28,9 +28,16 @@ pub struct ResNetConfig {
 impl ResNetConfig {
     /// Checks depth and width; the error says what is allowed.
     pub fn validate(&self) -> Result<(), String> {
+        const MAX_DEPTH: usize = 110;
         if self.depth < 8 || !(self.depth - 2).is_multiple_of(6) {
             return Err(format!(
                 "depth {}: ResNet++ has 6n + 2 layers (8, 14, 20, 26, …)",
+                self.depth
+            ));
+        }
+        if self.depth > MAX_DEPTH {
+            return Err(format!(
+                "depth {}: at most {MAX_DEPTH} layers (a deeper network does not fit a CPU run)",
                 self.depth
             ));
         }

@@ -298,6 +298,12 @@ impl Trainer {
                 } else {
                     ScheduleSpec::Constant
                 };
+                schedule.validate().map_err(|(_, m)| {
+                    anyhow::anyhow!(
+                        "{m} ({steps_per_epoch} steps per epoch × {} epochs)",
+                        config.epochs
+                    )
+                })?;
                 Opt::Atmc(Atmc::start(
                     config.atmc.params(),
                     schedule.schedule(),
@@ -647,9 +653,19 @@ impl Trainer {
 
     /// Continues a run from a checkpoint (the data loaded again from its config).
     pub fn resume(checkpoint: &Checkpoint, data: Arc<ImageData>) -> anyhow::Result<Self> {
+        let config: TrainConfig = serde_json::from_value(checkpoint.header["config"].clone())
+            .context("checkpoint config")?;
+        Self::resume_with(checkpoint, data, config)
+    }
+
+    /// [`Self::resume`] with the checkpoint's configuration as the caller adjusted it (a
+    /// moved data folder, more epochs).
+    pub fn resume_with(
+        checkpoint: &Checkpoint,
+        data: Arc<ImageData>,
+        config: TrainConfig,
+    ) -> anyhow::Result<Self> {
         let h = &checkpoint.header;
-        let config: TrainConfig =
-            serde_json::from_value(h["config"].clone()).context("checkpoint config")?;
         let mut t = Self::new(config, data)?;
         let theta = checkpoint.array("theta")?;
         if theta.len() != t.theta.len() {

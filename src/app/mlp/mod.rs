@@ -120,6 +120,7 @@ impl MlpView {
         let p = &mut self.preset;
         ui.add(
             Slider::new(&mut p.view.steps_per_frame, 1..=200)
+                .clamping(egui::SliderClamping::Edits)
                 .logarithmic(true)
                 .text("steps / frame (speed)"),
         );
@@ -127,6 +128,7 @@ impl MlpView {
         if ui
             .add(
                 Slider::new(&mut chains, 16.0..=16_384.0)
+                    .clamping(egui::SliderClamping::Edits)
                     .logarithmic(true)
                     .text("networks"),
             )
@@ -629,17 +631,30 @@ fn data_controls(ui: &mut Ui, p: &mut MlpPreset) {
         ui.small(format!("file: {path}"));
     }
     if let DataSource::Blobs { classes } = &mut d.source {
-        ui.add(Slider::new(classes, 2..=8).text("classes"));
+        ui.add(
+            Slider::new(classes, 2..=8)
+                .clamping(egui::SliderClamping::Edits)
+                .text("classes"),
+        );
     }
     if d.source.is_generated() {
         ui.add(
             Slider::new(&mut d.points, 20..=5000)
+                .clamping(egui::SliderClamping::Edits)
                 .logarithmic(true)
                 .text("points"),
         );
-        ui.add(Slider::new(&mut d.noise, 0.0..=1.0).text("noise"));
+        ui.add(
+            Slider::new(&mut d.noise, 0.0..=1.0)
+                .clamping(egui::SliderClamping::Edits)
+                .text("noise"),
+        );
     }
-    ui.add(Slider::new(&mut d.test_fraction, 0.0..=0.9).text("test fraction"));
+    ui.add(
+        Slider::new(&mut d.test_fraction, 0.0..=0.9)
+            .clamping(egui::SliderClamping::Edits)
+            .text("test fraction"),
+    );
     ui.horizontal(|ui| {
         let label = ui.label("data seed");
         ui.add(egui::DragValue::new(&mut d.seed))
@@ -662,7 +677,11 @@ fn network_controls(ui: &mut Ui, p: &mut MlpPreset) {
         n.hidden.resize(layers, last);
     }
     for (k, w) in n.hidden.iter_mut().enumerate() {
-        ui.add(Slider::new(w, 1..=MAX_WIDTH as u32).text(format!("units in layer {}", k + 1)));
+        ui.add(
+            Slider::new(w, 1..=MAX_WIDTH as u32)
+                .clamping(egui::SliderClamping::Edits)
+                .text(format!("units in layer {}", k + 1)),
+        );
     }
     ui.horizontal(|ui| {
         ui.label("activation");
@@ -681,6 +700,7 @@ fn network_controls(ui: &mut Ui, p: &mut MlpPreset) {
     );
     ui.add(
         Slider::new(&mut n.batch_size, 0..=512)
+            .clamping(egui::SliderClamping::Edits)
             .text("minibatch (0 = all)")
             .logarithmic(true),
     )
@@ -696,14 +716,23 @@ fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) 
         let max = arch.params() as u32 - 1;
         p.view.parameter = p.view.parameter.min(max);
         let name = arch.param_name(p.view.parameter as usize);
-        ui.add(Slider::new(&mut p.view.parameter, 0..=max).text(format!("weight {name}")))
-            .on_hover_text("The parameter drawn in the θ–p and p–ξ portraits and the histogram");
+        ui.add(
+            Slider::new(&mut p.view.parameter, 0..=max)
+                .clamping(egui::SliderClamping::Edits)
+                .text(format!("weight {name}")),
+        )
+        .on_hover_text("The parameter drawn in the θ–p and p–ξ portraits and the histogram");
     }
-    ui.add(Slider::new(&mut p.view.focus_chain, 0..=p.chains - 1).text("network shown alone"));
+    ui.add(
+        Slider::new(&mut p.view.focus_chain, 0..=p.chains - 1)
+            .clamping(egui::SliderClamping::Edits)
+            .text("network shown alone"),
+    );
     let mut predictive = p.view.predictive_chains.min(p.chains);
     if ui
         .add(
             Slider::new(&mut predictive, 1..=p.chains)
+                .clamping(egui::SliderClamping::Edits)
                 .logarithmic(true)
                 .text("networks averaged"),
         )
@@ -711,9 +740,14 @@ fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) 
     {
         p.view.predictive_chains = predictive;
     }
-    ui.add(Slider::new(&mut p.view.map_resolution, 16..=128).text("map resolution"));
+    ui.add(
+        Slider::new(&mut p.view.map_resolution, 16..=128)
+            .clamping(egui::SliderClamping::Edits)
+            .text("map resolution"),
+    );
     ui.add(
         Slider::new(&mut p.view.map_every, 1..=500)
+            .clamping(egui::SliderClamping::Edits)
             .logarithmic(true)
             .text("steps between maps"),
     );
@@ -791,6 +825,10 @@ impl View for MlpView {
 
     fn series_csv(&self) -> Option<String> {
         Some(crate::diagnostics::mlp::series_csv(&self.snapshot.series))
+    }
+
+    fn error(&self) -> Option<String> {
+        self.session.with_snapshot(|s| s.error.clone())
     }
 
     fn panels(&self) -> Vec<(String, Rect)> {

@@ -4,6 +4,7 @@
 //! at fixed step counts, so the pictures at step N do not depend on timing.
 
 use crate::app::worker::{Message, Simulation, Transport, WorkerHandle};
+use crate::diagnostics::bounded::BoundedSeries;
 use crate::diagnostics::mlp::{EnsembleEvaluation, Evaluation, MlpSeriesRow, evaluate_with};
 use crate::engine::mlp::{MlpCpuEngine, MlpEngine, MlpReport, ParameterStates, Prediction};
 use crate::engine::{BackendChoice, BackendInfo, create_mlp_engine, gpu::GpuContext};
@@ -120,7 +121,7 @@ struct Worker<R: Fn()> {
     transport: Transport,
     shared: Arc<Mutex<MlpSnapshot>>,
     repaint: R,
-    series: Vec<MlpSeriesRow>,
+    series: BoundedSeries<MlpSeriesRow>,
     first_divergence: Option<u32>,
     map: Option<MapData>,
     evaluation: Option<EnsembleEvaluation>,
@@ -147,7 +148,7 @@ impl<R: Fn()> Worker<R> {
             transport: Transport::new(playing),
             shared,
             repaint,
-            series: Vec::new(),
+            series: BoundedSeries::new(MAX_SERIES_ROWS),
             first_divergence: None,
             map: None,
             evaluation: None,
@@ -285,13 +286,17 @@ impl<R: Fn()> Worker<R> {
             self.rate = chains * f64::from(steps) / start.elapsed().as_secs_f64();
         }
         let step = self.report.step;
-        self.transport.arrived(step);
+        let arrived = self.transport.arrived(step);
         if self.report.diverged > 0 && self.first_divergence.is_none() {
             self.first_divergence = Some(step);
         }
         let every = self.preset.view.map_every.max(1);
-        let due = step.is_multiple_of(every) && self.map.as_ref().is_none_or(|m| m.step != step);
-        if due || self.map.is_none() || (changed && !self.transport.playing) {
+        let stale = self.map.as_ref().is_none_or(|m| m.step != step);
+        let due = step.is_multiple_of(every) && stale;
+        // A run that stops (at a run-to target, or a single step while paused) shows the maps
+        // of the step it stopped at, whatever `map_every` is.
+        let stopped = stale && (arrived || (steps > 0 && !self.transport.playing));
+        if due || stopped || self.map.is_none() || (changed && !self.transport.playing) {
             self.evaluate()?;
         }
         self.publish();
@@ -326,18 +331,16 @@ impl<R: Fn()> Worker<R> {
         )?;
         let (baseline, _) = evaluate_with(&mut e.baseline, &e.data, 1, 0, &[])?;
         let step = self.report.step;
-        let row = MlpSeriesRow::new(&self.report, &evaluation, &baseline.ensemble);
+        let row = MlpSeriesRow::new(
+            &self.report,
+            self.preset.sampler.kind,
+            &evaluation,
+            &baseline.ensemble,
+        );
         if self.series.last().is_none_or(|r| r.step != step) {
-            if self.series.len() >= MAX_SERIES_ROWS {
-                let mut i = 0;
-                self.series.retain(|_| {
-                    i += 1;
-                    i % 2 == 0
-                });
-            }
             self.series.push(row);
-        } else if let Some(last) = self.series.last_mut() {
-            *last = row;
+        } else {
+            self.series.replace_last(row);
         }
         self.map = Some(MapData {
             grid,
@@ -366,7 +369,8 @@ impl<R: Fn()> Worker<R> {
         let mut s = self.shared.lock().expect("snapshot lock");
         s.step = self.report.step;
         s.report = self.report.clone();
-        s.series.clone_from(&self.series);
+        s.series.clear();
+        s.series.extend_from_slice(&self.series);
         s.map.clone_from(&self.map);
         s.evaluation.clone_from(&self.evaluation);
         s.baseline.clone_from(&self.baseline_eval);

@@ -398,6 +398,19 @@ impl View for PosteriorView {
         if self.snapshot.moments.diverged > 0 {
             self.explosion_banner(ui);
         }
+        if let Some(far) = &self.snapshot.far_from_target {
+            ui.label(
+                RichText::new(format!(
+                    "⚠ Far from the target: {far} ({})",
+                    crate::diagnostics::warnings::CAUSES
+                ))
+                .color(Color32::from_rgb(255, 200, 80)),
+            )
+            .on_hover_text(
+                "The alive chains' moments miss the exact ones by more than 20% although this \
+                 sampler is meant to sample the target (checked past half the preset's steps).",
+            );
+        }
         self.follow_views(0.15);
         let spacing = ui.spacing().item_spacing.x;
         let available = ui.available_size();

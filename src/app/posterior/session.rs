@@ -3,11 +3,13 @@
 //! every time, however the ticks fell.
 
 use crate::app::worker::{Message, Simulation, Transport, WorkerHandle};
+use crate::diagnostics::bounded::BoundedSeries;
 use crate::diagnostics::growth::{Extents, GrowthRate, GrowthRow, growth_rate, growth_row};
+use crate::diagnostics::warnings::{instant_far_from_target, should_sample};
 use crate::diagnostics::{ModeVisits, SERIES_DISTANCE_CHAINS, SeriesRow, Truth};
 use crate::engine::{
     BackendChoice, BackendInfo, ChainStates, Engine, HistogramSpec, Moments, create_engine,
-    create_engine_reusing, gpu::GpuContext,
+    create_engine_reusing, gpu::GpuContext, read_alive_head,
 };
 use crate::math::{Chain2, Grid2, SamplerParams, Target};
 use crate::preset::{Change, Preset};
@@ -89,6 +91,9 @@ pub struct Snapshot {
     /// How fast ln|p| of the tracked chains grew before they diverged, against the O-step's
     /// prediction.
     pub growth_rate: Option<GrowthRate>,
+    /// For a sampler meant to sample the target, past the preset's burn-in (half its steps):
+    /// the moment of the alive chains that misses the target's, described.
+    pub far_from_target: Option<String>,
 }
 
 /// The 2-D view's commands (transport is [`crate::app::worker::Control`]).
@@ -147,11 +152,11 @@ struct Worker<R: Fn()> {
     shared: Arc<Mutex<Snapshot>>,
     repaint: R,
     trails: Vec<VecDeque<Chain2>>,
-    series: Vec<SeriesRow>,
+    series: BoundedSeries<SeriesRow>,
     history: History,
     /// The tracked chains at the start of the next tick (replayed from there).
     tracked: ChainStates,
-    growth: Vec<GrowthRow>,
+    growth: BoundedSeries<GrowthRow>,
     modes: Option<ModeVisits>,
     first_divergence: Option<u32>,
     last_distance: f64,
@@ -184,10 +189,10 @@ impl<R: Fn()> Worker<R> {
             shared,
             repaint,
             trails: Vec::new(),
-            series: Vec::new(),
+            series: BoundedSeries::new(MAX_SERIES_ROWS),
             history: History::default(),
             tracked: ChainStates::default(),
-            growth: Vec::new(),
+            growth: BoundedSeries::new(MAX_SERIES_ROWS),
             modes: None,
             first_divergence: None,
             last_distance: f64::NAN,
@@ -325,7 +330,7 @@ impl<R: Fn()> Worker<R> {
                 self.replay_tracked(step0, steps);
             }
             if let Some(row) = growth_row(report.step, &head) {
-                thin_push(&mut self.growth, row, MAX_SERIES_ROWS);
+                self.growth.push(row);
             }
         }
         self.tracked = ChainStates {
@@ -351,14 +356,28 @@ impl<R: Fn()> Worker<R> {
             self.first_divergence = Some(report.step);
         }
         if new_step && self.ticks.is_multiple_of(DISTANCE_EVERY) {
+            let alive_in_head = head.diverged_at.iter().filter(|&&d| d == 0).count() as u64;
+            let wanted = u64::from(SERIES_DISTANCE_CHAINS).min(report.moments.alive);
+            // The distance compares alive chains: when the first ones diverged, read on.
+            let alive_head = if alive_in_head < wanted {
+                read_alive_head(self.engine(), SERIES_DISTANCE_CHAINS, report.moments.alive)?
+            } else {
+                head.clone()
+            };
             self.last_distance = self
                 .truth
-                .energy_distance(&head, SERIES_DISTANCE_CHAINS as usize);
+                .energy_distance(&alive_head, SERIES_DISTANCE_CHAINS as usize);
         }
         let model = self.engine().model().clone();
         let last_step = report.step.saturating_sub(1);
         let (h, exploring) = model.schedule.at(model.sampler.h, last_step);
         let m = &report.moments;
+        let judged = should_sample(&self.preset.sampler)
+            && !exploring
+            && report.step >= self.preset.steps / 2;
+        let far_from_target = judged
+            .then(|| instant_far_from_target(m, &self.truth))
+            .flatten();
         if new_step {
             self.ticks += 1;
             self.record_row(report.step, f64::from(h), exploring, m);
@@ -373,7 +392,8 @@ impl<R: Fn()> Worker<R> {
         s.trails = self.trails.clone();
         s.trail_diverged_at =
             head.diverged_at[..head.diverged_at.len().min(highlighted as usize)].to_vec();
-        s.series.clone_from(&self.series);
+        s.series.clear();
+        s.series.extend_from_slice(&self.series);
         s.first_divergence = self.first_divergence;
         s.backend = Some(backend);
         s.notice.clone_from(&self.notice);
@@ -386,7 +406,7 @@ impl<R: Fn()> Worker<R> {
         s.sampler = Some(model.sampler);
         if new_step {
             s.history = Arc::new(self.history.clone());
-            s.growth = Arc::new(self.growth.clone());
+            s.growth = Arc::new(self.growth.to_vec());
             let paths: Vec<Vec<Chain2>> = self
                 .history
                 .paths
@@ -397,6 +417,7 @@ impl<R: Fn()> Worker<R> {
         }
         s.extents = extents;
         s.modes_visited = self.modes.as_ref().map(|m| (m.mean(), m.modes()));
+        s.far_from_target = far_from_target;
         drop(s);
         (self.repaint)();
         Ok(())
@@ -434,16 +455,15 @@ impl<R: Fn()> Worker<R> {
     }
 
     fn record_row(&mut self, step: u32, step_size: f64, exploring: bool, m: &Moments) {
-        let row = SeriesRow {
+        let row = SeriesRow::of_moments(
             step,
             step_size,
-            kinetic_temperature: m.kinetic_temperature(),
-            mean_xi: m.mean_xi(),
-            diverged: m.diverged,
-            energy_distance: self.last_distance,
+            m,
+            self.preset.sampler.kind,
+            self.last_distance,
             exploring,
-        };
-        thin_push(&mut self.series, row, MAX_SERIES_ROWS);
+        );
+        self.series.push(row);
     }
 
     fn publish_notice(&self) {
@@ -465,19 +485,6 @@ impl<R: Fn()> Worker<R> {
             trail.push_back(*chain);
         }
     }
-}
-
-/// Appends `row`, first halving the resolution of a full series rather than forgetting its
-/// start.
-fn thin_push<T>(series: &mut Vec<T>, row: T, max: usize) {
-    if series.len() >= max {
-        let mut i = 0;
-        series.retain(|_| {
-            i += 1;
-            i % 2 == 0
-        });
-    }
-    series.push(row);
 }
 
 impl<R: Fn()> Simulation for Worker<R> {

@@ -133,11 +133,13 @@ impl TrainingView {
         ui.small(c.data.display().to_string());
         ui.add(
             Slider::new(&mut c.train_limit, 0..=60_000)
+                .clamping(egui::SliderClamping::Edits)
                 .text("training images (0 = all)")
                 .logarithmic(true),
         );
         ui.add(
             Slider::new(&mut c.test_limit, 0..=10_000)
+                .clamping(egui::SliderClamping::Edits)
                 .text("test images (0 = all)")
                 .logarithmic(true),
         );
@@ -150,10 +152,19 @@ impl TrainingView {
                 ui.selectable_value(&mut c.depth, d, d.to_string());
             }
         });
-        ui.add(Slider::new(&mut c.width, 4..=64).text("width"));
-        ui.add(Slider::new(&mut c.epochs, 1..=100).text("epochs"));
+        ui.add(
+            Slider::new(&mut c.width, 4..=64)
+                .clamping(egui::SliderClamping::Edits)
+                .text("width"),
+        );
+        ui.add(
+            Slider::new(&mut c.epochs, 1..=100)
+                .clamping(egui::SliderClamping::Edits)
+                .text("epochs"),
+        );
         ui.add(
             Slider::new(&mut c.batch_size, 16..=512)
+                .clamping(egui::SliderClamping::Edits)
                 .logarithmic(true)
                 .text("batch size"),
         );
@@ -186,7 +197,7 @@ impl TrainingView {
                 );
                 let s = &mut c.atmc;
                 if !c.atmc_auto_scale {
-                    slider(ui, &mut s.mass, ranges::MASS, 0.01, 1e5, true, "mass m");
+                    slider(ui, &mut s.mass, ranges::MASS, 0.01, 1e4, true, "mass m");
                     slider(
                         ui,
                         &mut s.friction_floor,
@@ -208,6 +219,7 @@ impl TrainingView {
                 );
                 ui.add(
                     Slider::new(&mut s.friction_sign, -1.0..=1.0)
+                        .clamping(egui::SliderClamping::Edits)
                         .text("friction sign φ")
                         .step_by(0.05),
                 )
@@ -241,7 +253,11 @@ impl TrainingView {
                     true,
                     "prior σ",
                 );
-                ui.add(Slider::new(&mut c.cycles, 0..=20).text("cycles (0 = constant h)"));
+                ui.add(
+                    Slider::new(&mut c.cycles, 0..=20)
+                        .clamping(egui::SliderClamping::Edits)
+                        .text("cycles (0 = constant h)"),
+                );
                 ui.small(
                     "The gradient is N × the minibatch mean plus θ/σ²: the posterior over the \
                      whole training set. Samples: every epoch after the first (constant h) or \
@@ -251,10 +267,15 @@ impl TrainingView {
             OptimizerKind::Sgd => {
                 ui.add(
                     Slider::new(&mut c.sgd_lr, 0.001..=1.0)
+                        .clamping(egui::SliderClamping::Edits)
                         .logarithmic(true)
                         .text("learning rate (cosine)"),
                 );
-                ui.add(Slider::new(&mut c.sgd_momentum, 0.0..=0.99).text("momentum"));
+                ui.add(
+                    Slider::new(&mut c.sgd_momentum, 0.0..=0.99)
+                        .clamping(egui::SliderClamping::Edits)
+                        .text("momentum"),
+                );
             }
         }
         ui.separator();

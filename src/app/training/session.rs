@@ -5,6 +5,7 @@
 use crate::app::worker::{QuitCommand, WorkerHandle};
 use crate::diagnostics::classification::ReliabilityBin;
 use crate::train::checkpoint::{Checkpoint, ensure_fresh};
+use crate::train::checkpoint::{FolderLock, lock_checkpoint_folder};
 use crate::train::data::load;
 use crate::train::trainer::{EpochRow, TrainConfig, Trainer};
 use std::path::PathBuf;
@@ -103,6 +104,7 @@ impl TrainSession {
                 Worker {
                     trainer: None,
                     checkpoint: None,
+                    lock: None,
                     status: TrainStatus::Idle,
                     message: None,
                     losses: Vec::new(),
@@ -120,6 +122,8 @@ impl TrainSession {
 struct Worker<R: Fn()> {
     trainer: Option<Trainer>,
     checkpoint: Option<PathBuf>,
+    /// The checkpoint folder held while a run writes there.
+    lock: Option<FolderLock>,
     status: TrainStatus,
     message: Option<String>,
     losses: Vec<[f64; 2]>,
@@ -156,6 +160,14 @@ impl<R: Fn()> Worker<R> {
                 self.step();
                 self.publish();
             }
+            // A run that is over lets go of its folder (another run, or the command line's
+            // --resume, may take it).
+            if !matches!(
+                self.status,
+                TrainStatus::Running | TrainStatus::Paused | TrainStatus::Loading
+            ) {
+                self.lock = None;
+            }
         }
     }
 
@@ -170,6 +182,7 @@ impl<R: Fn()> Worker<R> {
                 self.begin(TrainStatus::Loading);
                 let checkpoint = dir.as_deref().map(checkpoint_file);
                 let result = (|| -> anyhow::Result<Trainer> {
+                    self.lock = dir.as_deref().map(lock_checkpoint_folder).transpose()?;
                     if let Some(path) = &checkpoint {
                         ensure_fresh(path)?;
                     }
@@ -182,6 +195,7 @@ impl<R: Fn()> Worker<R> {
                 self.begin(TrainStatus::Loading);
                 let path = checkpoint_file(&dir);
                 let result = (|| -> anyhow::Result<Trainer> {
+                    self.lock = Some(lock_checkpoint_folder(&dir)?);
                     let saved = Checkpoint::read(&path)?;
                     let config: TrainConfig =
                         serde_json::from_value(saved.header["config"].clone())?;
@@ -209,6 +223,7 @@ impl<R: Fn()> Worker<R> {
     }
 
     fn begin(&mut self, status: TrainStatus) {
+        self.lock = None;
         self.trainer = None;
         self.losses.clear();
         self.message = None;

@@ -1,0 +1,168 @@
+//! What a user should be told about a run's statistics: chains that diverged, and stationary
+//! moments far from the target's for a sampler that is meant to sample it.
+
+use super::{Summary, Truth};
+use crate::engine::Moments;
+use crate::math::{SamplerKind, SamplerSpec};
+
+/// Relative miss (of a variance, or of a mean in target standard deviations) beyond which
+/// stationary moments count as far from the target. Well above the Monte-Carlo error of
+/// thousands of chains (about 3% for a variance) and above the step-size bias of presets
+/// that are meant to sample well, well below the misses of a sampler that is broken.
+pub const FAR_FROM_TARGET: f64 = 0.2;
+
+/// Whether the sampler is meant to sample the target: SGD is an optimiser, and ATMC with a
+/// printed defect is expected to be wrong.
+pub fn should_sample(sampler: &SamplerSpec) -> bool {
+    sampler.kind != SamplerKind::Sgd && !sampler.has_printed_defect()
+}
+
+/// Standardised fourth moment of the exact samples beyond which a coordinate's variance is
+/// not judged: its sample variance is then too unstable to compare (the funnel's θ₁ has a
+/// kurtosis of about 3·e⁹; a Gaussian's is 3).
+pub const HEAVY_TAIL_KURTOSIS: f64 = 20.0;
+
+/// Standardised fourth moment of coordinate `c` of the truth's exact samples.
+fn kurtosis(truth: &Truth, c: usize) -> f64 {
+    let xs: Vec<f64> = truth.samples.iter().skip(c).step_by(2).copied().collect();
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let m2 = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+    let m4 = xs.iter().map(|x| (x - mean).powi(4)).sum::<f64>() / n;
+    m4 / (m2 * m2)
+}
+
+/// The first moment that misses the target by more than [`FAR_FROM_TARGET`], described; `None`
+/// when the moments agree or there is nothing to compare. `cov` is (c11, c12, c22). The
+/// variance of a heavy-tailed coordinate (kurtosis above [`HEAVY_TAIL_KURTOSIS`]) is not
+/// judged; its mean still is.
+pub fn far_from_target(mean: [f64; 2], cov: [f64; 3], truth: &Truth) -> Option<String> {
+    for c in 0..2 {
+        let (var, true_var) = (cov[2 * c], truth.cov[2 * c]);
+        let judged = kurtosis(truth, c) <= HEAVY_TAIL_KURTOSIS;
+        if !var.is_finite() || (judged && (var / true_var - 1.0).abs() > FAR_FROM_TARGET) {
+            return Some(format!(
+                "Var θ{} = {} where the target has {}",
+                c + 1,
+                rounded(var),
+                rounded(true_var)
+            ));
+        }
+        if !mean[c].is_finite()
+            || (mean[c] - truth.mean[c]).abs() > FAR_FROM_TARGET * true_var.sqrt()
+        {
+            return Some(format!(
+                "mean θ{} = {} where the target has {}",
+                c + 1,
+                rounded(mean[c]),
+                rounded(truth.mean[c])
+            ));
+        }
+    }
+    None
+}
+
+/// [`far_from_target`] for the alive chains at one instant (the live view's check); `None`
+/// with fewer than 100 alive chains, whose moments are too noisy to judge.
+pub fn instant_far_from_target(moments: &Moments, truth: &Truth) -> Option<String> {
+    if moments.alive < 100 {
+        return None;
+    }
+    let n = moments.alive as f64;
+    let mean = moments.mean();
+    let s = moments.sum_theta_sq;
+    let cov = [
+        s[0] / n - mean[0] * mean[0],
+        s[1] / n - mean[0] * mean[1],
+        s[2] / n - mean[1] * mean[1],
+    ];
+    far_from_target(mean, cov, truth)
+}
+
+/// `v` to four significant digits, in scientific notation outside [1e-3, 1e5).
+fn rounded(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    if !(1e-3..1e5).contains(&v.abs()) {
+        return format!("{v:.3e}");
+    }
+    let decimals = (3 - v.abs().log10().floor() as i32).max(0) as usize;
+    let text = format!("{v:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    }
+}
+
+/// The warnings of a finished run.
+pub fn run_warnings(sampler: &SamplerSpec, summary: &Summary, truth: &Truth) -> Vec<String> {
+    let mut out = Vec::new();
+    if summary.diverged_fraction > 0.0 {
+        out.push(format!(
+            "{:.2}% of the chains diverged (the first at step {}); the statistics leave their \
+             whole history out",
+            100.0 * summary.diverged_fraction,
+            summary.first_divergence_step.unwrap_or(0)
+        ));
+    }
+    if should_sample(sampler)
+        && summary.pooled_states > 0
+        && summary.diverged_fraction < 1.0
+        && let Some(far) = far_from_target(
+            summary.mean,
+            [summary.cov[0][0], summary.cov[0][1], summary.cov[1][1]],
+            truth,
+        )
+    {
+        out.push(format!(
+            "the stationary statistics are far from the target: {far} ({CAUSES})"
+        ));
+    }
+    out
+}
+
+/// The usual reasons moments miss the target, for the warning.
+pub const CAUSES: &str = "a step size too large for the target, too few steps, or gradient \
+                          noise the sampler cannot absorb";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::TargetSpec;
+
+    #[test]
+    fn exact_moments_are_not_far_and_wrong_ones_are() {
+        let truth = Truth::new(&TargetSpec::from_name("gaussian").unwrap().build());
+        assert_eq!(far_from_target([0.0, 0.0], [1.0, 0.0, 1.0], &truth), None);
+        assert_eq!(far_from_target([0.1, -0.1], [1.15, 0.0, 0.9], &truth), None);
+        let inflated = far_from_target([0.0, 0.0], [2543.0, 0.0, 1.0], &truth).unwrap();
+        assert!(inflated.contains("Var θ1"), "{inflated}");
+        let shifted = far_from_target([0.0, 0.5], [1.0, 0.0, 1.0], &truth).unwrap();
+        assert!(shifted.contains("mean θ2"), "{shifted}");
+        let nan = far_from_target([f64::NAN, 0.0], [1.0, 0.0, 1.0], &truth);
+        assert!(nan.is_some());
+    }
+
+    #[test]
+    fn numbers_are_rounded_for_reading() {
+        assert_eq!(rounded(8.03), "8.03");
+        assert_eq!(rounded(5323.679), "5324");
+        assert_eq!(rounded(0.1234567), "0.1235");
+        assert_eq!(rounded(2.5e7), "2.500e7");
+        assert_eq!(rounded(-1.0), "-1");
+        assert_eq!(rounded(0.0), "0");
+    }
+
+    #[test]
+    fn heavy_tails_are_judged_by_their_mean_only() {
+        let truth = Truth::new(&TargetSpec::from_name("funnel").unwrap().build());
+        assert!(kurtosis(&truth, 0) > HEAVY_TAIL_KURTOSIS);
+        assert!(kurtosis(&truth, 1) < 4.0);
+        // Var θ₁ = 90 in theory; a finite run sees far less, which is not a warning.
+        assert_eq!(far_from_target([0.0, 0.0], [14.5, 0.0, 8.5], &truth), None);
+        assert!(far_from_target([5.0, 0.0], [14.5, 0.0, 8.5], &truth).is_some());
+        assert!(far_from_target([0.0, 0.0], [14.5, 0.0, 20.0], &truth).is_some());
+    }
+}

@@ -1,0 +1,368 @@
+//! Property tests over hostile input: mutated preset text must parse into a clear located
+//! error or into a preset that runs without a panic, and arbitrary argument vectors must end
+//! the command line with 0, 1 or 2 and, on failure, an `error:` line, never a panic.
+//!
+//! Budgets: `ATMC_FUZZ_PRESETS` (default 200) mutated presets and `ATMC_FUZZ_COMMANDS`
+//! (default 60) command lines, a few seconds of CI. Raise them for a longer hunt;
+//! `ATMC_FUZZ_BINARY` runs the command lines against another build.
+
+use atmc_lab::engine::BackendChoice;
+use atmc_lab::preset::{AnyPreset, SHIPPED};
+use atmc_lab::runner;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn budget(variable: &str, default: u32) -> u32 {
+    std::env::var(variable)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn config(cases: u32) -> Config {
+    Config {
+        cases,
+        // Failures print their input; no regression files are written into the source tree.
+        failure_persistence: Some(Box::new(FileFailurePersistence::Off)),
+        ..Config::default()
+    }
+}
+
+/// Values that break naive parsers and engines.
+const NASTY_NUMBERS: &[&str] = &[
+    "NaN",
+    "inf",
+    "-inf",
+    "1e30",
+    "-1e30",
+    "1e-50",
+    "0",
+    "-0.0",
+    "1e308",
+    "4294967296",
+    "-1",
+    "0.5",
+    "3",
+    "1e999",
+    "0x10",
+    "1_000",
+    "",
+];
+
+/// Tokens spliced into preset text.
+const NASTY_TOKENS: &[&str] = &[
+    "(",
+    ")",
+    ",",
+    ":",
+    "\"",
+    "[",
+    "]",
+    "Some(",
+    "None",
+    "kind: Sgd,",
+    "kind: Atmc,",
+    "target: Funnel(),",
+    "schedule: Cyclical(total_steps: 10, cycles: 7),",
+    "chains: 0,",
+    "steps: 1,",
+    "\u{0}",
+    "é",
+    "//",
+    "/*",
+    "h: NaN,",
+    "uniform: true,",
+    "Hyperbolic(c: 1e-3)",
+];
+
+/// Byte offsets where a number starts (a digit not inside a name).
+fn number_starts(text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    (0..bytes.len())
+        .filter(|&i| {
+            bytes[i].is_ascii_digit()
+                && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'.'))
+        })
+        .collect()
+}
+
+fn number_end(text: &str, start: usize) -> usize {
+    text[start..]
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '+'))
+        .map_or(text.len(), |n| start + n)
+}
+
+fn floor_boundary(text: &str, mut i: usize) -> usize {
+    i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// One edit of preset text.
+#[derive(Clone, Debug)]
+enum Edit {
+    /// Replace the k-th number with a nasty one.
+    Number(usize, usize),
+    /// Insert a token at a fraction of the text.
+    Insert(u16, usize),
+    /// Delete up to `len` bytes at a fraction of the text.
+    Delete(u16, u8),
+}
+
+fn apply(text: &str, edits: &[Edit]) -> String {
+    let mut text = text.to_owned();
+    for edit in edits {
+        match *edit {
+            Edit::Number(k, v) => {
+                let starts = number_starts(&text);
+                if !starts.is_empty() {
+                    let start = starts[k % starts.len()];
+                    let end = number_end(&text, start);
+                    text.replace_range(start..end, NASTY_NUMBERS[v % NASTY_NUMBERS.len()]);
+                }
+            }
+            Edit::Insert(at, t) => {
+                let i = floor_boundary(&text, usize::from(at) * text.len() / 65536);
+                text.insert_str(i, NASTY_TOKENS[t % NASTY_TOKENS.len()]);
+            }
+            Edit::Delete(at, len) => {
+                let i = floor_boundary(&text, usize::from(at) * text.len() / 65536);
+                let j = floor_boundary(&text, i + usize::from(len));
+                text.replace_range(i..j, "");
+            }
+        }
+    }
+    text
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        3 => (any::<usize>(), any::<usize>()).prop_map(|(k, v)| Edit::Number(k, v)),
+        1 => (any::<u16>(), any::<usize>()).prop_map(|(a, t)| Edit::Insert(a, t)),
+        1 => (any::<u16>(), 1u8..24).prop_map(|(a, l)| Edit::Delete(a, l)),
+    ]
+}
+
+/// Runs what parsed, kept small: the point is that whatever passes validation runs.
+fn run_small(preset: AnyPreset) {
+    match preset {
+        AnyPreset::Toy(mut p) => {
+            p.chains = p.chains.min(64);
+            p.steps = p.steps.min(60);
+            p.record_every = p.record_every.min(p.steps);
+            if p.validate().is_ok() {
+                let outcome = runner::run(&p, BackendChoice::Cpu, &mut |_| {}).unwrap();
+                let s = &outcome.summary;
+                assert!((0.0..=1.0).contains(&s.diverged_fraction));
+            }
+        }
+        AnyPreset::Mlp(mut p) => {
+            p.chains = p.chains.min(8);
+            p.steps = p.steps.min(10);
+            p.record_every = p.record_every.min(p.steps);
+            if p.validate().is_ok() && p.build().is_ok() {
+                runner::mlp::run_mlp(&p, BackendChoice::Cpu, &mut |_| {}).unwrap();
+            }
+        }
+        AnyPreset::Comparison(mut c) => {
+            c.base.chains = c.base.chains.min(32);
+            c.base.steps = c.base.steps.min(30);
+            c.base.record_every = c.base.record_every.min(c.base.steps);
+            if c.validate().is_ok() {
+                runner::run_comparison(&c, BackendChoice::Cpu, &mut |_, _| {}).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn mutated_presets_give_a_located_error_or_a_run() {
+    let cases = budget("ATMC_FUZZ_PRESETS", 200);
+    let mut runner = TestRunner::new(config(cases));
+    let strategy = (0..SHIPPED.len(), prop::collection::vec(edit(), 1..4));
+    runner
+        .run(&strategy, |(which, edits)| {
+            let (name, original) = SHIPPED[which];
+            let text = apply(original, &edits);
+            match AnyPreset::parse(&text, "fuzz.ron") {
+                Err(e) => {
+                    let message = e.to_string();
+                    prop_assert!(message.starts_with("fuzz.ron:"), "{name}: {message}");
+                    prop_assert!(e.line >= 1 && e.column >= 1);
+                    prop_assert!(!message.contains('\n') || message.len() < 2000);
+                }
+                Ok(preset) => run_small(preset),
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+const SUBCOMMANDS: &[&str] = &["run", "bench", "screenshot", "record", "train", "presets"];
+
+/// Flags with values drawn from small pools (valid, edge and garbage), sized so that a valid
+/// combination runs in well under a second.
+const FLAGS: &[(&str, &[&str])] = &[
+    (
+        "--steps",
+        &["1", "5", "0", "-3", "abc", "1e3", "4294967296"],
+    ),
+    ("--chains", &["1", "16", "0", "abc", "16777217", "-1"]),
+    ("--h", &["0.05", "10", "1e-50", "NaN", "-1", "1e300", "inf"]),
+    ("--D", &["1", "0", "-1", "1e9"]),
+    ("--m", &["1", "1e-9", "0", "1e5"]),
+    ("--temperature", &["1", "0", "-1", "1e4"]),
+    ("--noise", &["0", "2", "-2", "1e5", "NaN"]),
+    ("--friction-sign", &["1", "-1", "0.5", "2", "minus"]),
+    (
+        "--sampler",
+        &["atmc", "sgld", "sghmc", "sgnht", "sgd", "hmc", ""],
+    ),
+    (
+        "--target",
+        &["gaussian", "funnel", "gmm25", "logistic", "moon"],
+    ),
+    ("--seed", &["0", "18446744073709551615", "-1", "x"]),
+    ("--backend", &["cpu", "gpu", "auto", "tpu"]),
+    (
+        "--size",
+        &["320x200", "0x0", "9000x10", "x", "100000x100000", "64x64"],
+    ),
+    ("--scale", &["1", "0", "4", "100", "NaN"]),
+    ("--every", &["1", "0", "100"]),
+    ("--depth", &["8", "9", "1000000", "0"]),
+    ("--width", &["4", "0", "100000"]),
+    ("--epochs", &["0", "-1", "x"]),
+    ("--batch-size", &["0", "99999999"]),
+    ("--seconds", &["0", "0.1", "-1", "NaN"]),
+    ("--steps-per-frame", &["1", "0", "1e9"]),
+    ("--xi-update", &["accumulate", "overwrite", "x"]),
+    ("--panel", &["θ₁", "nope", ""]),
+    ("--delay-ms", &["0", "10", "-1"]),
+];
+
+const PRESETS: &[&str] = &[
+    "default",
+    "two-moons",
+    "lesson-defects",
+    "nope",
+    "",
+    "presets/default.ron",
+    "/dev/null",
+    "presets",
+];
+
+const SWITCHES: &[&str] = &[
+    "--presentation",
+    "--light",
+    "--mlp",
+    "--ui",
+    "--paused",
+    "--resume",
+    "--bogus",
+];
+
+#[derive(Clone, Debug)]
+struct CommandLine(Vec<String>);
+
+fn command_line() -> impl Strategy<Value = CommandLine> {
+    (
+        0..SUBCOMMANDS.len(),
+        0..PRESETS.len(),
+        prop::collection::vec((0..FLAGS.len(), any::<usize>()), 0..5),
+        prop::collection::vec(0..SWITCHES.len(), 0..2),
+        any::<bool>(),
+    )
+        .prop_map(|(sub, preset, flags, switches, with_preset)| {
+            let sub = SUBCOMMANDS[sub];
+            let mut args = vec![sub.to_owned()];
+            if with_preset && matches!(sub, "run" | "screenshot" | "record") {
+                args.push(PRESETS[preset].to_owned());
+            }
+            for (f, v) in flags {
+                let (flag, values) = FLAGS[f];
+                args.push(flag.to_owned());
+                args.push(values[v % values.len()].to_owned());
+            }
+            args.extend(switches.iter().map(|&s| SWITCHES[s].to_owned()));
+            // Outputs go to a scratch folder; a training run never finds data (it would
+            // otherwise train for minutes).
+            match sub {
+                "screenshot" => args.extend(["--out".into(), "fuzz.png".into()]),
+                "record" => args.extend(["--out".into(), "fuzz.gif".into()]),
+                "train" => args.extend(["--data".into(), "no-such-data".into()]),
+                _ => {}
+            }
+            // Keep every run short: at most 200 steps and 64 chains unless a pool value is
+            // itself out of range.
+            if matches!(sub, "run" | "bench") && !args.iter().any(|a| a == "--chains") {
+                args.extend(["--chains".into(), "64".into()]);
+            }
+            if matches!(sub, "run" | "bench" | "screenshot" | "record")
+                && !args.iter().any(|a| a == "--steps")
+            {
+                args.extend(["--steps".into(), "20".into()]);
+            }
+            if sub == "bench" && !args.iter().any(|a| a == "--seconds") {
+                args.extend(["--seconds".into(), "0.1".into()]);
+            }
+            CommandLine(args)
+        })
+}
+
+#[test]
+fn arbitrary_command_lines_end_well() {
+    let cases = budget("ATMC_FUZZ_COMMANDS", 60);
+    let scratch = std::env::temp_dir().join(format!("atmc-fuzz-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    // `ATMC_FUZZ_BINARY` points the hunt at another build (an older one, to see it fail).
+    let binary = std::env::var("ATMC_FUZZ_BINARY")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_atmc-lab").to_owned());
+    let mut runner = TestRunner::new(config(cases));
+    runner
+        .run(&command_line(), |CommandLine(args)| {
+            let mut child = Command::new(&binary)
+                .args(&args)
+                .current_dir(&scratch)
+                .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let started = Instant::now();
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                if started.elapsed() > Duration::from_secs(120) {
+                    let _ = child.kill();
+                    prop_assert!(false, "{args:?} still running after 120 s");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            prop_assert!(!err.contains("panicked"), "{args:?}: {err}");
+            let code = status.code();
+            prop_assert!(
+                matches!(code, Some(0..=2)),
+                "{args:?} exited {code:?}: {err}"
+            );
+            if code != Some(0) {
+                let first = err
+                    .lines()
+                    .find(|l| !l.contains("XDG_RUNTIME_DIR") && !l.trim().is_empty());
+                prop_assert!(
+                    first.is_some_and(|l| l.starts_with("error:")),
+                    "{args:?}: {err}"
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&scratch);
+}
