@@ -15,4 +15,5 @@ pub mod engine;
 pub mod math;
 pub mod preset;
 pub mod runner;
+pub mod sweep;
 pub mod train;

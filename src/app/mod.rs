@@ -15,6 +15,7 @@ pub mod portrait;
 pub mod posterior;
 pub mod record;
 pub mod screenshot;
+pub mod sweep;
 pub mod training;
 pub mod view;
 pub mod worker;
@@ -43,11 +44,19 @@ pub enum Tab {
     Mlp,
     /// ResNet++ trained in the background ([`training::TrainingView`]).
     Training,
+    /// A statistic of a parameter sweep over its grid ([`sweep::SweepView`]).
+    Sweep,
 }
 
 impl Tab {
     /// Every tab, in menu order.
-    pub const ALL: [Tab; 4] = [Tab::Posterior, Tab::Compare, Tab::Mlp, Tab::Training];
+    pub const ALL: [Tab; 5] = [
+        Tab::Posterior,
+        Tab::Compare,
+        Tab::Mlp,
+        Tab::Training,
+        Tab::Sweep,
+    ];
 
     /// The label in the menu bar.
     pub fn label(self) -> &'static str {
@@ -56,6 +65,7 @@ impl Tab {
             Tab::Compare => "Side by side",
             Tab::Mlp => "Bayesian MLPs",
             Tab::Training => "ResNet++ training",
+            Tab::Sweep => "Sweeps",
         }
     }
 
@@ -71,6 +81,10 @@ impl Tab {
             Tab::Mlp => "Thousands of small networks on 2-D classification data",
             Tab::Training => {
                 "ResNet++ on CIFAR-10 or Fashion-MNIST with ATMC or SGD, in the background"
+            }
+            Tab::Sweep => {
+                "A statistic over a grid of parameter values, one run per point; click a \
+                 point to open it live"
             }
         }
     }
@@ -110,7 +124,41 @@ impl Tab {
                 false,
             )),
             Tab::Training => Box::new(training::TrainingView::new(ctx)),
+            Tab::Sweep => Box::new(sweep::SweepView::new(backend)),
         }
+    }
+}
+
+/// What the app opens on: a preset in its view, or a sweep in the Sweeps tab.
+#[derive(Clone, Debug)]
+pub enum Opening {
+    /// A preset of any kind, shown in its view.
+    Preset(Box<AnyPreset>),
+    /// A sweep's results (`.jsonl`) or a sweep file (`.ron`, run in the background).
+    Sweep(std::path::PathBuf),
+}
+
+impl From<AnyPreset> for Opening {
+    fn from(preset: AnyPreset) -> Self {
+        Opening::Preset(Box::new(preset))
+    }
+}
+
+impl From<Preset> for Opening {
+    fn from(preset: Preset) -> Self {
+        Opening::Preset(Box::new(preset.into()))
+    }
+}
+
+impl From<MlpPreset> for Opening {
+    fn from(preset: MlpPreset) -> Self {
+        Opening::Preset(Box::new(preset.into()))
+    }
+}
+
+impl From<Comparison> for Opening {
+    fn from(preset: Comparison) -> Self {
+        Opening::Preset(Box::new(preset.into()))
     }
 }
 
@@ -193,6 +241,17 @@ pub(crate) fn explosion_banner(ui: &mut egui::Ui, text: &str, reset_label: &str)
         .inner
 }
 
+/// Whether a file is a sweep's results (`.jsonl`) or a sweep file (`Sweep(...)` RON) rather
+/// than a preset.
+pub fn is_sweep_path(path: &std::path::Path) -> bool {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("jsonl") => true,
+        Some("ron") => std::fs::read_to_string(path)
+            .is_ok_and(|text| crate::preset::sweep::is_sweep_text(&text)),
+        _ => false,
+    }
+}
+
 /// Writes a text file, naming it in the error.
 fn write_file(path: &std::path::Path, contents: &str) -> anyhow::Result<()> {
     use anyhow::Context;
@@ -239,6 +298,24 @@ impl AtmcApp {
             writing: None,
         }
         .with_lesson_of(&preset_story)
+    }
+
+    /// The app on a preset or a sweep ([`Opening`]); a sweep opens beside the default
+    /// preset's paused view.
+    pub fn open(
+        ctx: &egui::Context,
+        opening: Opening,
+        backend: BackendChoice,
+        playing: bool,
+    ) -> Self {
+        match opening {
+            Opening::Preset(preset) => Self::new(ctx, *preset, backend, playing),
+            Opening::Sweep(path) => {
+                let mut app = Self::new(ctx, Preset::default_preset(), backend, false);
+                app.open_sweep(ctx, &path);
+                app
+            }
+        }
     }
 
     /// Shows the story of a preset just loaded in the lesson panel (or hides the panel when
@@ -324,6 +401,36 @@ impl AtmcApp {
         }
     }
 
+    /// Opens a sweep's results (`.jsonl`) or runs a sweep file (`.ron`) in the Sweeps tab.
+    pub fn open_sweep(&mut self, ctx: &egui::Context, path: &std::path::Path) {
+        self.switch_to(ctx, Tab::Sweep);
+        let view = self
+            .view_mut(ctx, Tab::Sweep)
+            .as_any_mut()
+            .downcast_mut::<sweep::SweepView>()
+            .expect("the Sweeps tab holds the sweep view");
+        self.shell.status = Some(match view.open(path) {
+            Ok(()) => Status::ok(format!("opened {}", path.display())),
+            Err(e) => Status::error(e),
+        });
+    }
+
+    /// Opens a file (dropped on the window, or picked): sweep results and sweep files in the
+    /// Sweeps tab, presets in their view.
+    pub fn open_file(&mut self, ctx: &egui::Context, path: &std::path::Path) {
+        if is_sweep_path(path) {
+            self.open_sweep(ctx, path);
+            return;
+        }
+        match AnyPreset::load(&path.to_string_lossy()) {
+            Ok(p) => {
+                self.shell.status = Some(Status::ok(format!("loaded {}", path.display())));
+                self.load_any(ctx, p);
+            }
+            Err(e) => self.shell.status = Some(Status::error(e.to_string())),
+        }
+    }
+
     /// Starts a lecture at its first lesson.
     pub fn start_lecture(&mut self, ctx: &egui::Context, lecture: Lecture) {
         self.classroom.lecture = Some(LectureState { lecture, step: 0 });
@@ -379,6 +486,16 @@ impl AtmcApp {
             if let Some(text) = pasted {
                 self.paste_preset(ctx, &text);
             }
+        }
+        let dropped: Vec<std::path::PathBuf> = ctx.input(|i| {
+            i.raw
+                .dropped_files
+                .iter()
+                .map(|f| f.path().to_owned())
+                .collect()
+        });
+        if let Some(path) = dropped.last() {
+            self.open_file(ctx, path);
         }
     }
 
@@ -615,6 +732,10 @@ impl AtmcApp {
         egui::CentralPanel::default()
             .frame(egui::Frame::central_panel(&style).fill(Color32::TRANSPARENT))
             .show(ui, |ui| view.central(ui, shell));
+        // A view asked for a preset to be opened live (a sweep's point).
+        if let Some(preset) = self.shell.open.take() {
+            self.load_any(ui.ctx(), preset);
+        }
         match request {
             Some(LessonRequest::Go(k)) => self.go_to_lesson(ui.ctx(), k),
             Some(LessonRequest::Close) => {
@@ -721,6 +842,19 @@ impl AtmcApp {
         if ui.button("Open preset…").clicked() {
             ui.close();
             self.open_preset_dialog(ui.ctx());
+        }
+        if ui
+            .button("Open sweep…")
+            .on_hover_text("merged.jsonl from `atmc-lab sweep`, or a sweep file to run here")
+            .clicked()
+        {
+            ui.close();
+            if let Some(path) = rfd::FileDialog::new()
+                .add_filter("sweep results or sweep file", &["jsonl", "ron"])
+                .pick_file()
+            {
+                self.open_sweep(ui.ctx(), &path);
+            }
         }
         let preset = self.active().preset();
         if ui
@@ -891,13 +1025,8 @@ impl AtmcApp {
         else {
             return;
         };
-        match AnyPreset::load(&path.to_string_lossy()) {
-            Ok(p) => {
-                self.shell.status = Some(Status::ok(format!("loaded {}", path.display())));
-                self.load_any(ctx, p);
-            }
-            Err(e) => self.shell.status = Some(Status::error(e.to_string())),
-        }
+        // A sweep file picked here opens in the Sweeps tab rather than failing as a preset.
+        self.open_file(ctx, &path);
     }
 
     fn save_preset_dialog(&mut self, preset: &AnyPreset) {
@@ -988,7 +1117,7 @@ impl eframe::App for AtmcApp {
 
 /// Opens the desktop app on `preset`. Tries the wgpu renderer first and falls back to glow
 /// (OpenGL) when it cannot start.
-pub fn run_native(preset: AnyPreset, backend: BackendChoice) -> anyhow::Result<()> {
+pub fn run_native(opening: Opening, backend: BackendChoice) -> anyhow::Result<()> {
     // Drawn by tests/icon.rs, which also checks that it decodes.
     let icon = std::sync::Arc::new(
         eframe::icon_data::from_png_bytes(include_bytes!("../../assets/icon.png"))
@@ -1003,21 +1132,26 @@ pub fn run_native(preset: AnyPreset, backend: BackendChoice) -> anyhow::Result<(
         renderer,
         ..Default::default()
     };
-    let make = |preset: AnyPreset| -> eframe::AppCreator<'static> {
+    let make = |opening: Opening| -> eframe::AppCreator<'static> {
         Box::new(move |cc| {
             cc.egui_ctx.set_visuals(egui::Visuals::dark());
-            Ok(Box::new(AtmcApp::new(&cc.egui_ctx, preset, backend, true)))
+            Ok(Box::new(AtmcApp::open(
+                &cc.egui_ctx,
+                opening,
+                backend,
+                true,
+            )))
         })
     };
     match eframe::run_native(
         "atmc-lab",
         options(eframe::Renderer::Wgpu),
-        make(preset.clone()),
+        make(opening.clone()),
     ) {
         Ok(()) => Ok(()),
         Err(e) => {
             eprintln!("atmc-lab: the wgpu renderer failed ({e}); trying OpenGL");
-            eframe::run_native("atmc-lab", options(eframe::Renderer::Glow), make(preset))
+            eframe::run_native("atmc-lab", options(eframe::Renderer::Glow), make(opening))
                 .map_err(|e| anyhow::anyhow!("cannot open a window: {e}"))
         }
     }

@@ -1,10 +1,9 @@
 //! Pictures of the app: the offscreen renderer behind `atmc-lab screenshot` (egui_kittest on
 //! wgpu, no window or display needed) and the PNG writer behind the app's export menu.
 
-use super::AtmcApp;
 use super::classroom::Appearance;
+use super::{AtmcApp, Opening};
 use crate::engine::BackendChoice;
-use crate::preset::AnyPreset;
 use anyhow::{Context, anyhow, bail};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -12,7 +11,7 @@ use std::time::{Duration, Instant};
 /// Renders the full UI offscreen after the preset has run `steps` steps, at `size` logical
 /// points and `pixels_per_point`. Deterministic: the chains at step N do not depend on timing.
 pub fn render_offscreen(
-    preset: impl Into<AnyPreset>,
+    opening: impl Into<Opening>,
     steps: u32,
     size: [u32; 2],
     pixels_per_point: f32,
@@ -20,7 +19,7 @@ pub fn render_offscreen(
     appearance: Appearance,
 ) -> anyhow::Result<image::RgbaImage> {
     check_picture_size(size, pixels_per_point)?;
-    let mut harness = harness_with(preset, size, pixels_per_point, backend, appearance);
+    let mut harness = harness_with(opening, size, pixels_per_point, backend, appearance);
     run_to_step(&mut harness, steps)?;
     harness
         .render()
@@ -32,7 +31,7 @@ pub fn render_offscreen(
 /// is called after every frame with its number.
 #[allow(clippy::too_many_arguments)]
 pub fn record_offscreen(
-    preset: impl Into<AnyPreset>,
+    opening: impl Into<Opening>,
     steps: u32,
     every: u32,
     size: [u32; 2],
@@ -43,7 +42,7 @@ pub fn record_offscreen(
     frame: &mut dyn FnMut(usize),
 ) -> anyhow::Result<Vec<image::RgbaImage>> {
     check_picture_size(size, pixels_per_point)?;
-    let mut harness = harness_with(preset, size, pixels_per_point, backend, appearance);
+    let mut harness = harness_with(opening, size, pixels_per_point, backend, appearance);
     let mut frames = Vec::new();
     let mut step = 0;
     while step < steps {
@@ -113,13 +112,13 @@ pub type AppHarness = egui_kittest::Harness<'static, Option<AtmcApp>>;
 
 /// The app in an offscreen harness, paused at step 0.
 pub fn harness(
-    preset: impl Into<AnyPreset>,
+    opening: impl Into<Opening>,
     size: [u32; 2],
     pixels_per_point: f32,
     backend: BackendChoice,
 ) -> AppHarness {
     harness_with(
-        preset,
+        opening,
         size,
         pixels_per_point,
         backend,
@@ -129,13 +128,13 @@ pub fn harness(
 
 /// [`harness`] in presentation mode or the light theme.
 pub fn harness_with(
-    preset: impl Into<AnyPreset>,
+    opening: impl Into<Opening>,
     size: [u32; 2],
     pixels_per_point: f32,
     backend: BackendChoice,
     appearance: Appearance,
 ) -> AppHarness {
-    let preset = preset.into();
+    let opening = opening.into();
     let mut harness = egui_kittest::Harness::builder()
         .with_size(egui::vec2(size[0] as f32, size[1] as f32))
         .with_pixels_per_point(pixels_per_point)
@@ -144,7 +143,7 @@ pub fn harness_with(
         .build_ui_state(
             move |ui, app: &mut Option<AtmcApp>| {
                 let app = app.get_or_insert_with(|| {
-                    let mut app = AtmcApp::new(ui.ctx(), preset.clone(), backend, false);
+                    let mut app = AtmcApp::open(ui.ctx(), opening.clone(), backend, false);
                     app.set_reproducible(true);
                     app.set_appearance(ui.ctx(), appearance);
                     app

@@ -103,6 +103,8 @@ impl Status {
 pub struct Shell {
     /// The latest message for the status bar.
     pub status: Option<Status>,
+    /// A preset to open live in its view after this frame (a sweep's point clicked).
+    pub open: Option<AnyPreset>,
 }
 
 /// A view of the lab.

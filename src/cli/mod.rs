@@ -1,7 +1,8 @@
-//! The command line: `run`, `presets`, `bench`, `train` run headless; `app` opens the
-//! window; `screenshot` and `record` render the app offscreen.
+//! The command line: `run`, `presets`, `bench`, `train`, `sweep` run headless; `app` opens
+//! the window; `screenshot` and `record` render the app offscreen.
 
 mod bench;
+mod sweep;
 mod train;
 
 use crate::engine::BackendChoice;
@@ -41,11 +42,15 @@ enum Command {
     Record(RecordArgs),
     /// Train ResNet++ on CIFAR-10 or Fashion-MNIST with ATMC or SGD (JSON summary last).
     Train(Box<train::TrainArgs>),
+    /// Run a sweep over preset fields (one JSON line per point, resumable, shardable), merge
+    /// its shards, or write SLURM scripts for it.
+    Sweep(Box<sweep::SweepArgs>),
 }
 
 #[derive(Debug, clap::Args)]
 struct AppArgs {
-    /// Preset file (RON) or shipped preset name.
+    /// Preset file (RON), shipped preset name, or a sweep (its merged.jsonl, or a sweep file
+    /// to run in the Sweeps tab).
     #[arg(default_value = "default")]
     preset: String,
     /// Backend of the engine.
@@ -55,7 +60,7 @@ struct AppArgs {
 
 #[derive(Debug, clap::Args)]
 struct ScreenshotArgs {
-    /// Preset file (RON) or shipped preset name.
+    /// Preset file (RON), shipped preset name, or a sweep's merged.jsonl (the Sweeps tab).
     preset: String,
     /// Steps to run before the picture.
     #[arg(long, default_value_t = 200)]
@@ -247,6 +252,7 @@ pub fn main() -> ExitCode {
             },
             message: format!("{e:#}"),
         }),
+        Some(Command::Sweep(args)) => sweep::sweep(&args),
         None => open_app("default", BackendChoice::Auto),
     };
     match result {
@@ -268,13 +274,28 @@ fn list_presets() {
 }
 
 fn open_app(preset: &str, backend: BackendChoice) -> Result<(), Failure> {
-    let preset = load_preset(preset)?;
-    crate::app::run_native(preset, backend).map_err(|e| Failure {
+    let opening = load_opening(preset)?;
+    crate::app::run_native(opening, backend).map_err(|e| Failure {
         code: 1,
         message: format!(
             "{e:#}\n(no display? run under `xvfb-run -a atmc-lab`, or use `atmc-lab run` headless)"
         ),
     })
+}
+
+/// A preset (see [`load_preset`]) or a sweep: its results (`.jsonl`) or a sweep file, checked
+/// before the window opens.
+fn load_opening(path: &str) -> Result<crate::app::Opening, Failure> {
+    let file = std::path::Path::new(path);
+    if crate::app::is_sweep_path(file) {
+        if file.extension().and_then(|e| e.to_str()) == Some("jsonl") {
+            crate::sweep::read_merged(file).map_err(|e| usage(format!("{e:#}")))?;
+        } else {
+            crate::preset::sweep::Sweep::load(file).map_err(|e| usage(e.to_string()))?;
+        }
+        return Ok(crate::app::Opening::Sweep(file.to_owned()));
+    }
+    load_preset(path).map(crate::app::Opening::from)
 }
 
 /// Loads a preset and, for an MLP preset, its data (a CSV file may be missing or malformed):
@@ -307,7 +328,7 @@ fn parse_size(text: &str) -> Result<[u32; 2], Failure> {
 }
 
 fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
-    let preset = load_preset(&args.preset)?;
+    let opening = load_opening(&args.preset)?;
     let size = parse_size(&args.size)?;
     if !(0.5..=4.0).contains(&args.scale) {
         return Err(usage(format!("--scale {}: allowed [0.5, 4]", args.scale)));
@@ -328,7 +349,7 @@ fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
         message: format!("{e:#}"),
     };
     let image = crate::app::screenshot::render_offscreen(
-        preset,
+        opening,
         args.steps,
         size,
         args.scale,

@@ -196,9 +196,58 @@ impl Extents {
     }
 }
 
+/// The step size at which `steps` steps of ATMC with friction sign φ < 0 (MATH.md §2) last
+/// as long as the thermostat takes to blow the momentum up, at temperature T.
+///
+/// With φ < 0 the O-step is an anti-friction |φ|β that grows with ξ, and ξ grows with p²:
+/// once ξ ≫ D and p² ≫ mT, x = ln(p²/(mT)) obeys x' = 2|φ|ξ and ξ' = p²/m − T ≈ T eˣ, so
+/// x'' = 2|φ|T eˣ, which from a thermal start (x = 0, x' = 0) reaches infinity at
+/// t* = ∫₀^∞ dx/√(4|φ|T(eˣ − 1)) = π/(2√(|φ|T)). A run of K steps of size h lasts hK: chains
+/// explode within it when h > t*/K, a boundary where h√|φ| is constant. Fluctuations (chains
+/// that start hotter than mT) explode somewhat earlier. None for φ ≥ 0 or T = 0.
+pub fn thermostat_blowup_step_size(
+    friction_sign: f64,
+    temperature: f64,
+    steps: u32,
+) -> Option<f64> {
+    if friction_sign >= 0.0 || temperature <= 0.0 || steps == 0 {
+        return None;
+    }
+    let blowup = std::f64::consts::PI / (2.0 * (-friction_sign * temperature).sqrt());
+    Some(blowup / f64::from(steps))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The closed form agrees with integrating x'' = 2|φ|T eˣ from rest until x = 60, and
+    /// the boundary scales as 1/(K√|φ|).
+    #[test]
+    fn thermostat_blowup_time_matches_its_ode() {
+        for (phi, temperature) in [(-1.0, 1.0), (-0.25, 1.0), (-0.5, 2.0)] {
+            let a = 2.0 * f64::abs(phi) * temperature;
+            let (mut x, mut v, mut t) = (0.0_f64, 0.0_f64, 0.0_f64);
+            while x < 60.0 {
+                // Steps that shrink as the solution speeds up.
+                let dt = 1e-4 / (1.0 + v.abs());
+                v += dt * a * x.exp();
+                x += dt * v;
+                t += dt;
+            }
+            let closed = thermostat_blowup_step_size(phi, temperature, 1).unwrap();
+            assert!(
+                (t / closed - 1.0).abs() < 0.01,
+                "φ {phi}: ODE {t}, closed form {closed}"
+            );
+        }
+        let h = |phi, k| thermostat_blowup_step_size(phi, 1.0, k).unwrap();
+        assert!((h(-0.25, 100) / h(-1.0, 100) - 2.0).abs() < 1e-12);
+        assert!((h(-1.0, 100) / h(-1.0, 400) - 4.0).abs() < 1e-12);
+        assert_eq!(thermostat_blowup_step_size(0.0, 1.0, 100), None);
+        assert_eq!(thermostat_blowup_step_size(0.5, 1.0, 100), None);
+        assert_eq!(thermostat_blowup_step_size(-1.0, 0.0, 100), None);
+    }
     use crate::math::{SamplerKind, SamplerSpec};
 
     fn states(chains: Vec<Chain2>) -> ChainStates {

@@ -146,7 +146,11 @@ impl Engine for CpuEngine {
                 }
                 moments
             })
-            .reduce(Moments::default, |a, b| a.merge(&b));
+            .collect::<Vec<Moments>>()
+            .iter()
+            // Summed in chunk order, not in rayon's split order: the moments (and so every
+            // statistic) are bit-identical however many threads ran.
+            .fold(Moments::default(), |a, b| a.merge(b));
         self.step = step0.wrapping_add(steps);
         let histograms = histograms
             .iter()

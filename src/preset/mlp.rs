@@ -267,6 +267,14 @@ impl AnyPreset {
         match outer_name(text) {
             Some("MlpPreset") => MlpPreset::parse(text, origin).map(AnyPreset::Mlp),
             Some("Comparison") => super::Comparison::parse(text, origin).map(AnyPreset::Comparison),
+            Some("Sweep") => Err(PresetError {
+                file: origin.to_owned(),
+                line: 1,
+                column: 1,
+                message: "this is a sweep file, not a preset: run it with `atmc-lab sweep FILE` \
+                          or open it in the app's Sweeps tab"
+                    .into(),
+            }),
             _ => Preset::parse(text, origin).map(AnyPreset::Toy),
         }
     }
@@ -322,7 +330,7 @@ impl AnyPreset {
 }
 
 /// The identifier before the first `(` after comments and attributes, if any.
-fn outer_name(text: &str) -> Option<&str> {
+pub(crate) fn outer_name(text: &str) -> Option<&str> {
     let mut rest = text;
     loop {
         rest = rest.trim_start();

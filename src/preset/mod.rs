@@ -5,6 +5,7 @@
 
 pub mod mlp;
 pub mod story;
+pub mod sweep;
 
 pub use mlp::{AnyPreset, MlpPreset};
 pub use story::{Column, Comparison, ControlGroup, Lecture, Story};

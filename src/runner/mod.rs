@@ -102,8 +102,21 @@ pub fn run_streaming(
     progress: &mut dyn FnMut(u32),
     row: &mut dyn FnMut(&SeriesRow) -> anyhow::Result<()>,
 ) -> anyhow::Result<RunOutcome> {
+    let truth = Truth::new(&preset.model().target);
+    run_against(preset, &truth, backend, progress, row)
+}
+
+/// [`run_streaming`] against a given truth (of the preset's target): a sweep over one target
+/// computes its exact samples and baselines once.
+pub fn run_against(
+    preset: &Preset,
+    truth: &Truth,
+    backend: BackendChoice,
+    progress: &mut dyn FnMut(u32),
+    row: &mut dyn FnMut(&SeriesRow) -> anyhow::Result<()>,
+) -> anyhow::Result<RunOutcome> {
     let model = preset.model();
-    let truth = Truth::new(&model.target);
+    let truth = truth.clone();
     let (mut engine, notice) = create_engine(
         backend,
         model.clone(),

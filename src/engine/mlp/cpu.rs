@@ -128,17 +128,17 @@ impl MlpEngine for MlpCpuEngine {
                     (1, 0, sums)
                 },
             )
-            .reduce(
-                || (0, 0, [[0.0; 2]; MAX_LAYERS]),
-                |a, b| {
-                    let mut s = a.2;
-                    for (x, y) in s.iter_mut().zip(&b.2) {
-                        x[0] += y[0];
-                        x[1] += y[1];
-                    }
-                    (a.0 + b.0, a.1 + b.1, s)
-                },
-            );
+            .collect::<Vec<_>>()
+            .into_iter()
+            // Summed in chain order: bit-identical sums however many threads ran.
+            .fold((0, 0, [[0.0; 2]; MAX_LAYERS]), |a, b| {
+                let mut s = a.2;
+                for (x, y) in s.iter_mut().zip(&b.2) {
+                    x[0] += y[0];
+                    x[1] += y[1];
+                }
+                (a.0 + b.0, a.1 + b.1, s)
+            });
         self.step = self.step.wrapping_add(steps);
         Ok(MlpReport::from_sums(
             self.step,

@@ -1,0 +1,729 @@
+//! Running sweeps: every grid point of a [`Sweep`] is an independent, deterministic run whose
+//! record is appended to its shard's file as one JSON line, so that a sweep can be sharded
+//! over any scheduler (`--shard i/n`), interrupted and resumed (points already written are
+//! skipped), and merged ([`merge`]) into one table checked point by point.
+//!
+//! A shard file (`shard-I-of-N.jsonl`) starts with a header line describing the sweep (its
+//! hash, the base preset, the axes) and holds one [`Record`] per line after it.
+
+pub mod slurm;
+
+use crate::diagnostics::Truth;
+use crate::engine::BackendChoice;
+use crate::preset::AnyPreset;
+use crate::preset::sweep::{Sweep, preset_json};
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Which of `count` shards this process runs: points `index`, `index + count`, ….
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// 0-based shard number.
+    pub index: u32,
+    /// Number of shards.
+    pub count: u32,
+}
+
+impl Shard {
+    /// The whole sweep in one shard.
+    pub const ALL: Shard = Shard { index: 0, count: 1 };
+
+    /// The points of this shard among `points`.
+    pub fn indices(self, points: usize) -> impl Iterator<Item = usize> {
+        (self.index as usize..points).step_by(self.count as usize)
+    }
+
+    /// The shard's file in `dir`.
+    pub fn file(self, dir: &Path) -> PathBuf {
+        dir.join(format!("shard-{}-of-{}.jsonl", self.index, self.count))
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    /// `i/n` with 0 ≤ i < n.
+    fn from_str(text: &str) -> Result<Shard, String> {
+        let bad = || format!("--shard {text}: expected I/N with 0 ≤ I < N, e.g. 0/4");
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u32, u32) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// The first line of every shard file: what sweep the records belong to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// The sweep's title.
+    pub sweep: String,
+    /// What it shows.
+    pub description: String,
+    /// Hash of everything that decides the records (base preset, axes, seeds, kept fields).
+    pub sweep_hash: String,
+    /// Hash of the base preset alone.
+    pub base_hash: String,
+    /// Points of the whole sweep.
+    pub points: usize,
+    /// This file's shard.
+    pub shard: Shard,
+    /// The swept fields, in axis order.
+    pub fields: Vec<String>,
+    /// The values of each axis.
+    pub axis_values: Vec<Vec<f64>>,
+    /// `mlp` or `toy`: which view opens a point.
+    pub base_kind: String,
+    /// The base preset, as JSON (a point's preset is it with the coordinates applied).
+    pub base: Value,
+    /// Per-point seeds: `same` or `per_point`.
+    pub seeds: String,
+}
+
+/// One point's result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The point's index in the sweep.
+    pub index: usize,
+    /// Its coordinates, one per axis (in the header's field order).
+    pub coords: Vec<f64>,
+    /// The seed it ran with.
+    pub seed: u64,
+    /// The run's JSON (as `atmc-lab run` prints it, without timings).
+    pub run: Value,
+}
+
+/// Fields of a run's JSON that depend on the machine or the moment, never kept: a record
+/// must be the same however and wherever its point ran.
+const TIMING_FIELDS: [&str; 4] = [
+    "elapsed_s",
+    "chain_steps_per_s",
+    "chain_gradients_per_s",
+    "device",
+];
+
+/// The header of `sweep`'s shard `shard`.
+pub fn header(sweep: &Sweep, shard: Shard) -> Header {
+    let base = preset_json(&sweep.base);
+    let base_hash = hash(&base.to_string());
+    let seeds = match sweep.spec.seeds {
+        crate::preset::sweep::SeedPolicy::Same => "same",
+        crate::preset::sweep::SeedPolicy::PerPoint => "per_point",
+    };
+    let decisive = serde_json::json!({
+        "base": base,
+        "fields": sweep.fields(),
+        "axis_values": sweep.axis_values,
+        "combine": format!("{:?}", sweep.spec.combine),
+        "seeds": seeds,
+        "keep": sweep.spec.keep,
+    });
+    Header {
+        sweep: sweep.spec.name.clone(),
+        description: sweep.spec.description.clone(),
+        sweep_hash: hash(&decisive.to_string()),
+        base_hash,
+        points: sweep.points,
+        shard,
+        fields: sweep.fields().iter().map(|f| f.to_string()).collect(),
+        axis_values: sweep.axis_values.clone(),
+        base_kind: match sweep.base {
+            AnyPreset::Mlp(_) => "mlp",
+            _ => "toy",
+        }
+        .into(),
+        base,
+        seeds: seeds.into(),
+    }
+}
+
+/// 64-bit FNV-1a, as 16 hex digits: a stable fingerprint (not a security hash).
+fn hash(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Exact truths by target, shared by the points of a sweep.
+#[derive(Default)]
+pub struct TruthCache(HashMap<String, Truth>);
+
+impl TruthCache {
+    fn get(&mut self, preset: &crate::preset::Preset) -> &Truth {
+        let key = serde_json::to_string(&preset.target).expect("targets serialise");
+        self.0
+            .entry(key)
+            .or_insert_with(|| Truth::new(&preset.model().target))
+    }
+}
+
+/// Runs one point. Returns its record and the seconds the run took (engine and statistics,
+/// everything `atmc-lab run` would do for this preset).
+pub fn run_point(
+    sweep: &Sweep,
+    index: usize,
+    backend: BackendChoice,
+    truths: &mut TruthCache,
+) -> anyhow::Result<(Record, f64)> {
+    let point = sweep.point(index);
+    let temperature = match &point.preset {
+        AnyPreset::Toy(p) => Some(p.sampler.temperature),
+        AnyPreset::Mlp(p) => Some(p.sampler.temperature),
+        AnyPreset::Comparison(_) => None,
+    };
+    let (summary, seconds, seed) = match &point.preset {
+        AnyPreset::Toy(p) => {
+            let truth = truths.get(p).clone();
+            let started = Instant::now();
+            let outcome =
+                crate::runner::run_against(p, &truth, backend, &mut |_| {}, &mut |_| Ok(()))?;
+            let seconds = started.elapsed().as_secs_f64();
+            (serde_json::to_value(&outcome.summary)?, seconds, p.seed)
+        }
+        AnyPreset::Mlp(p) => {
+            let started = Instant::now();
+            let outcome = crate::runner::mlp::run_mlp(p, backend, &mut |_| {})?;
+            let seconds = started.elapsed().as_secs_f64();
+            (serde_json::to_value(&outcome.summary)?, seconds, p.seed)
+        }
+        AnyPreset::Comparison(_) => bail!("a comparison cannot be swept"),
+    };
+    let mut run = summary;
+    if let Value::Object(map) = &mut run {
+        for field in TIMING_FIELDS {
+            map.remove(field);
+        }
+        // How far the kinetic temperature is from the target's, relative: a map over T
+        // compares like with like.
+        if let (Some(kt), Some(t)) = (
+            map.get("kinetic_temperature").and_then(Value::as_f64),
+            temperature.filter(|t| *t > 0.0),
+        ) {
+            map.insert(
+                "kinetic_temperature_error".into(),
+                serde_json::json!((kt / t - 1.0).abs()),
+            );
+        }
+        if !sweep.spec.keep.is_empty() {
+            map.retain(|k, _| sweep.spec.keep.iter().any(|f| f == k));
+        }
+    }
+    Ok((
+        Record {
+            index,
+            coords: point.coords,
+            seed,
+            run,
+        },
+        seconds,
+    ))
+}
+
+/// What a shard run did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ShardReport {
+    /// Points run now.
+    pub ran: usize,
+    /// Points found already written (a resumed run skips them).
+    pub skipped: usize,
+    /// Wall-clock seconds of the points run now.
+    pub wall_s: f64,
+    /// Seconds the runs themselves took (what `atmc-lab run` of each point would take, less
+    /// process start): the rest of `wall_s` is the sweep's own overhead.
+    pub run_s: f64,
+}
+
+/// Runs the points of `shard` that `dir` does not hold yet, appending each record as it is
+/// done (one write and an fsync per line). `progress` gets (points done in this shard,
+/// points in this shard).
+pub fn run_shard(
+    sweep: &Sweep,
+    shard: Shard,
+    dir: &Path,
+    backend: BackendChoice,
+    progress: &mut dyn FnMut(usize, usize),
+) -> anyhow::Result<ShardReport> {
+    run_shard_until(sweep, shard, dir, backend, &mut |done, total| {
+        progress(done, total);
+        true
+    })
+}
+
+/// [`run_shard`] that stops after the point in flight as soon as `progress` (told the points
+/// done and the shard's total after each one) returns false; what was done stays on disk
+/// and a later run resumes from it.
+pub fn run_shard_until(
+    sweep: &Sweep,
+    shard: Shard,
+    dir: &Path,
+    backend: BackendChoice,
+    progress: &mut dyn FnMut(usize, usize) -> bool,
+) -> anyhow::Result<ShardReport> {
+    let header = header(sweep, shard);
+    let path = shard.file(dir);
+    let done = open_shard(&path, &header)?;
+    let todo: Vec<usize> = shard
+        .indices(sweep.points)
+        .filter(|i| !done.contains(i))
+        .collect();
+    let total = shard.indices(sweep.points).count();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("cannot append to {}", path.display()))?;
+    let mut report = ShardReport {
+        skipped: done.len(),
+        ..ShardReport::default()
+    };
+    let mut truths = TruthCache::default();
+    if !progress(report.skipped, total) {
+        return Ok(report);
+    }
+    for index in todo {
+        let started = Instant::now();
+        let (record, run_s) = run_point(sweep, index, backend, &mut truths)
+            .with_context(|| format!("point {index} ({})", sweep.describe(&sweep.coords(index))))?;
+        let mut line = serde_json::to_string(&record)?;
+        line.push('\n');
+        // One write per line: a kill leaves whole lines and at most one partial last line,
+        // which a resumed run drops.
+        file.write_all(line.as_bytes())
+            .and_then(|()| file.sync_data())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        report.ran += 1;
+        report.wall_s += started.elapsed().as_secs_f64();
+        report.run_s += run_s;
+        if !progress(report.skipped + report.ran, total) {
+            break;
+        }
+    }
+    Ok(report)
+}
+
+/// Creates the shard file with its header, or checks an existing one's header and returns
+/// the indices it already holds (dropping a partial last line).
+fn open_shard(path: &Path, header: &Header) -> anyhow::Result<Vec<usize>> {
+    if !path.exists() {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let mut line = serde_json::to_string(header)?;
+        line.push('\n');
+        std::fs::write(path, line).with_context(|| format!("cannot write {}", path.display()))?;
+        return Ok(Vec::new());
+    }
+    let (found, records, valid_bytes) = read_shard(path)?;
+    if found.sweep_hash != header.sweep_hash {
+        bail!(
+            "{} holds points of another sweep (base {} vs {}): choose another --out",
+            path.display(),
+            found.base_hash,
+            header.base_hash
+        );
+    }
+    let length = std::fs::metadata(path)?.len();
+    if valid_bytes < length {
+        // The last line was cut by a kill: drop it, its point runs again.
+        let file = std::fs::OpenOptions::new().write(true).open(path)?;
+        file.set_len(valid_bytes)?;
+        file.sync_all()?;
+    }
+    Ok(records.iter().map(|r| r.index).collect())
+}
+
+/// Reads a shard file: its header, its complete records, and the bytes they span (a partial
+/// last line is left out).
+pub fn read_shard(path: &Path) -> anyhow::Result<(Header, Vec<Record>, u64)> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = String::new();
+    let mut bytes = 0u64;
+    reader.read_line(&mut line)?;
+    let header: Header = serde_json::from_str(line.trim_end())
+        .with_context(|| format!("{}:1: not a sweep shard header", path.display()))?;
+    bytes += line.len() as u64;
+    let mut records = Vec::new();
+    let mut number = 1;
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line)?;
+        number += 1;
+        if n == 0 {
+            break;
+        }
+        if !line.ends_with('\n') {
+            // Only the last line can be partial: a writer killed mid-line.
+            break;
+        }
+        let record = serde_json::from_str::<Record>(line.trim_end())
+            .with_context(|| format!("{}:{number}: not a sweep record", path.display()))?;
+        records.push(record);
+        bytes += n as u64;
+    }
+    Ok((header, records, bytes))
+}
+
+/// A merged sweep: the header (shard set to all) and one record per point, in index order.
+#[derive(Clone, Debug)]
+pub struct Merged {
+    /// The sweep.
+    pub header: Header,
+    /// Every point's record.
+    pub records: Vec<Record>,
+}
+
+/// Merges the shard files in `dir`: every point present exactly once, every shard of the
+/// same sweep. Writes `dir/merged.jsonl` and returns the table.
+pub fn merge(dir: &Path) -> anyhow::Result<Merged> {
+    let mut shards: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("shard-") && n.ends_with(".jsonl"))
+        })
+        .collect();
+    shards.sort();
+    if shards.is_empty() {
+        bail!(
+            "{}: no shard files (shard-I-of-N.jsonl) to merge",
+            dir.display()
+        );
+    }
+    let mut header: Option<(Header, PathBuf)> = None;
+    let mut slots: Vec<Option<(Record, PathBuf)>> = Vec::new();
+    for path in &shards {
+        let (h, records, _) = read_shard(path)?;
+        match &header {
+            None => {
+                slots = vec![None; h.points];
+                header = Some((h, path.clone()));
+            }
+            Some((first, first_path)) => {
+                if h.base_hash != first.base_hash {
+                    bail!(
+                        "{} comes from a different base preset than {} (base hash {} vs {})",
+                        path.display(),
+                        first_path.display(),
+                        h.base_hash,
+                        first.base_hash
+                    );
+                }
+                if h.sweep_hash != first.sweep_hash {
+                    bail!(
+                        "{} belongs to a different sweep than {} (other axes, seeds or kept \
+                         fields)",
+                        path.display(),
+                        first_path.display()
+                    );
+                }
+            }
+        }
+        let (first, _) = header.as_ref().expect("set above");
+        for r in records {
+            let describe = || describe_point(first, &r);
+            let Some(slot) = slots.get_mut(r.index) else {
+                bail!(
+                    "{}: point {} is beyond the sweep",
+                    path.display(),
+                    describe()
+                );
+            };
+            if let Some((_, other)) = slot {
+                bail!(
+                    "point {} is in {} and in {}",
+                    describe(),
+                    other.display(),
+                    path.display()
+                );
+            }
+            *slot = Some((r, path.clone()));
+        }
+    }
+    let (mut header, _) = header.expect("at least one shard");
+    let missing: Vec<usize> = slots
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.is_none())
+        .map(|(i, _)| i)
+        .collect();
+    if let Some(&first) = missing.first() {
+        let coords = coords_of(&header, first);
+        bail!(
+            "{} of {} points are missing, the first is point {first} ({}): run its shard again \
+             (it resumes where it stopped)",
+            missing.len(),
+            header.points,
+            header
+                .fields
+                .iter()
+                .zip(&coords)
+                .map(|(f, v)| format!("{f} = {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    header.shard = Shard::ALL;
+    let records: Vec<Record> = slots.into_iter().flatten().map(|(r, _)| r).collect();
+    let merged = Merged { header, records };
+    write_merged(&merged, &dir.join("merged.jsonl"))?;
+    Ok(merged)
+}
+
+/// The coordinates of point `index` from a header (product order, or zip).
+fn coords_of(header: &Header, index: usize) -> Vec<f64> {
+    let zip = header.axis_values.iter().map(Vec::len).product::<usize>() != header.points;
+    if zip {
+        return header.axis_values.iter().map(|v| v[index]).collect();
+    }
+    let mut rest = index;
+    let mut coords = vec![0.0; header.axis_values.len()];
+    for (c, values) in coords.iter_mut().zip(&header.axis_values).rev() {
+        *c = values[rest % values.len()];
+        rest /= values.len();
+    }
+    coords
+}
+
+fn describe_point(header: &Header, record: &Record) -> String {
+    let coords: Vec<String> = header
+        .fields
+        .iter()
+        .zip(&record.coords)
+        .map(|(f, v)| format!("{f} = {v}"))
+        .collect();
+    format!("{} ({})", record.index, coords.join(", "))
+}
+
+/// Writes a merged table atomically (a temporary file renamed over the target).
+fn write_merged(merged: &Merged, path: &Path) -> anyhow::Result<()> {
+    let mut text = serde_json::to_string(&merged.header)?;
+    text.push('\n');
+    for r in &merged.records {
+        text.push_str(&serde_json::to_string(r)?);
+        text.push('\n');
+    }
+    let tmp = path.with_extension("jsonl.tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Reads a merged table (`merged.jsonl`, or a single complete shard file).
+pub fn read_merged(path: &Path) -> anyhow::Result<Merged> {
+    let (header, records, _) = read_shard(path)?;
+    Ok(Merged { header, records })
+}
+
+/// The records as CSV: index, the axes, the seed, then every scalar of the run JSON (arrays
+/// flattened as `mean.0`, `cov.0.1`; nulls empty).
+pub fn csv_table(merged: &Merged) -> String {
+    let mut columns: Vec<String> = Vec::new();
+    let flat: Vec<Vec<(String, String)>> = merged
+        .records
+        .iter()
+        .map(|r| {
+            let mut cells = Vec::new();
+            flatten("", &r.run, &mut cells);
+            for (name, _) in &cells {
+                if !columns.contains(name) {
+                    columns.push(name.clone());
+                }
+            }
+            cells
+        })
+        .collect();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut head = vec!["index".to_owned()];
+    head.extend(merged.header.fields.iter().cloned());
+    head.push("seed".into());
+    head.extend(columns.iter().cloned());
+    w.write_record(&head).expect("in memory");
+    for (r, cells) in merged.records.iter().zip(&flat) {
+        let mut row = vec![r.index.to_string()];
+        row.extend(r.coords.iter().map(|c| c.to_string()));
+        row.push(r.seed.to_string());
+        for c in &columns {
+            row.push(
+                cells
+                    .iter()
+                    .find(|(n, _)| n == c)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default(),
+            );
+        }
+        w.write_record(&row).expect("in memory");
+    }
+    String::from_utf8(w.into_inner().expect("in memory")).expect("utf-8")
+}
+
+fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
+    let name = |key: &str| {
+        if prefix.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{prefix}.{key}")
+        }
+    };
+    match value {
+        Value::Object(map) => map.iter().for_each(|(k, v)| flatten(&name(k), v, out)),
+        Value::Array(items) if items.iter().all(|v| !v.is_object()) || !prefix.is_empty() => {
+            for (i, v) in items.iter().enumerate() {
+                flatten(&name(&i.to_string()), v, out);
+            }
+        }
+        Value::Array(_) => {}
+        Value::Null => out.push((prefix.to_owned(), String::new())),
+        Value::Bool(b) => out.push((prefix.to_owned(), b.to_string())),
+        Value::Number(n) => out.push((prefix.to_owned(), n.to_string())),
+        Value::String(s) => out.push((prefix.to_owned(), s.clone())),
+    }
+}
+
+/// A statistic of a record as a number (`None` when it is missing or null), by a dotted name
+/// as in [`csv_table`] (`diverged_fraction`, `mean.0`, `posterior_predictive.test.accuracy`).
+pub fn statistic(record: &Record, name: &str) -> Option<f64> {
+    let mut node = &record.run;
+    for part in name.split('.') {
+        node = match node {
+            Value::Object(map) => map.get(part)?,
+            Value::Array(items) => items.get(part.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    node.as_f64()
+}
+
+/// The numeric statistics the records carry, by dotted name (for the app's picker).
+pub fn statistics(merged: &Merged) -> Vec<String> {
+    let mut names = Vec::new();
+    for r in merged.records.iter().take(50) {
+        let mut cells = Vec::new();
+        flatten("", &r.run, &mut cells);
+        for (name, _) in cells {
+            if !names.contains(&name) && statistic(r, &name).is_some() {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
+/// A statistic over two axes of a merged sweep, the other axes held at chosen values: what a
+/// heatmap shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slice2d {
+    /// Values of the horizontal axis.
+    pub x_values: Vec<f64>,
+    /// Values of the vertical axis.
+    pub y_values: Vec<f64>,
+    /// The statistic per cell, row by row from the lowest y (None: no record, or null).
+    pub values: Vec<Option<f64>>,
+    /// The record of each cell, by position in the merged table.
+    pub records: Vec<Option<usize>>,
+}
+
+/// The statistic `name` over axes `x` and `y`; every other axis k at its value
+/// `slice[k]` (an index into its values).
+pub fn slice2d(merged: &Merged, name: &str, x: usize, y: usize, slice: &[usize]) -> Slice2d {
+    let axes = &merged.header.axis_values;
+    let (nx, ny) = (axes[x].len(), axes[y].len());
+    let mut out = Slice2d {
+        x_values: axes[x].clone(),
+        y_values: axes[y].clone(),
+        values: vec![None; nx * ny],
+        records: vec![None; nx * ny],
+    };
+    for (k, r) in merged.records.iter().enumerate() {
+        let held = (0..axes.len())
+            .filter(|&a| a != x && a != y)
+            .all(|a| slice.get(a).and_then(|&i| axes[a].get(i)) == Some(&r.coords[a]));
+        if !held {
+            continue;
+        }
+        let ix = axes[x].iter().position(|v| *v == r.coords[x]);
+        let iy = axes[y].iter().position(|v| *v == r.coords[y]);
+        if let (Some(ix), Some(iy)) = (ix, iy) {
+            out.values[iy * nx + ix] = statistic(r, name);
+            out.records[iy * nx + ix] = Some(k);
+        }
+    }
+    out
+}
+
+/// Whether the axis values are spaced evenly in log rather than linearly (for the axis
+/// labels and for placing curves between cells).
+pub fn is_log_spaced(values: &[f64]) -> bool {
+    if values.len() < 3 || values.iter().any(|v| *v <= 0.0) {
+        return false;
+    }
+    let ratio = values[1] / values[0];
+    values
+        .windows(2)
+        .all(|w| ((w[1] / w[0]) / ratio - 1.0).abs() < 1e-6)
+        && (ratio - 1.0).abs() > 1e-9
+}
+
+/// The fractional cell position of `value` among an axis's values (0 at the first cell's
+/// centre), interpolating in log for a log-spaced axis; None outside the axis.
+pub fn cell_position(values: &[f64], value: f64) -> Option<f64> {
+    let log = is_log_spaced(values);
+    let f = |v: f64| if log { v.ln() } else { v };
+    let t = f(value);
+    values.windows(2).enumerate().find_map(|(i, w)| {
+        let (a, b) = (f(w[0]), f(w[1]));
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        (lo <= t && t <= hi).then(|| i as f64 + (t - a) / (b - a))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_partition_the_points() {
+        let s: Shard = "1/3".parse().unwrap();
+        assert_eq!(s.indices(8).collect::<Vec<_>>(), vec![1, 4, 7]);
+        for bad in ["3/3", "1", "a/b", "0/0", "-1/2"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+        let all: Vec<usize> = (0..3)
+            .flat_map(|i| Shard { index: i, count: 3 }.indices(10))
+            .collect();
+        let mut sorted = all.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn cells_are_placed_in_log_on_log_axes() {
+        let log = [0.01, 0.1, 1.0];
+        assert!(is_log_spaced(&log));
+        assert!((cell_position(&log, 0.0316227766).unwrap() - 0.5).abs() < 1e-6);
+        let lin = [0.0, 0.5, 1.0];
+        assert!(!is_log_spaced(&lin));
+        assert_eq!(cell_position(&lin, 0.75), Some(1.5));
+        assert_eq!(cell_position(&lin, 2.0), None);
+    }
+
+    #[test]
+    fn fnv_hash_is_stable() {
+        assert_eq!(hash(""), "cbf29ce484222325");
+        assert_eq!(hash("a"), "af63dc4c8601ec8c");
+    }
+}
