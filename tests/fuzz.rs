@@ -176,6 +176,14 @@ fn run_small(preset: AnyPreset) {
                 runner::run_comparison(&c, BackendChoice::Cpu, &mut |_, _| {}).unwrap();
             }
         }
+        AnyPreset::Sphere(mut p) => {
+            p.chains = p.chains.min(64);
+            p.steps = p.steps.min(60);
+            let point =
+                runner::thermo::measure(&AnyPreset::Sphere(p), BackendChoice::Cpu, &mut |_| {})
+                    .unwrap();
+            assert!(point.u.is_finite() && point.u >= 0.0);
+        }
     }
 }
 

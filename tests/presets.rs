@@ -6,7 +6,7 @@ use atmc_lab::preset::{AnyPreset, MlpPreset, Preset, SHIPPED};
 #[test]
 fn shipped_presets_parse_and_round_trip() {
     assert!(SHIPPED.len() >= 5);
-    let (mut toys, mut mlps, mut comparisons) = (0, 0, 0);
+    let (mut toys, mut mlps, mut comparisons, mut spheres) = (0, 0, 0, 0);
     for (name, text) in SHIPPED {
         let p = AnyPreset::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
         let description = match &p {
@@ -25,6 +25,10 @@ fn shipped_presets_parse_and_round_trip() {
                 comparisons += 1;
                 &c.description
             }
+            AnyPreset::Sphere(s) => {
+                spheres += 1;
+                &s.description
+            }
         };
         assert!(!p.name().is_empty() && !description.is_empty(), "{name}");
         let again = AnyPreset::parse(&p.to_ron(), "round-trip").unwrap_or_else(|e| panic!("{e}"));
@@ -37,7 +41,7 @@ fn shipped_presets_parse_and_round_trip() {
     }
     // Every kind is shipped, so every parser was exercised above.
     assert!(
-        toys >= 5 && mlps >= 2 && comparisons >= 2,
+        toys >= 5 && mlps >= 2 && comparisons >= 2 && spheres >= 2,
         "{toys} 2-D, {mlps} MLP presets and {comparisons} comparisons"
     );
 }

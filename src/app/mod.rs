@@ -16,6 +16,7 @@ pub mod posterior;
 pub mod record;
 pub mod screenshot;
 pub mod sweep;
+pub mod thermo;
 pub mod training;
 pub mod view;
 pub mod worker;
@@ -46,16 +47,19 @@ pub enum Tab {
     Training,
     /// A statistic of a parameter sweep over its grid ([`sweep::SweepView`]).
     Sweep,
+    /// The free energy of SGD over learning rates ([`thermo::ThermoView`]).
+    Thermo,
 }
 
 impl Tab {
     /// Every tab, in menu order.
-    pub const ALL: [Tab; 5] = [
+    pub const ALL: [Tab; 6] = [
         Tab::Posterior,
         Tab::Compare,
         Tab::Mlp,
         Tab::Training,
         Tab::Sweep,
+        Tab::Thermo,
     ];
 
     /// The label in the menu bar.
@@ -66,6 +70,7 @@ impl Tab {
             Tab::Mlp => "Bayesian MLPs",
             Tab::Training => "ResNet++ training",
             Tab::Sweep => "Sweeps",
+            Tab::Thermo => "Thermodynamics",
         }
     }
 
@@ -86,11 +91,32 @@ impl Tab {
                 "A statistic over a grid of parameter values, one run per point; click a \
                  point to open it live"
             }
+            Tab::Thermo => {
+                "SGD as free-energy minimisation: U, S and two temperatures over learning \
+                 rates, the Gibbs test, the sphere toy"
+            }
         }
     }
 
     fn index(self) -> usize {
         Tab::ALL.iter().position(|&t| t == self).expect("listed")
+    }
+
+    /// The tab with this name (its label, lower case, or a short name: posterior, compare,
+    /// mlp, training, sweeps, thermo).
+    pub fn named(name: &str) -> Option<Tab> {
+        let name = name.to_lowercase();
+        Tab::ALL.into_iter().find(|t| {
+            t.label().to_lowercase() == name
+                || match t {
+                    Tab::Posterior => name == "posterior",
+                    Tab::Compare => name == "compare",
+                    Tab::Mlp => name == "mlp",
+                    Tab::Training => name == "training",
+                    Tab::Sweep => name == "sweep",
+                    Tab::Thermo => name == "thermo",
+                }
+        })
     }
 
     /// The tab that shows a kind of preset.
@@ -99,6 +125,7 @@ impl Tab {
             AnyPreset::Toy(_) => Tab::Posterior,
             AnyPreset::Comparison(_) => Tab::Compare,
             AnyPreset::Mlp(_) => Tab::Mlp,
+            AnyPreset::Sphere(_) => Tab::Thermo,
         }
     }
 
@@ -125,6 +152,7 @@ impl Tab {
             )),
             Tab::Training => Box::new(training::TrainingView::new(ctx)),
             Tab::Sweep => Box::new(sweep::SweepView::new(backend)),
+            Tab::Thermo => Box::new(thermo::ThermoView::new(backend)),
         }
     }
 }
@@ -136,6 +164,8 @@ pub enum Opening {
     Preset(Box<AnyPreset>),
     /// A sweep's results (`.jsonl`) or a sweep file (`.ron`, run in the background).
     Sweep(std::path::PathBuf),
+    /// A preset in a chosen tab (a 2-D preset in the thermodynamics view).
+    InTab(Tab, Box<AnyPreset>),
 }
 
 impl From<AnyPreset> for Opening {
@@ -279,6 +309,11 @@ impl AtmcApp {
             AnyPreset::Comparison(p) => {
                 Box::new(compare::CompareView::new(ctx, p, backend, playing))
             }
+            sphere @ AnyPreset::Sphere(_) => {
+                let mut view = thermo::ThermoView::new(backend);
+                view.load(sphere);
+                Box::new(view)
+            }
         };
         let mut views: Vec<Option<Box<dyn View>>> = Tab::ALL.iter().map(|_| None).collect();
         views[tab.index()] = Some(view);
@@ -313,6 +348,14 @@ impl AtmcApp {
             Opening::Sweep(path) => {
                 let mut app = Self::new(ctx, Preset::default_preset(), backend, false);
                 app.open_sweep(ctx, &path);
+                app
+            }
+            Opening::InTab(tab, preset) => {
+                let mut app = Self::new(ctx, Preset::default_preset(), backend, false);
+                app.switch_to(ctx, tab);
+                if !app.view_mut(ctx, tab).load(*preset) {
+                    app.shell.status = Some(Status::error("this view cannot load that preset"));
+                }
                 app
             }
         }

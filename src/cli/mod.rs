@@ -3,6 +3,7 @@
 
 mod bench;
 mod sweep;
+mod thermo;
 mod train;
 
 use crate::engine::BackendChoice;
@@ -45,6 +46,10 @@ enum Command {
     /// Run a sweep over preset fields (one JSON line per point, resumable, shardable), merge
     /// its shards, or write SLURM scripts for it.
     Sweep(Box<sweep::SweepArgs>),
+    /// The thermodynamics of SGD (and any 2-D sampler, or the sphere toy) over a log grid of
+    /// learning rates: U, S, slope and Gibbs temperatures, the Gibbs test, a held-out
+    /// prediction (a sweep underneath: shardable, resumable).
+    Thermo(Box<thermo::ThermoArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -83,6 +88,10 @@ struct ScreenshotArgs {
     /// The light theme.
     #[arg(long)]
     light: bool,
+    /// Show the preset in this tab instead of its own (e.g. `thermo`: a 2-D preset's
+    /// learning-rate sweep, run to the end before the picture).
+    #[arg(long)]
+    tab: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -253,6 +262,7 @@ pub fn main() -> ExitCode {
             message: format!("{e:#}"),
         }),
         Some(Command::Sweep(args)) => sweep::sweep(&args),
+        Some(Command::Thermo(args)) => thermo::thermo(&args),
         None => open_app("default", BackendChoice::Auto),
     };
     match result {
@@ -328,7 +338,18 @@ fn parse_size(text: &str) -> Result<[u32; 2], Failure> {
 }
 
 fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
-    let opening = load_opening(&args.preset)?;
+    let mut opening = load_opening(&args.preset)?;
+    if let Some(name) = &args.tab {
+        let tab = crate::app::Tab::named(name).ok_or_else(|| {
+            usage(format!(
+                "--tab {name}: one of posterior, compare, mlp, training, sweep, thermo"
+            ))
+        })?;
+        let crate::app::Opening::Preset(preset) = opening else {
+            return Err(usage("--tab takes a preset, not a sweep"));
+        };
+        opening = crate::app::Opening::InTab(tab, preset);
+    }
     let size = parse_size(&args.size)?;
     if !(0.5..=4.0).contains(&args.scale) {
         return Err(usage(format!("--scale {}: allowed [0.5, 4]", args.scale)));
@@ -438,6 +459,19 @@ fn record(args: &RecordArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+impl RunArgs {
+    /// Whether any sampler option other than the step size was given.
+    fn sampler_options_given(&self) -> bool {
+        self.sampler.is_some()
+            || self.friction_floor.is_some()
+            || self.m.is_some()
+            || self.temperature.is_some()
+            || self.friction_sign.is_some()
+            || self.xi_update.is_some()
+            || self.noise_mass.is_some()
+    }
+}
+
 fn run(args: RunArgs) -> Result<(), Failure> {
     match load_preset(&args.preset)? {
         AnyPreset::Toy(mut preset) => {
@@ -449,15 +483,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             execute_mlp(preset, args.backend, args.csv.as_deref())
         }
         AnyPreset::Comparison(mut comparison) => {
-            if args.sampler.is_some()
-                || args.h.is_some()
-                || args.friction_floor.is_some()
-                || args.m.is_some()
-                || args.temperature.is_some()
-                || args.friction_sign.is_some()
-                || args.xi_update.is_some()
-                || args.noise_mass.is_some()
-            {
+            if args.h.is_some() || args.sampler_options_given() {
                 return Err(usage(
                     "sampler options belong to one column of a comparison: edit its file",
                 ));
@@ -465,7 +491,60 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             apply_overrides(&mut comparison.base, &args)?;
             execute_comparison(comparison, args.backend, args.csv.as_deref())
         }
+        AnyPreset::Sphere(mut preset) => {
+            apply_sphere_overrides(&mut preset, &args)?;
+            execute_sphere(&preset)
+        }
     }
+}
+
+/// `run` of a sphere preset: its thermodynamic measurement as one JSON line.
+fn execute_sphere(preset: &crate::preset::sphere::SpherePreset) -> Result<(), Failure> {
+    let bar = progress_bar(preset.steps, "projected SGD on the sphere".into());
+    let point = runner::thermo::measure(
+        &AnyPreset::Sphere(preset.clone()),
+        BackendChoice::Cpu,
+        &mut |done| bar.set_position(u64::from(done)),
+    )
+    .map_err(|e| Failure {
+        code: 1,
+        message: format!("{e:#}"),
+    })?;
+    bar.finish_and_clear();
+    println!(
+        "{}",
+        serde_json::to_string(&point).expect("a measurement serialises")
+    );
+    Ok(())
+}
+
+fn apply_sphere_overrides(
+    preset: &mut crate::preset::sphere::SpherePreset,
+    args: &RunArgs,
+) -> Result<(), Failure> {
+    if args.target.is_some()
+        || args.noise.is_some()
+        || args.csv.is_some()
+        || args.sampler_options_given()
+    {
+        return Err(usage(
+            "a sphere preset takes --h, --chains, --steps and --seed (projected SGD has no \
+             other option on the command line; edit the file for momentum and batch)",
+        ));
+    }
+    if let Some(v) = args.h {
+        preset.sampler.h = checked(ranges::SPHERE_STEP_SIZE, v)?;
+    }
+    if let Some(v) = args.chains {
+        preset.chains = checked(ranges::CHAINS, f64::from(v))? as u32;
+    }
+    if let Some(v) = args.steps {
+        preset.steps = checked(ranges::STEPS, f64::from(v))? as u32;
+    }
+    if let Some(v) = args.seed {
+        preset.seed = v;
+    }
+    Ok(())
 }
 
 fn execute_comparison(

@@ -52,7 +52,8 @@ pub struct SweepArgs {
     cpus_per_task: Option<u32>,
 }
 
-fn failure(e: anyhow::Error) -> Failure {
+/// A failure during the work (exit 1).
+pub(super) fn failure(e: anyhow::Error) -> Failure {
     Failure {
         code: 1,
         message: format!("{e:#}"),
@@ -90,15 +91,7 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
     }
     std::fs::create_dir_all(&out)
         .map_err(|e| usage(format!("--out {}: cannot create it: {e}", out.display())))?;
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:30}] {pos}/{len} points, eta {eta}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    bar.set_message(if loaded.spec.name.is_empty() {
+    let bar = progress_bar(&if loaded.spec.name.is_empty() {
         path.display().to_string()
     } else {
         loaded.spec.name.clone()
@@ -135,7 +128,22 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn check_writable(csv: &Path) -> Result<(), Failure> {
+/// The progress bar of a sweep: points done of the shard's, with an ETA.
+pub(super) fn progress_bar(name: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:30}] {pos}/{len} points, eta {eta}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_message(name.to_owned());
+    bar
+}
+
+/// Checks that a CSV output can be written, before any work.
+pub(super) fn check_writable(csv: &Path) -> Result<(), Failure> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)

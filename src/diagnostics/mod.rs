@@ -6,9 +6,11 @@
 
 pub mod bounded;
 pub mod classification;
+pub mod entropy;
 pub mod growth;
 pub mod mcmc;
 pub mod mlp;
+pub mod thermo;
 pub mod views;
 pub mod warnings;
 

@@ -6,6 +6,7 @@ pub mod gpu;
 pub mod mlp;
 pub mod moments;
 pub mod shader_interface;
+pub mod sphere;
 
 pub use moments::Moments;
 

@@ -13,6 +13,7 @@ pub mod rng;
 pub mod samplers;
 pub mod schedule;
 pub mod special;
+pub mod sphere;
 pub mod targets;
 
 pub use datasets::{DataSource, DataSpec, Dataset};

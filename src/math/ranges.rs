@@ -189,6 +189,22 @@ pub const MAP_RESOLUTION: Range = Range::closed("map resolution", 8.0, 256.0);
 /// Networks averaged into the app's posterior-predictive map.
 pub const PREDICTIVE_CHAINS: Range = Range::closed("predictive networks", 1.0, 65_536.0);
 
+/// Learning rate of projected SGD on the sphere (a step of 10 crosses the sphere many times).
+pub const SPHERE_STEP_SIZE: Range = Range::positive("learning rate η", 10.0);
+/// Heavy-ball momentum μ.
+pub const MOMENTUM: Range = Range {
+    name: "momentum μ",
+    min: 0.0,
+    max: 0.999,
+    min_open: false,
+};
+/// Objects per minibatch on the sphere (drawn with replacement).
+pub const SPHERE_BATCH: Range = Range::closed("sphere batch size", 1.0, 64.0);
+/// Learning rates of a thermodynamics sweep (the bounds of its log grid).
+pub const THERMO_LR: Range = Range::positive("learning rate", 100.0);
+/// Points of a thermodynamics sweep.
+pub const THERMO_POINTS: Range = Range::closed("points", 2.0, 1000.0);
+
 macro_rules! ranged {
     ($(#[$doc:meta] $fn_name:ident: $ty:ty => $range:expr;)*) => {$(
         #[$doc]
@@ -275,6 +291,12 @@ ranged! {
     de_steps_per_second: f64 => STEPS_PER_SECOND;
     /// Deserialises an initial ξ.
     de_init_xi: f64 => INIT_XI;
+    /// Deserialises the sphere's learning rate.
+    de_sphere_h: f64 => SPHERE_STEP_SIZE;
+    /// Deserialises a heavy-ball momentum.
+    de_momentum: f64 => MOMENTUM;
+    /// Deserialises the sphere's batch size.
+    de_sphere_batch: u32 => SPHERE_BATCH;
 }
 
 /// Deserialises a pair of coordinates, each in `range`.

@@ -259,6 +259,8 @@ pub enum AnyPreset {
     Mlp(MlpPreset),
     /// Samplers side by side: `Comparison(...)`.
     Comparison(super::Comparison),
+    /// Projected SGD on the sphere toy: `SpherePreset(...)`.
+    Sphere(super::sphere::SpherePreset),
 }
 
 impl AnyPreset {
@@ -267,6 +269,9 @@ impl AnyPreset {
         match outer_name(text) {
             Some("MlpPreset") => MlpPreset::parse(text, origin).map(AnyPreset::Mlp),
             Some("Comparison") => super::Comparison::parse(text, origin).map(AnyPreset::Comparison),
+            Some("SpherePreset") => {
+                super::sphere::SpherePreset::parse(text, origin).map(AnyPreset::Sphere)
+            }
             Some("Sweep") => Err(PresetError {
                 file: origin.to_owned(),
                 line: 1,
@@ -297,6 +302,7 @@ impl AnyPreset {
             AnyPreset::Toy(p) => &p.name,
             AnyPreset::Mlp(p) => &p.name,
             AnyPreset::Comparison(p) => &p.name,
+            AnyPreset::Sphere(p) => &p.name,
         }
     }
 
@@ -306,6 +312,7 @@ impl AnyPreset {
             AnyPreset::Toy(p) => &p.description,
             AnyPreset::Mlp(p) => &p.description,
             AnyPreset::Comparison(p) => &p.description,
+            AnyPreset::Sphere(p) => &p.description,
         }
     }
 
@@ -315,6 +322,7 @@ impl AnyPreset {
             AnyPreset::Toy(p) => &p.story,
             AnyPreset::Mlp(p) => &p.story,
             AnyPreset::Comparison(p) => &p.story,
+            AnyPreset::Sphere(p) => &p.story,
         };
         (!story.is_empty()).then_some(story)
     }
@@ -325,6 +333,7 @@ impl AnyPreset {
             AnyPreset::Toy(p) => p.to_ron(),
             AnyPreset::Mlp(p) => p.to_ron(),
             AnyPreset::Comparison(p) => p.to_ron(),
+            AnyPreset::Sphere(p) => p.to_ron(),
         }
     }
 }

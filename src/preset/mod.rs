@@ -4,6 +4,7 @@
 //! for numbers out of range; it never panics.
 
 pub mod mlp;
+pub mod sphere;
 pub mod story;
 pub mod sweep;
 
@@ -224,6 +225,12 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ),
     ("funnel", include_str!("../../presets/funnel.ron")),
     ("two-moons", include_str!("../../presets/two-moons.ron")),
+    (
+        "thermo-quadratic",
+        include_str!("../../presets/thermo-quadratic.ron"),
+    ),
+    ("sphere-op", include_str!("../../presets/sphere-op.ron")),
+    ("sphere-up", include_str!("../../presets/sphere-up.ron")),
     (
         "lesson-langevin",
         include_str!("../../presets/lesson-langevin.ron"),

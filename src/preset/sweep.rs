@@ -25,6 +25,10 @@ pub const SHIPPED_SWEEPS: &[(&str, &str)] = &[
         "atmc-step-and-floor",
         include_str!("../../presets/sweeps/atmc-step-and-floor.ron"),
     ),
+    (
+        "sphere-batch-temperature",
+        include_str!("../../presets/sweeps/sphere-batch-temperature.ron"),
+    ),
 ];
 
 /// Whether the RON text is a sweep file (`Sweep(...)`) rather than a preset.
@@ -68,6 +72,20 @@ pub struct SweepSpec {
     /// The seed of each point.
     #[serde(default)]
     pub seeds: SeedPolicy,
+    /// What each point measures: the run's statistics, or its thermodynamics (MATH.md §5:
+    /// U, S, the Gibbs-fitted T). Sphere presets are always measured thermodynamically.
+    #[serde(default)]
+    pub measure: Measure,
+}
+
+/// What a sweep measures at each point.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Measure {
+    /// The statistics `atmc-lab run` prints.
+    #[default]
+    Run,
+    /// The thermodynamics of the stationary ensemble (`atmc-lab thermo`).
+    Thermo,
 }
 
 /// One axis: a field and its values.
@@ -253,7 +271,13 @@ impl Sweep {
         if let AnyPreset::Comparison(_) = base {
             return Err(located(
                 "base",
-                "a sweep's base is a 2-D or MLP preset, not a comparison".into(),
+                "a sweep's base is a 2-D, MLP or sphere preset, not a comparison".into(),
+            ));
+        }
+        if let (AnyPreset::Mlp(_), Measure::Thermo) = (&base, spec.measure) {
+            return Err(located(
+                "measure",
+                "the thermodynamics measure takes a 2-D or a sphere preset".into(),
             ));
         }
         if spec.axes.is_empty() {
@@ -399,6 +423,7 @@ pub fn preset_json(preset: &AnyPreset) -> Value {
         AnyPreset::Toy(p) => serde_json::to_value(p),
         AnyPreset::Mlp(p) => serde_json::to_value(p),
         AnyPreset::Comparison(p) => serde_json::to_value(p),
+        AnyPreset::Sphere(p) => serde_json::to_value(p),
     }
     .expect("presets serialise to JSON")
 }
@@ -432,6 +457,9 @@ pub fn apply(
                 p.validate().map_err(|(_, m)| m)?;
                 Ok(AnyPreset::Mlp(p))
             }),
+        AnyPreset::Sphere(_) => serde_json::from_value(json)
+            .map_err(|e| e.to_string())
+            .map(AnyPreset::Sphere),
         AnyPreset::Comparison(_) => Err("a comparison cannot be swept".into()),
     };
     // serde_json appends " at line 1 column N" of its own text, which means nothing here.
@@ -546,6 +574,16 @@ mod tests {
 
     fn sweep(text: &str) -> Result<Sweep, PresetError> {
         Sweep::parse(text, "s.ron", Path::new("."))
+    }
+
+    #[test]
+    fn every_shipped_sweep_parses_and_loads_by_name() {
+        for (name, text) in SHIPPED_SWEEPS {
+            let parsed = sweep(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(parsed.points > 1, "{name}");
+            assert_eq!(Sweep::load(Path::new(name)).unwrap().points, parsed.points);
+            assert!(is_sweep_text(text));
+        }
     }
 
     #[test]

@@ -7,11 +7,12 @@
 //! hash, the base preset, the axes) and holds one [`Record`] per line after it.
 
 pub mod slurm;
+pub mod thermo;
 
 use crate::diagnostics::Truth;
 use crate::engine::BackendChoice;
 use crate::preset::AnyPreset;
-use crate::preset::sweep::{Sweep, preset_json};
+use crate::preset::sweep::{Measure, Sweep, preset_json};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -87,6 +88,18 @@ pub struct Header {
     pub base: Value,
     /// Per-point seeds: `same` or `per_point`.
     pub seeds: String,
+    /// What the records hold: `run` statistics or `thermo` measurements.
+    #[serde(default = "run_measure")]
+    pub measure: String,
+}
+
+fn run_measure() -> String {
+    "run".into()
+}
+
+/// Whether a sweep's points are measured thermodynamically.
+pub fn is_thermo(sweep: &Sweep) -> bool {
+    sweep.spec.measure == Measure::Thermo || matches!(sweep.base, AnyPreset::Sphere(_))
 }
 
 /// One point's result.
@@ -119,7 +132,7 @@ pub fn header(sweep: &Sweep, shard: Shard) -> Header {
         crate::preset::sweep::SeedPolicy::Same => "same",
         crate::preset::sweep::SeedPolicy::PerPoint => "per_point",
     };
-    let decisive = serde_json::json!({
+    let mut decisive = serde_json::json!({
         "base": base,
         "fields": sweep.fields(),
         "axis_values": sweep.axis_values,
@@ -127,6 +140,10 @@ pub fn header(sweep: &Sweep, shard: Shard) -> Header {
         "seeds": seeds,
         "keep": sweep.spec.keep,
     });
+    let measure = if is_thermo(sweep) { "thermo" } else { "run" };
+    if measure == "thermo" {
+        decisive["measure"] = measure.into();
+    }
     Header {
         sweep: sweep.spec.name.clone(),
         description: sweep.spec.description.clone(),
@@ -138,11 +155,13 @@ pub fn header(sweep: &Sweep, shard: Shard) -> Header {
         axis_values: sweep.axis_values.clone(),
         base_kind: match sweep.base {
             AnyPreset::Mlp(_) => "mlp",
+            AnyPreset::Sphere(_) => "sphere",
             _ => "toy",
         }
         .into(),
         base,
         seeds: seeds.into(),
+        measure: measure.into(),
     }
 }
 
@@ -181,9 +200,20 @@ pub fn run_point(
     let temperature = match &point.preset {
         AnyPreset::Toy(p) => Some(p.sampler.temperature),
         AnyPreset::Mlp(p) => Some(p.sampler.temperature),
-        AnyPreset::Comparison(_) => None,
+        AnyPreset::Comparison(_) | AnyPreset::Sphere(_) => None,
     };
     let (summary, seconds, seed) = match &point.preset {
+        preset if is_thermo(sweep) => {
+            let started = Instant::now();
+            let measured = crate::runner::thermo::measure(preset, backend, &mut |_| {})?;
+            let seconds = started.elapsed().as_secs_f64();
+            let seed = match preset {
+                AnyPreset::Toy(p) => p.seed,
+                AnyPreset::Sphere(p) => p.seed,
+                _ => 0,
+            };
+            (serde_json::to_value(&measured)?, seconds, seed)
+        }
         AnyPreset::Toy(p) => {
             let truth = truths.get(p).clone();
             let started = Instant::now();
@@ -198,7 +228,9 @@ pub fn run_point(
             let seconds = started.elapsed().as_secs_f64();
             (serde_json::to_value(&outcome.summary)?, seconds, p.seed)
         }
-        AnyPreset::Comparison(_) => bail!("a comparison cannot be swept"),
+        AnyPreset::Comparison(_) | AnyPreset::Sphere(_) => {
+            bail!("a comparison cannot be swept")
+        }
     };
     let mut run = summary;
     if let Value::Object(map) = &mut run {

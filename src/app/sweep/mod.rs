@@ -6,6 +6,7 @@ use super::colormap::Colormap;
 use super::view::{Action, Shell, Status, View};
 use crate::diagnostics::growth::thermostat_blowup_step_size;
 use crate::engine::BackendChoice;
+use crate::preset::sphere::SpherePreset;
 use crate::preset::sweep::{SHIPPED_SWEEPS, Sweep, apply};
 use crate::preset::{AnyPreset, MlpPreset, Preset};
 use crate::sweep::{self, Merged, Shard, Slice2d};
@@ -21,8 +22,10 @@ use std::time::{Duration, Instant};
 pub const SWEEP_FOLDER: &str = "atmc-lab-sweeps";
 
 /// Statistics offered first, when the records have them.
-const PREFERRED: [&str; 6] = [
+const PREFERRED: [&str; 8] = [
     "diverged_fraction",
+    "t_gibbs",
+    "s_knn",
     "energy_distance",
     "kinetic_temperature_error",
     "mean_xi",
@@ -30,11 +33,87 @@ const PREFERRED: [&str; 6] = [
     "posterior_predictive.test.nll",
 ];
 
-/// A sweep running in the background of the app.
-struct LocalRun {
+/// A sweep running on a background thread of the app, writing its shard file in a folder
+/// of [`SWEEP_FOLDER`] (resumed when the same sweep starts again).
+pub struct BackgroundSweep {
     thread: Option<std::thread::JoinHandle<anyhow::Result<sweep::ShardReport>>>,
     cancel: Arc<AtomicBool>,
     progress: Arc<Mutex<(usize, usize)>>,
+    /// The shard file it writes.
+    pub file: PathBuf,
+}
+
+impl BackgroundSweep {
+    /// The folder a sweep named `name` runs in: named by its content too, so that an edited
+    /// sweep starts afresh instead of being refused for holding another sweep's points.
+    pub fn folder(loaded: &Sweep, name: &str) -> PathBuf {
+        let hash = sweep::header(loaded, Shard::ALL).sweep_hash;
+        Path::new(SWEEP_FOLDER).join(format!("{name}-{}", &hash[..8.min(hash.len())]))
+    }
+
+    /// Starts `loaded` in [`Self::folder`].
+    pub fn start(loaded: Sweep, name: &str, backend: BackendChoice) -> Result<Self, String> {
+        let dir = Self::folder(&loaded, name);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let cancel = Arc::new(AtomicBool::new(false));
+        let progress = Arc::new(Mutex::new((0, loaded.points)));
+        let (c, p) = (cancel.clone(), progress.clone());
+        let worker_dir = dir.clone();
+        let thread = std::thread::Builder::new()
+            .name("sweep".into())
+            .spawn(move || {
+                sweep::run_shard_until(&loaded, Shard::ALL, &worker_dir, backend, &mut |d, t| {
+                    *p.lock().expect("progress") = (d, t);
+                    !c.load(Ordering::Relaxed)
+                })
+            })
+            .map_err(|e| format!("cannot start the sweep: {e}"))?;
+        Ok(Self {
+            thread: Some(thread),
+            cancel,
+            progress,
+            file: Shard::ALL.file(&dir),
+        })
+    }
+
+    /// Asks the thread to stop after its current point.
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// (points done, points) while it runs.
+    pub fn progress(&self) -> Option<(usize, usize)> {
+        self.thread
+            .is_some()
+            .then(|| *self.progress.lock().expect("progress"))
+    }
+
+    /// The thread's result once it has ended (once): points done and total, or the error.
+    pub fn finished(&mut self) -> Option<Result<(usize, usize), String>> {
+        if !self.thread.as_ref().is_some_and(|t| t.is_finished()) {
+            return None;
+        }
+        let total = self.progress.lock().expect("progress").1;
+        let result = self
+            .thread
+            .take()
+            .expect("checked")
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the sweep thread failed")));
+        Some(
+            result
+                .map(|r| (r.ran + r.skipped, total))
+                .map_err(|e| format!("{e:#}")),
+        )
+    }
+}
+
+impl Drop for BackgroundSweep {
+    fn drop(&mut self) {
+        // The thread stops after its current point; its file keeps what was done.
+        self.cancel();
+    }
 }
 
 /// The sweep view.
@@ -50,7 +129,7 @@ pub struct SweepView {
     /// The value index at which each other axis is held.
     slice: Vec<usize>,
     log_colour: bool,
-    run: Option<LocalRun>,
+    run: Option<BackgroundSweep>,
     last_read: Instant,
     error: Option<String>,
     colormap: Colormap,
@@ -101,44 +180,16 @@ impl SweepView {
         Ok(())
     }
 
-    /// Runs a sweep here, in the background, into `SWEEP_FOLDER/name`.
+    /// Runs a sweep here, in the background (see [`BackgroundSweep`]).
     pub fn start(&mut self, loaded: Sweep, name: &str) -> Result<(), String> {
         self.cancel();
-        // The folder is named by the sweep's content too: an edited file starts afresh
-        // instead of being refused for holding another sweep's points.
-        let hash = sweep::header(&loaded, Shard::ALL).sweep_hash;
-        let dir = Path::new(SWEEP_FOLDER).join(format!("{name}-{}", &hash[..8.min(hash.len())]));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let cancel = Arc::new(AtomicBool::new(false));
-        let progress = Arc::new(Mutex::new((0, loaded.points)));
-        let (c, p, backend) = (cancel.clone(), progress.clone(), self.backend);
-        let worker_dir = dir.clone();
-        let worker_sweep = loaded.clone();
-        let thread = std::thread::Builder::new()
-            .name("sweep".into())
-            .spawn(move || {
-                sweep::run_shard_until(
-                    &worker_sweep,
-                    Shard::ALL,
-                    &worker_dir,
-                    backend,
-                    &mut |done, total| {
-                        *p.lock().expect("progress") = (done, total);
-                        !c.load(Ordering::Relaxed)
-                    },
-                )
-            })
-            .map_err(|e| format!("cannot start the sweep: {e}"))?;
-        self.file = Some(Shard::ALL.file(&dir));
-        self.run = Some(LocalRun {
-            thread: Some(thread),
-            cancel,
-            progress,
-        });
+        let header = sweep::header(&loaded, Shard::ALL);
+        let run = BackgroundSweep::start(loaded, name, self.backend)?;
+        self.file = Some(run.file.clone());
+        self.run = Some(run);
         // The header is written before the first point: show the empty map at once.
         self.show(Merged {
-            header: sweep::header(&loaded, Shard::ALL),
+            header,
             records: Vec::new(),
         });
         self.statistic.clear();
@@ -146,17 +197,14 @@ impl SweepView {
     }
 
     fn cancel(&mut self) {
-        if let Some(run) = &mut self.run {
-            run.cancel.store(true, Ordering::Relaxed);
+        if let Some(run) = &self.run {
+            run.cancel();
         }
     }
 
     /// Whether a local run is going on, with (done, total) points.
     pub fn running(&self) -> Option<(usize, usize)> {
-        self.run
-            .as_ref()
-            .filter(|r| r.thread.is_some())
-            .map(|r| *r.progress.lock().expect("progress"))
+        self.run.as_ref().and_then(BackgroundSweep::progress)
     }
 
     /// The table shown.
@@ -218,40 +266,22 @@ impl SweepView {
                 }
             }
         }
-        let Some(run) = &mut self.run else {
+        let Some(result) = self.run.as_mut().and_then(BackgroundSweep::finished) else {
             return;
         };
-        let finished = run.thread.as_ref().is_some_and(|t| t.is_finished());
-        if finished {
-            let result = run
-                .thread
-                .take()
-                .expect("checked")
-                .join()
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("the sweep thread failed")));
-            shell.status = Some(match result {
-                Ok(report) if report.ran + report.skipped == self.points() => Status::ok(format!(
-                    "sweep done: {} points",
-                    report.ran + report.skipped
-                )),
-                Ok(report) => Status::ok(format!(
-                    "sweep stopped after {} of {} points (open it again to go on)",
-                    report.ran + report.skipped,
-                    self.points()
-                )),
-                Err(e) => Status::error(format!("{e:#}")),
-            });
-            if let Some(file) = &self.file
-                && let Ok(table) = sweep::read_merged(file)
-            {
-                self.show(table);
-            }
-            self.run = None;
+        shell.status = Some(match result {
+            Ok((done, total)) if done == total => Status::ok(format!("sweep done: {done} points")),
+            Ok((done, total)) => Status::ok(format!(
+                "sweep stopped after {done} of {total} points (open it again to go on)"
+            )),
+            Err(e) => Status::error(e),
+        });
+        if let Some(file) = &self.file
+            && let Ok(table) = sweep::read_merged(file)
+        {
+            self.show(table);
         }
-    }
-
-    fn points(&self) -> usize {
-        self.table.as_ref().map_or(0, |t| t.header.points)
+        self.run = None;
     }
 
     /// The preset of record `k` of the table (the base with the point's coordinates).
@@ -261,6 +291,8 @@ impl SweepView {
         let header = &table.header;
         let base = if header.base_kind == "mlp" {
             serde_json::from_value::<MlpPreset>(header.base.clone()).map(AnyPreset::Mlp)
+        } else if header.base_kind == "sphere" {
+            serde_json::from_value::<SpherePreset>(header.base.clone()).map(AnyPreset::Sphere)
         } else {
             serde_json::from_value::<Preset>(header.base.clone()).map(AnyPreset::Toy)
         }
@@ -270,6 +302,7 @@ impl SweepView {
         match &mut preset {
             AnyPreset::Toy(p) => p.seed = record.seed,
             AnyPreset::Mlp(p) => p.seed = record.seed,
+            AnyPreset::Sphere(p) => p.seed = record.seed,
             AnyPreset::Comparison(_) => {}
         }
         Ok(preset)
@@ -817,9 +850,7 @@ impl View for SweepView {
 
     /// Settled when no local run is going on (every point is in).
     fn settled_at(&mut self, _step: u32) -> bool {
-        if let Some(run) = &self.run
-            && run.thread.as_ref().is_some_and(|t| t.is_finished())
-        {
+        if self.run.as_ref().is_some_and(|r| r.progress().is_some()) {
             self.poll(&mut Shell::default());
         }
         self.run.is_none()
@@ -835,12 +866,5 @@ impl View for SweepView {
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
-    }
-}
-
-impl Drop for SweepView {
-    fn drop(&mut self) {
-        // The thread stops after its current point; its file keeps what was done.
-        self.cancel();
     }
 }

@@ -1,0 +1,240 @@
+//! `atmc-lab thermo`: a learning-rate sweep measured thermodynamically (MATH.md §5), run
+//! through the sweep machinery: a sweep file `DIR/thermo.ron` is written first, so the same
+//! sweep can be sharded (`--shard`), merged (`--merge`) or sent to SLURM (`atmc-lab sweep
+//! DIR/thermo.ron --slurm`).
+
+use super::sweep::failure;
+use super::{Failure, usage};
+use crate::engine::BackendChoice;
+use crate::math::ranges::{CHAINS, STEPS, THERMO_LR, THERMO_POINTS};
+use crate::preset::AnyPreset;
+use crate::preset::sweep::Sweep;
+use crate::sweep::{self, Shard};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Options of `atmc-lab thermo`.
+#[derive(Debug, clap::Args)]
+pub struct ThermoArgs {
+    /// A 2-D preset (its sampler runs at every learning rate: SGD, SGHMC, ATMC, …) or a
+    /// sphere preset (`sphere-op`, `sphere-up`).
+    preset: Option<String>,
+    /// Smallest learning rate (step size h) of the log grid.
+    #[arg(long)]
+    lr_min: Option<f64>,
+    /// Largest learning rate.
+    #[arg(long)]
+    lr_max: Option<f64>,
+    /// Learning rates on the grid.
+    #[arg(long, default_value_t = 12)]
+    points: u32,
+    /// Chains per learning rate [default: the preset's].
+    #[arg(long)]
+    chains: Option<u32>,
+    /// Steps per learning rate [default: the preset's].
+    #[arg(long)]
+    steps: Option<u32>,
+    /// Output folder: the sweep file, the shard files and merged.jsonl [default:
+    /// thermo-PRESET].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Run only shard I of N.
+    #[arg(long)]
+    shard: Option<Shard>,
+    /// Write the table as CSV.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Backend of the 2-D engine (the sphere runs on the CPU).
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendChoice,
+    /// Merge the shards in this folder and print the table.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["preset", "shard"])]
+    merge: Option<PathBuf>,
+}
+
+/// Runs `atmc-lab thermo`.
+pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
+    if let Some(dir) = &args.merge {
+        if let Some(csv) = &args.csv {
+            super::sweep::check_writable(csv)?;
+        }
+        let merged = sweep::merge(dir).map_err(|e| Failure {
+            code: 2,
+            message: format!("{e:#}"),
+        })?;
+        return report_table(&merged, args.csv.as_deref(), None);
+    }
+    let name = args
+        .preset
+        .as_deref()
+        .ok_or_else(|| usage("thermo: give a preset, or --merge DIR"))?;
+    let (lo, hi) = match (args.lr_min, args.lr_max) {
+        (Some(a), Some(b)) => (a, b),
+        _ => return Err(usage("thermo: give --lr-min and --lr-max")),
+    };
+    for (flag, v) in [("--lr-min", lo), ("--lr-max", hi)] {
+        THERMO_LR
+            .check(v)
+            .map_err(|m| usage(format!("{flag} {v}: {m}")))?;
+    }
+    if lo >= hi {
+        return Err(usage(format!("--lr-min {lo} must be below --lr-max {hi}")));
+    }
+    THERMO_POINTS
+        .check(f64::from(args.points))
+        .map_err(|m| usage(format!("--points {}: {m}", args.points)))?;
+    if let Some(c) = args.chains {
+        CHAINS
+            .check(f64::from(c))
+            .map_err(|m| usage(format!("--chains {c}: {m}")))?;
+    }
+    if let Some(s) = args.steps {
+        STEPS
+            .check(f64::from(s))
+            .map_err(|m| usage(format!("--steps {s}: {m}")))?;
+    }
+    match AnyPreset::load(name).map_err(|e| usage(e.to_string()))? {
+        AnyPreset::Toy(_) | AnyPreset::Sphere(_) => {}
+        _ => {
+            return Err(usage(format!(
+                "{name}: the thermodynamics lab takes a 2-D preset or a sphere preset"
+            )));
+        }
+    }
+    // A relative preset path is read from the sweep file's folder: make it absolute.
+    let base = if Path::new(name).exists() {
+        std::fs::canonicalize(name)
+            .map_err(|e| usage(format!("{name}: {e}")))?
+            .display()
+            .to_string()
+    } else {
+        name.to_owned()
+    };
+    let spec = sweep::thermo::spec(&base, (lo, hi), args.points, args.chains, args.steps);
+    let stem = Path::new(name)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("preset");
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("thermo-{stem}")));
+    if out.exists() && !out.is_dir() {
+        return Err(usage(format!("--out {}: not a folder", out.display())));
+    }
+    if let Some(csv) = &args.csv {
+        if args.shard.is_some_and(|s| s != Shard::ALL) {
+            return Err(usage(
+                "--csv with --shard: write the table with --merge DIR",
+            ));
+        }
+        super::sweep::check_writable(csv)?;
+    }
+    std::fs::create_dir_all(&out)
+        .map_err(|e| usage(format!("--out {}: cannot create it: {e}", out.display())))?;
+    let text = ron::ser::to_string_pretty(&spec, ron::ser::PrettyConfig::new().struct_names(true))
+        .expect("a sweep serialises");
+    let sweep_file = out.join("thermo.ron");
+    let loaded = Sweep::parse(&text, &sweep_file.display().to_string(), Path::new("."))
+        .map_err(|e| usage(e.to_string()))?;
+    std::fs::write(&sweep_file, &text)
+        .map_err(|e| usage(format!("cannot write {}: {e}", sweep_file.display())))?;
+    let shard = args.shard.unwrap_or(Shard::ALL);
+    let bar = super::sweep::progress_bar(&loaded.spec.name);
+    let started = Instant::now();
+    let report = sweep::run_shard(&loaded, shard, &out, args.backend, &mut |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })
+    .map_err(failure)?;
+    bar.finish_and_clear();
+    let wall = started.elapsed().as_secs_f64();
+    eprintln!(
+        "{}: {} learning rates run, {} already there, {wall:.1} s",
+        shard.file(&out).display(),
+        report.ran,
+        report.skipped
+    );
+    if shard != Shard::ALL {
+        eprintln!(
+            "when every shard is done: atmc-lab thermo --merge {} [--csv FILE]",
+            out.display()
+        );
+        return Ok(());
+    }
+    let merged = sweep::merge(&out).map_err(failure)?;
+    report_table(&merged, args.csv.as_deref(), Some(wall))
+}
+
+/// Prints the table to stderr, writes the CSV, and prints a JSON summary as the last line of
+/// stdout.
+fn report_table(
+    merged: &sweep::Merged,
+    csv: Option<&Path>,
+    wall: Option<f64>,
+) -> Result<(), Failure> {
+    let table = sweep::thermo::table(merged).map_err(|e| usage(format!("{e:#}")))?;
+    let short = |v: Option<f64>| v.map_or("—".to_owned(), |x| format!("{x:.4}"));
+    eprintln!(
+        "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  stationary",
+        "η", "U", "S_knn", "S_hist", "T_slope", "T_gibbs", "T_theory", "TV", "TV exact"
+    );
+    for r in &table.rows {
+        let p = &r.point;
+        eprintln!(
+            "{:>10.4e} {:>10.4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  {}",
+            p.eta,
+            p.u,
+            short(p.s_knn),
+            short(p.s_hist),
+            short(r.t_slope),
+            short(p.t_gibbs),
+            short(p.t_theory),
+            short(p.gibbs_tv),
+            short(p.gibbs_tv_baseline),
+            p.excluded.as_deref().unwrap_or("yes")
+        );
+    }
+    if let Some(path) = csv {
+        std::fs::write(path, sweep::thermo::csv(&table)).map_err(|e| Failure {
+            code: 1,
+            message: format!("cannot write {}: {e}", path.display()),
+        })?;
+        eprintln!("wrote {}", path.display());
+    }
+    let included: Vec<&sweep::thermo::Row> = table
+        .rows
+        .iter()
+        .filter(|r| r.point.excluded.is_none())
+        .collect();
+    let max_rel = |f: &dyn Fn(&sweep::thermo::Row) -> Option<(f64, f64)>| {
+        included
+            .iter()
+            .filter_map(|r| f(r))
+            .map(|(a, b)| (a / b - 1.0).abs())
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+    };
+    let summary = serde_json::json!({
+        "sweep": merged.header.sweep,
+        "points": table.rows.len(),
+        "included": included.len(),
+        "excluded": table.rows.iter().filter(|r| r.point.excluded.is_some())
+            .map(|r| serde_json::json!({"eta": r.point.eta, "why": r.point.excluded}))
+            .collect::<Vec<_>>(),
+        "law": table.law.map(|(a, b)| serde_json::json!({"a": a, "b": b})),
+        "max_rel_error_t_gibbs_vs_theory": max_rel(&|r| r.point.t_gibbs.zip(r.point.t_theory)),
+        "max_rel_error_t_slope_vs_theory": max_rel(&|r| r.t_slope.zip(r.point.t_theory)),
+        "max_rel_error_var_vs_theory": max_rel(&|r| r.point.var.first().copied().zip(r.point.var_theory)),
+        "max_rel_error_t_slope_vs_t_gibbs": max_rel(&|r| r.t_slope.zip(r.point.t_gibbs)),
+        "max_abs_error_s_knn_vs_theory": included.iter()
+            .filter_map(|r| r.point.s_knn.zip(r.point.s_theory).map(|(a, b)| (a - b).abs()))
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+        "held_out_max_rel_error_u": max_rel(&|r| r.u_predicted.map(|u| (u, r.point.u))),
+        "held_out_max_abs_error_s": included.iter()
+            .filter_map(|r| r.s_predicted.zip(r.point.s_knn).map(|(a, b)| (a - b).abs()))
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+        "elapsed_s": wall,
+    });
+    println!("{summary}");
+    Ok(())
+}

@@ -1,0 +1,228 @@
+//! The sphere toy of MATH.md §5.4: parameters x ∈ ℝ³ used through their direction, per-object
+//! losses ℓᵢ(x) = (aᵢ·x)²/|x|², and projected SGD (a step on a minibatch of objects, then back
+//! onto the unit sphere), with optional heavy-ball momentum kept in the tangent plane.
+//!
+//! Random numbers are addressed like the 2-D chains': minibatch slot j of chain c at step s
+//! is word j mod 4 of Philox((c, s, ⌊j/4⌋, `Minibatch`)), mapped to an object index.
+
+use super::rng::{RngCounter, Stream, index_below};
+use glam::DVec3;
+use serde::{Deserialize, Serialize};
+
+/// Which set of objects: the overparameterised problem has a common zero, the
+/// underparameterised one has none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SphereProblem {
+    /// Two objects whose zero great circles meet at ±(0, 0, 1): interpolation is possible.
+    #[default]
+    Overparameterised,
+    /// Three objects with linearly independent normals: no point zeroes every loss.
+    Underparameterised,
+}
+
+impl SphereProblem {
+    /// The object vectors aᵢ (unit length).
+    pub fn objects(self) -> Vec<DVec3> {
+        match self {
+            SphereProblem::Overparameterised => {
+                let c = 3f64.sqrt() / 2.0;
+                vec![DVec3::new(c, 0.5, 0.0), DVec3::new(c, -0.5, 0.0)]
+            }
+            SphereProblem::Underparameterised => {
+                let s = 3f64.sqrt() / 2.0;
+                [
+                    DVec3::new(1.0, 0.0, 0.2),
+                    DVec3::new(-0.5, s, 0.2),
+                    DVec3::new(-0.5, -s, 0.2),
+                ]
+                .into_iter()
+                .map(DVec3::normalize)
+                .collect()
+            }
+        }
+    }
+
+    /// Short name: "OP" or "UP".
+    pub fn short(self) -> &'static str {
+        match self {
+            SphereProblem::Overparameterised => "OP",
+            SphereProblem::Underparameterised => "UP",
+        }
+    }
+}
+
+/// Where every chain starts: (−0.8, 0.6, 0.1), normalised.
+pub fn start() -> DVec3 {
+    DVec3::new(-0.8, 0.6, 0.1).normalize()
+}
+
+/// One object's loss (a·x)²/|x|².
+pub fn object_loss(a: DVec3, x: DVec3) -> f64 {
+    a.dot(x).powi(2) / x.length_squared()
+}
+
+/// The training loss: the mean of the objects' losses.
+pub fn loss(objects: &[DVec3], x: DVec3) -> f64 {
+    objects.iter().map(|&a| object_loss(a, x)).sum::<f64>() / objects.len() as f64
+}
+
+/// One object's gradient at a unit x: 2(a·x)(a − (a·x)x), tangent to the sphere (the loss is
+/// scale-invariant).
+pub fn object_gradient(a: DVec3, x: DVec3) -> DVec3 {
+    let ax = a.dot(x);
+    2.0 * ax * (a - ax * x)
+}
+
+/// The full gradient at a unit x.
+pub fn full_gradient(objects: &[DVec3], x: DVec3) -> DVec3 {
+    objects
+        .iter()
+        .map(|&a| object_gradient(a, x))
+        .sum::<DVec3>()
+        / objects.len() as f64
+}
+
+/// The gradient's signal and noise at a unit x: |∇L| and √(meanᵢ |gᵢ − ∇L|²) for a batch of
+/// one object (MATH.md §5.4).
+pub fn signal_and_noise(objects: &[DVec3], x: DVec3) -> (f64, f64) {
+    let g = full_gradient(objects, x);
+    let noise = objects
+        .iter()
+        .map(|&a| (object_gradient(a, x) - g).length_squared())
+        .sum::<f64>()
+        / objects.len() as f64;
+    (g.length(), noise.sqrt())
+}
+
+/// The optimiser: projected SGD with learning rate `h`, heavy-ball `momentum` μ ∈ [0, 1) and
+/// `batch` objects per step (drawn with replacement).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SphereOptimizer {
+    /// Learning rate η.
+    #[serde(deserialize_with = "super::ranges::de_sphere_h")]
+    pub h: f64,
+    /// Heavy-ball momentum μ (0: plain SGD).
+    #[serde(default, deserialize_with = "super::ranges::de_momentum")]
+    pub momentum: f64,
+    /// Objects per minibatch.
+    #[serde(default = "one", deserialize_with = "super::ranges::de_sphere_batch")]
+    pub batch: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Default for SphereOptimizer {
+    fn default() -> Self {
+        Self {
+            h: 0.1,
+            momentum: 0.0,
+            batch: 1,
+        }
+    }
+}
+
+/// One chain: its direction and its velocity (tangent at x).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SphereChain {
+    /// Unit vector.
+    pub x: DVec3,
+    /// Velocity of the heavy ball (zero for plain SGD).
+    pub v: DVec3,
+}
+
+impl SphereChain {
+    /// A chain at the common start, at rest.
+    pub fn at_start() -> Self {
+        Self {
+            x: start(),
+            v: DVec3::ZERO,
+        }
+    }
+}
+
+/// Index of minibatch slot `j` of a chain at a step, among `n` objects.
+pub fn batch_index(rng: &RngCounter, j: u32, n: u32) -> u32 {
+    index_below(rng.bits4(Stream::Minibatch, j / 4)[(j % 4) as usize], n)
+}
+
+/// One step of projected SGD (with momentum): v ← μv − η ĝ, x ← (x + v)/|x + v|, and v
+/// projected onto the tangent plane at the new x.
+pub fn step(objects: &[DVec3], opt: &SphereOptimizer, chain: &mut SphereChain, rng: &RngCounter) {
+    let n = objects.len() as u32;
+    let g = (0..opt.batch)
+        .map(|j| object_gradient(objects[batch_index(rng, j, n) as usize], chain.x))
+        .sum::<DVec3>()
+        / f64::from(opt.batch);
+    chain.v = opt.momentum * chain.v - opt.h * g;
+    let moved = chain.x + chain.v;
+    let length = moved.length();
+    if length > 0.0 && length.is_finite() {
+        chain.x = moved / length;
+    }
+    chain.v -= chain.v.dot(chain.x) * chain.x;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_overparameterised_problem_interpolates_at_the_poles_and_the_other_does_not() {
+        let op = SphereProblem::Overparameterised.objects();
+        for pole in [DVec3::Z, -DVec3::Z] {
+            assert!(loss(&op, pole) < 1e-30);
+            assert_eq!(signal_and_noise(&op, pole), (0.0, 0.0));
+        }
+        let up = SphereProblem::Underparameterised.objects();
+        // The normals are independent: the minimum over a fine grid stays well above zero.
+        let mut best = f64::INFINITY;
+        for i in 0..=200 {
+            for j in 0..400 {
+                let (t, p) = (
+                    std::f64::consts::PI * f64::from(i) / 200.0,
+                    std::f64::consts::TAU * f64::from(j) / 400.0,
+                );
+                let x = DVec3::new(t.sin() * p.cos(), t.sin() * p.sin(), t.cos());
+                best = best.min(loss(&up, x));
+            }
+        }
+        assert!(best > 1e-3, "UP minimum {best}");
+    }
+
+    #[test]
+    fn object_gradients_are_tangent_and_match_finite_differences() {
+        let objects = SphereProblem::Underparameterised.objects();
+        let x = DVec3::new(0.3, -0.5, 0.8).normalize();
+        for &a in &objects {
+            let g = object_gradient(a, x);
+            assert!(g.dot(x).abs() < 1e-12);
+            let e = 1e-6;
+            for axis in [DVec3::X, DVec3::Y, DVec3::Z] {
+                let fd = (object_loss(a, x + e * axis) - object_loss(a, x - e * axis)) / (2.0 * e);
+                assert!((fd - g.dot(axis)).abs() < 1e-6, "{fd} vs {}", g.dot(axis));
+            }
+        }
+    }
+
+    #[test]
+    fn a_step_stays_on_the_sphere_and_depends_only_on_its_address() {
+        let objects = SphereProblem::Underparameterised.objects();
+        let opt = SphereOptimizer {
+            h: 0.3,
+            momentum: 0.5,
+            batch: 3,
+        };
+        let mut a = SphereChain::at_start();
+        let mut b = SphereChain::at_start();
+        for s in 0..50 {
+            step(&objects, &opt, &mut a, &RngCounter::new(7, 3, s));
+            step(&objects, &opt, &mut b, &RngCounter::new(7, 3, s));
+            assert!((a.x.length() - 1.0).abs() < 1e-12);
+            assert!(a.v.dot(a.x).abs() < 1e-12);
+        }
+        assert_eq!(a, b);
+    }
+}

@@ -1,0 +1,57 @@
+//! The thermodynamics view driven offscreen: a small sphere sweep runs in the background and
+//! the view draws its curves, the Gibbs test and the globe. (Its own test binary: it works in
+//! a scratch directory, where the view writes its sweep.)
+
+use atmc_lab::app::screenshot::{harness, run_to_step};
+use atmc_lab::app::thermo::ThermoView;
+use atmc_lab::app::view::View;
+use atmc_lab::app::{Opening, Tab};
+use atmc_lab::engine::BackendChoice;
+use atmc_lab::preset::AnyPreset;
+
+#[test]
+fn the_thermodynamics_view_runs_a_sweep_and_draws_every_panel() {
+    let dir = std::env::temp_dir().join(format!("atmc-app-thermo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::env::set_current_dir(&dir).unwrap();
+    let AnyPreset::Sphere(mut sphere) = AnyPreset::load("sphere-up").unwrap() else {
+        panic!("sphere-up is a sphere preset");
+    };
+    sphere.chains = 1000;
+    sphere.steps = 300;
+    let mut h = harness(
+        Opening::InTab(Tab::Thermo, Box::new(AnyPreset::Sphere(sphere))),
+        [1280, 800],
+        1.0,
+        BackendChoice::Cpu,
+    );
+    h.state_mut()
+        .as_mut()
+        .unwrap()
+        .get_mut::<ThermoView>()
+        .unwrap()
+        .points = 4;
+    run_to_step(&mut h, 1).unwrap();
+    let app = h.state().as_ref().unwrap();
+    assert_eq!(app.tab, Tab::Thermo);
+    let view = app.get::<ThermoView>().unwrap();
+    let table = view.table.as_ref().unwrap();
+    assert_eq!(table.rows.len(), 4);
+    let labels: Vec<String> = view.panels().into_iter().map(|(l, _)| l).collect();
+    for wanted in ["U(η) panel", "T(η) panel", "globe"] {
+        assert!(labels.iter().any(|l| l == wanted), "{wanted} in {labels:?}");
+    }
+    assert!(
+        labels.iter().any(|l| l.starts_with("Gibbs test")),
+        "{labels:?}"
+    );
+    // Every panel lies inside the window.
+    for (label, rect) in view.panels() {
+        assert!(
+            rect.min.x >= 0.0 && rect.min.y >= 0.0 && rect.max.x <= 1280.0 && rect.max.y <= 800.0,
+            "{label} at {rect:?}"
+        );
+    }
+    assert!(dir.join("atmc-lab-sweeps").is_dir());
+}

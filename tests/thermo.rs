@@ -1,0 +1,225 @@
+//! The thermodynamics lab as a researcher runs it (MATH.md §5): the known answer of SGD on
+//! a quadratic, the sphere toy's two regimes, sharding through the sweep machinery, and bad
+//! input refused before any work.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn atmc_lab(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("binary runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("atmc-thermo-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The last line of stdout as JSON, after checking the exit status.
+fn json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().expect("a JSON line")).expect("JSON")
+}
+
+fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    reader
+        .records()
+        .map(|r| {
+            header
+                .iter()
+                .cloned()
+                .zip(r.unwrap().iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+/// MATH.md §5.3: Var θ, S, the Gibbs-fitted T and the slope T all follow T = ησ²/(2 − ηλ)
+/// within 5 % over a decade of η up to ηλ = 1.8, where the naive ησ²/2 is ten times too low.
+#[test]
+fn sgd_on_a_quadratic_has_the_known_temperature_over_a_decade_of_learning_rates() {
+    let dir = scratch("quadratic");
+    let out = atmc_lab(
+        &[
+            "thermo",
+            "thermo-quadratic",
+            "--lr-min",
+            "0.18",
+            "--lr-max",
+            "1.8",
+            "--points",
+            "20",
+            "--chains",
+            "100000",
+            "--out",
+            "q",
+            "--csv",
+            "q.csv",
+        ],
+        &dir,
+    );
+    let summary = json(&out);
+    assert_eq!(summary["included"], 20, "{summary}");
+    for (key, limit) in [
+        ("max_rel_error_t_gibbs_vs_theory", 0.05),
+        ("max_rel_error_var_vs_theory", 0.05),
+        ("max_rel_error_t_slope_vs_theory", 0.05),
+        ("max_abs_error_s_knn_vs_theory", 0.05),
+    ] {
+        let v = summary[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key}: {summary}"));
+        assert!(v < limit, "{key} = {v}");
+    }
+    let rows = csv_rows(&dir.join("q.csv"));
+    let last = rows.last().unwrap();
+    let num = |k: &str| last[k].parse::<f64>().unwrap();
+    assert!((num("eta") - 1.8).abs() < 1e-9);
+    // The naive ησ²/2 = 0.9 misses the stationary T = 9 by a factor of ten.
+    assert!(num("T_gibbs") > 8.0 * 0.9, "{last:?}");
+    // Slopes need neighbours on both sides; the held-out law predicts the left-out points.
+    assert!(rows[0]["T_slope"].is_empty() && last["T_slope"].is_empty());
+    assert!(
+        summary["held_out_max_rel_error_u"].as_f64().unwrap() < 0.1,
+        "{summary}"
+    );
+}
+
+/// MATH.md §5.4: overparameterised chains collapse onto the poles (S falls without bound, the
+/// SNR stays positive); underparameterised chains keep a spread and their SNR goes to zero.
+#[test]
+fn the_sphere_collapses_when_overparameterised_and_keeps_its_spread_when_not() {
+    let dir = scratch("sphere");
+    let op = json(&atmc_lab(&["run", "sphere-op", "--h", "0.02"], &dir));
+    let up = json(&atmc_lab(&["run", "sphere-up", "--h", "0.02"], &dir));
+    assert!(op["pole_fraction"].as_f64().unwrap() > 0.99, "{op}");
+    let s_trace = op["s_trace"].as_array().unwrap();
+    let s = |p: &Value| p[1].as_f64().unwrap();
+    assert!(
+        s(s_trace.last().unwrap()) < s(&s_trace[3]) - 5.0,
+        "OP entropy keeps falling: {s_trace:?}"
+    );
+    assert!(op["snr"].as_f64().unwrap() > 0.3, "{op}");
+    assert!(
+        op["excluded"].is_string(),
+        "a collapsing ensemble is not stationary: {op}"
+    );
+    assert!(op["t_gibbs"].as_f64().unwrap() < 1e-6, "{op}");
+
+    assert!(up["stationary"].as_bool().unwrap(), "{up}");
+    assert!(up["s_knn"].as_f64().unwrap() > -8.0, "{up}");
+    assert!(up["t_gibbs"].as_f64().unwrap() > 1e-5, "{up}");
+    let snr = up["snr_trace"].as_array().unwrap();
+    assert!(
+        snr.last().unwrap()[1].as_f64().unwrap() < 0.5 * snr[0][1].as_f64().unwrap(),
+        "UP signal-to-noise falls towards zero: {snr:?}"
+    );
+    assert!(up["snr"].as_f64().unwrap() < op["snr"].as_f64().unwrap());
+}
+
+#[test]
+fn a_thermo_sweep_shards_and_merges_into_the_unsharded_table() {
+    let dir = scratch("shards");
+    let common = [
+        "thermo",
+        "sphere-up",
+        "--lr-min",
+        "0.02",
+        "--lr-max",
+        "0.5",
+        "--points",
+        "5",
+        "--chains",
+        "1000",
+        "--steps",
+        "400",
+    ];
+    let with = |extra: &[&str]| -> Vec<String> {
+        common.iter().chain(extra).map(|s| s.to_string()).collect()
+    };
+    let run = |args: Vec<String>| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        atmc_lab(&refs, &dir)
+    };
+    let whole = json(&run(with(&["--out", "whole"])));
+    for shard in ["0/2", "1/2"] {
+        let out = run(with(&["--out", "parts", "--shard", shard]));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let merged = json(&atmc_lab(
+        &["thermo", "--merge", "parts", "--csv", "parts.csv"],
+        &dir,
+    ));
+    assert_eq!(merged["points"], whole["points"]);
+    let records = |p: &str| -> Vec<Value> {
+        std::fs::read_to_string(dir.join(p))
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    assert_eq!(records("whole/merged.jsonl"), records("parts/merged.jsonl"));
+    // The sweep file is there for SLURM.
+    let slurm = atmc_lab(
+        &["sweep", "whole/thermo.ron", "--out", "whole", "--slurm"],
+        &dir,
+    );
+    assert!(
+        slurm.status.success(),
+        "{}",
+        String::from_utf8_lossy(&slurm.stderr)
+    );
+}
+
+#[test]
+fn bad_thermo_requests_are_refused_before_any_work() {
+    let dir = scratch("bad");
+    for (args, needle) in [
+        (
+            vec!["thermo", "default", "--lr-min", "1", "--lr-max", "0.1"],
+            "below",
+        ),
+        (
+            vec!["thermo", "two-moons", "--lr-min", "0.1", "--lr-max", "1"],
+            "2-D preset or a sphere",
+        ),
+        (
+            vec![
+                "thermo", "default", "--lr-min", "0.1", "--lr-max", "1", "--points", "1",
+            ],
+            "points",
+        ),
+        (vec!["thermo", "default", "--lr-max", "1"], "--lr-min"),
+        (
+            vec!["thermo", "default", "--lr-min", "0", "--lr-max", "1"],
+            "learning rate",
+        ),
+    ] {
+        let out = atmc_lab(&args, &dir);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "nothing written"
+    );
+}
