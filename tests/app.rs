@@ -175,3 +175,51 @@ fn values_beyond_a_sliders_ends_are_kept_and_the_far_warning_shows() {
     );
     h.get_by_label_contains("Far from the target");
 }
+
+/// On a desktop where no file dialog can open, File → Save preset says so in the status bar
+/// and opens an in-app prompt; the typed path is used.
+#[test]
+fn a_file_dialog_that_cannot_open_says_so_and_the_typed_path_is_used() {
+    use atmc_lab::app::files::{FileRequest, Picked};
+    fn unavailable(_: &FileRequest) -> Picked {
+        Picked::Unavailable("no file dialog on this desktop".into())
+    }
+    let mut h = harness(
+        Preset::default_preset(),
+        [1280, 720],
+        1.0,
+        BackendChoice::Cpu,
+    );
+    let shell_app = h.state_mut().as_mut().unwrap();
+    shell_app.set_file_dialog(unavailable);
+    shell_app.ask_save_preset();
+    h.run_steps(2);
+    let status = app_status(&h);
+    assert!(
+        status.error && status.text.contains("no file dialog on this desktop"),
+        "{status:?}"
+    );
+    // Said twice: in the status bar and in the prompt window.
+    assert_eq!(
+        h.query_all_by_label_contains("no file dialog on this desktop")
+            .count(),
+        2
+    );
+    let target = std::env::temp_dir().join(format!("atmc-prompt-{}.ron", std::process::id()));
+    h.state_mut()
+        .as_mut()
+        .unwrap()
+        .path_prompt_mut()
+        .expect("the prompt is open")
+        .text = target.display().to_string();
+    h.get_by_label("OK").click();
+    h.run_steps(3);
+    let written = std::fs::read_to_string(&target).expect("the preset was written");
+    assert!(atmc_lab::preset::AnyPreset::parse(&written, "written").is_ok());
+    assert!(app(&h).status_message().is_some_and(|s| !s.error));
+    let _ = std::fs::remove_file(target);
+}
+
+fn app_status(h: &AppHarness) -> atmc_lab::app::view::Status {
+    app(h).status_message().cloned().expect("a status message")
+}

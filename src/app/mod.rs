@@ -8,6 +8,7 @@ pub mod classroom;
 pub mod colormap;
 pub mod compare;
 pub mod controls;
+pub mod files;
 pub mod fonts;
 pub mod mlp;
 pub mod plots;
@@ -26,7 +27,16 @@ use crate::preset::story::SHIPPED_LECTURES;
 use crate::preset::{AnyPreset, Comparison, Lecture, MlpPreset, Preset, SHIPPED};
 use classroom::{Classroom, KeyCommand, LectureState, LessonRequest};
 use egui::{Color32, RichText};
+use files::{FileRequest, PickKind};
 use view::{Action, Shell, Status, View};
+
+// Ids of the shell's own file requests (see `Shell::pick`).
+const OPEN_PRESET: &str = "open preset";
+const OPEN_SWEEP: &str = "open sweep";
+const SAVE_PRESET: &str = "save preset";
+const EXPORT_CSV: &str = "export csv";
+const EXPORT_PNG: &str = "export png";
+const RECORD: &str = "record";
 
 /// Where the S key puts its screenshots.
 pub const SCREENSHOT_FOLDER: &str = "atmc-lab-screenshots";
@@ -213,6 +223,10 @@ pub struct AtmcApp {
     shots: u32,
     recording: Option<LiveRecording>,
     writing: Option<Writing>,
+    /// The panel and scale of an Export PNG waiting for its path.
+    waiting_png: Option<(Option<usize>, u32)>,
+    /// The panel of a recording waiting for its path.
+    waiting_record: Option<Option<usize>>,
 }
 
 /// A recording in progress: a frame each time the view's step changes.
@@ -331,6 +345,8 @@ impl AtmcApp {
             shots: 0,
             recording: None,
             writing: None,
+            waiting_png: None,
+            waiting_record: None,
         }
         .with_lesson_of(&preset_story)
     }
@@ -472,6 +488,26 @@ impl AtmcApp {
             }
             Err(e) => self.shell.status = Some(Status::error(e.to_string())),
         }
+    }
+
+    /// Replaces the file dialog (tests use a stand-in for a desktop without one).
+    pub fn set_file_dialog(&mut self, dialog: files::Dialog) {
+        self.shell.dialog = dialog;
+    }
+
+    /// The status-bar message.
+    pub fn status_message(&self) -> Option<&Status> {
+        self.shell.status.as_ref()
+    }
+
+    /// The in-app path prompt, while one is open.
+    pub fn path_prompt_mut(&mut self) -> Option<&mut files::Prompt> {
+        self.shell.prompt.as_mut()
+    }
+
+    /// File → Save preset…: the dialog, or the in-app prompt where there is none.
+    pub fn ask_save_preset(&mut self) {
+        self.save_preset_dialog();
     }
 
     /// Starts a lecture at its first lesson.
@@ -728,6 +764,7 @@ impl AtmcApp {
         self.record_frame(ui.ctx());
         self.poll_writer();
         self.handle_keys(ui.ctx());
+        self.path_prompt(ui.ctx());
         if self.classroom.presentation {
             let height = ui.ctx().content_rect().height() * ui.ctx().zoom_factor();
             let zoom = classroom::presentation_zoom(height);
@@ -846,6 +883,7 @@ impl AtmcApp {
                 }
             });
             ui.menu_button("View", |ui| self.view_menu(ui));
+            ui.menu_button("Help", |ui| self.help_menu(ui));
             ui.separator();
             let mut tab = self.tab;
             for t in Tab::ALL {
@@ -854,6 +892,41 @@ impl AtmcApp {
             }
             self.switch_to(ui.ctx(), tab);
         });
+    }
+
+    fn help_menu(&mut self, ui: &mut egui::Ui) {
+        ui.set_max_width(460.0);
+        ui.label(RichText::new(format!("atmc-lab {}", env!("CARGO_PKG_VERSION"))).strong());
+        ui.label(
+            "Stochastic-gradient MCMC made visible: ATMC as corrected and as printed, its \
+             baselines, Bayesian MLPs, ResNet++, sweeps and the thermodynamics of SGD.",
+        );
+        ui.separator();
+        ui.label(RichText::new("The views").strong());
+        for t in Tab::ALL {
+            ui.label(format!("{}: {}", t.label(), t.hover()));
+        }
+        ui.separator();
+        if ui.button("Keys (?)").clicked() {
+            ui.close();
+            self.classroom.show_keys = true;
+        }
+        ui.separator();
+        ui.label(RichText::new("Where things go").strong());
+        let here = std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|_| ".".into());
+        ui.label(format!(
+            "S-key screenshots: {here}/{SCREENSHOT_FOLDER}/\nSweeps run here: \
+             {here}/{}/\nExports and saved presets: where you choose (File menu).\n\
+             Shipped presets are built in (Presets menu); their files are in presets/ of \
+             the source, with the lectures and sweeps.",
+            sweep::SWEEP_FOLDER
+        ));
+        ui.label(
+            "The mathematics: docs/MATH.md; the code: ARCHITECTURE.md; the command line: \
+             atmc-lab --help.",
+        );
     }
 
     fn view_menu(&mut self, ui: &mut egui::Ui) {
@@ -892,12 +965,7 @@ impl AtmcApp {
             .clicked()
         {
             ui.close();
-            if let Some(path) = rfd::FileDialog::new()
-                .add_filter("sweep results or sweep file", &["jsonl", "ron"])
-                .pick_file()
-            {
-                self.open_sweep(ui.ctx(), &path);
-            }
+            self.open_sweep_dialog(ui.ctx());
         }
         let preset = self.active().preset();
         if ui
@@ -905,9 +973,7 @@ impl AtmcApp {
             .clicked()
         {
             ui.close();
-            if let Some(p) = preset {
-                self.save_preset_dialog(&p);
-            }
+            self.save_preset_dialog();
         }
         ui.separator();
         if ui.button("Export time series (CSV)…").clicked() {
@@ -945,13 +1011,7 @@ impl AtmcApp {
                             .clicked()
                         {
                             ui.close();
-                            if let Some(path) = rfd::FileDialog::new()
-                                .add_filter("GIF", &["gif"])
-                                .set_file_name("atmc-lab.gif")
-                                .save_file()
-                            {
-                                self.start_recording(path, panel);
-                            }
+                            self.record_dialog(panel);
                         }
                     }
                 });
@@ -1061,49 +1121,110 @@ impl AtmcApp {
     }
 
     fn open_preset_dialog(&mut self, ctx: &egui::Context) {
-        let Some(path) = rfd::FileDialog::new()
-            .add_filter("atmc-lab preset", &["ron"])
-            .set_directory("presets")
-            .pick_file()
-        else {
-            return;
-        };
-        // A sweep file picked here opens in the Sweeps tab rather than failing as a preset.
-        self.open_file(ctx, &path);
+        let request = FileRequest::new("Open preset", PickKind::Open)
+            .filter("atmc-lab preset", &["ron"])
+            .directory("presets");
+        if let Some(path) = self.shell.pick(OPEN_PRESET, request) {
+            // A sweep file picked here opens in the Sweeps tab rather than failing as a preset.
+            self.open_file(ctx, &path);
+        }
     }
 
-    fn save_preset_dialog(&mut self, preset: &AnyPreset) {
-        let Some(path) = rfd::FileDialog::new()
-            .add_filter("atmc-lab preset", &["ron"])
-            .set_file_name("my-preset.ron")
-            .save_file()
-        else {
-            return;
-        };
-        self.shell.status = Some(Status::written(&path, write_file(&path, &preset.to_ron())));
+    fn open_sweep_dialog(&mut self, ctx: &egui::Context) {
+        let request = FileRequest::new("Open sweep", PickKind::Open)
+            .filter("sweep results or sweep file", &["jsonl", "ron"]);
+        if let Some(path) = self.shell.pick(OPEN_SWEEP, request) {
+            self.open_sweep(ctx, &path);
+        }
+    }
+
+    fn save_preset_dialog(&mut self) {
+        let request = FileRequest::new("Save preset", PickKind::Save)
+            .filter("atmc-lab preset", &["ron"])
+            .file_name("my-preset.ron");
+        if let Some(path) = self.shell.pick(SAVE_PRESET, request) {
+            self.save_preset(&path);
+        }
+    }
+
+    fn save_preset(&mut self, path: &std::path::Path) {
+        self.shell.status = Some(match self.active().preset() {
+            Some(p) => Status::written(path, write_file(path, &p.to_ron())),
+            None => Status::error("this view has no preset to save"),
+        });
     }
 
     fn export_csv_dialog(&mut self) {
-        let Some(path) = rfd::FileDialog::new()
-            .add_filter("CSV", &["csv"])
-            .set_file_name("atmc-lab-series.csv")
-            .save_file()
-        else {
-            return;
-        };
+        let request = FileRequest::new("Export time series", PickKind::Save)
+            .filter("CSV", &["csv"])
+            .file_name("atmc-lab-series.csv");
+        if let Some(path) = self.shell.pick(EXPORT_CSV, request) {
+            self.export_csv(&path);
+        }
+    }
+
+    fn export_csv(&mut self, path: &std::path::Path) {
         let csv = self.active().series_csv().unwrap_or_default();
-        self.shell.status = Some(Status::written(&path, write_file(&path, &csv)));
+        self.shell.status = Some(Status::written(path, write_file(path, &csv)));
     }
 
     fn export_png_dialog(&mut self, ctx: &egui::Context, panel: Option<usize>, scale: u32) {
-        let Some(path) = rfd::FileDialog::new()
-            .add_filter("PNG", &["png"])
-            .set_file_name("atmc-lab.png")
-            .save_file()
-        else {
+        let request = FileRequest::new("Export PNG", PickKind::Save)
+            .filter("PNG", &["png"])
+            .file_name("atmc-lab.png");
+        self.waiting_png = Some((panel, scale));
+        if let Some(path) = self.shell.pick(EXPORT_PNG, request) {
+            self.request_window_picture(ctx, path, panel, scale);
+        }
+    }
+
+    fn record_dialog(&mut self, panel: Option<usize>) {
+        let request = FileRequest::new("Record", PickKind::Save)
+            .filter("GIF", &["gif"])
+            .file_name("atmc-lab.gif");
+        self.waiting_record = Some(panel);
+        if let Some(path) = self.shell.pick(RECORD, request) {
+            self.start_recording(path, panel);
+        }
+    }
+
+    /// Draws the path prompt (while a native dialog is unavailable) and carries out what a
+    /// typed path was for.
+    fn path_prompt(&mut self, ctx: &egui::Context) {
+        if let Some(prompt) = &mut self.shell.prompt
+            && let Some(outcome) = prompt.show(ctx)
+        {
+            let id = prompt.id;
+            self.shell.prompt = None;
+            if let Some(path) = outcome {
+                self.shell.answer = Some((id, path));
+            }
+        }
+        let Some((id, _)) = &self.shell.answer else {
             return;
         };
-        self.request_window_picture(ctx, path, panel, scale);
+        let id = *id;
+        let path = match id {
+            OPEN_PRESET | OPEN_SWEEP | SAVE_PRESET | EXPORT_CSV | EXPORT_PNG | RECORD => {
+                self.shell.answer_for(id).expect("checked")
+            }
+            // A view's own dialog: the view takes its answer when it next draws.
+            _ => return,
+        };
+        match id {
+            OPEN_PRESET => self.open_file(ctx, &path),
+            OPEN_SWEEP => self.open_sweep(ctx, &path),
+            SAVE_PRESET => self.save_preset(&path),
+            EXPORT_CSV => self.export_csv(&path),
+            EXPORT_PNG => {
+                let (panel, scale) = self.waiting_png.take().unwrap_or((None, 1));
+                self.request_window_picture(ctx, path, panel, scale);
+            }
+            _ => {
+                let panel = self.waiting_record.take().flatten();
+                self.start_recording(path, panel);
+            }
+        }
     }
 
     /// Asks for a picture of the window (or of one of the view's panels) and writes it to

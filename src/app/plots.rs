@@ -57,11 +57,13 @@ fn shade_exploration(p: &mut PlotUi<'_>, intervals: &[[f64; 2]]) {
 
 /// The row of time-series plots: kinetic temperature against T, mean ξ, diverged fraction,
 /// distance to truth and the step size.
+#[allow(clippy::too_many_arguments)]
 pub fn time_series(
     ui: &mut Ui,
     rows: &[SeriesRow],
     temperature: f64,
     chains: u32,
+    (has_momentum, has_thermostat): (bool, bool),
     width: f32,
     height: f32,
 ) {
@@ -75,21 +77,36 @@ pub fn time_series(
     let distance = |r: &SeriesRow| 100.0 * r.energy_distance;
     let step_size = |r: &SeriesRow| r.step_size;
     ui.horizontal(|ui| {
-        let scale = scale_of(rows, &[&kt]);
-        scale
-            .apply(small_plot("kinetic temperature", w, height))
-            .include_y(scale.to_plot(0.0).max(0.0).min(scale.to_plot(temperature)))
-            .show(ui, |p| {
-                shade_exploration(p, &explore);
-                p.line(Line::new("⟨p K'(p)⟩", series(rows, scale, at, kt)).color(ACCENT));
-                p.hline(HLine::new("target T", scale.to_plot(temperature)).color(TRUTH));
-            });
-        let scale = scale_of(rows, &[&xi]);
-        scale.apply(small_plot("mean xi", w, height)).show(ui, |p| {
-            shade_exploration(p, &explore);
-            p.line(Line::new("mean ξ", series(rows, scale, at, xi)).color(ACCENT));
-        });
+        if has_momentum {
+            let scale = scale_of(rows, &[&kt]);
+            scale
+                .apply(small_plot("kinetic temperature", w, height))
+                .x_axis_label("step")
+                .y_axis_label(format!("kinetic temperature{}", scale.note()))
+                .include_y(scale.to_plot(0.0).max(0.0).min(scale.to_plot(temperature)))
+                .show(ui, |p| {
+                    shade_exploration(p, &explore);
+                    p.line(Line::new("⟨p K'(p)⟩", series(rows, scale, at, kt)).color(ACCENT));
+                    p.hline(HLine::new("target T", scale.to_plot(temperature)).color(TRUTH));
+                });
+        } else {
+            absent(ui, w, height, "no momentum p:\nno kinetic temperature");
+        }
+        if has_thermostat {
+            let scale = scale_of(rows, &[&xi]);
+            scale
+                .apply(small_plot("mean xi", w, height))
+                .x_axis_label("step")
+                .y_axis_label(format!("mean ξ{}", scale.note()))
+                .show(ui, |p| {
+                    shade_exploration(p, &explore);
+                    p.line(Line::new("mean ξ", series(rows, scale, at, xi)).color(ACCENT));
+                });
+        } else {
+            absent(ui, w, height, "no thermostat ξ:\nno mean ξ");
+        }
         small_plot("diverged and distance", w, height)
+            .x_axis_label("step")
             .include_y(0.0)
             .show(ui, |p| {
                 shade_exploration(p, &explore);
@@ -106,6 +123,7 @@ pub fn time_series(
                 );
             });
         small_plot("step size", w, height)
+            .x_axis_label("step")
             .include_y(0.0)
             .show(ui, |p| {
                 shade_exploration(p, &explore);
@@ -115,6 +133,24 @@ pub fn time_series(
                 );
             });
     });
+}
+
+/// The place of a plot whose quantity the sampler does not have, with why.
+fn absent(ui: &mut Ui, width: f32, height: f32, why: &str) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(width, height), egui::Sense::hover());
+    ui.painter().rect_stroke(
+        rect,
+        4.0,
+        egui::Stroke::new(1.0, Color32::from_gray(60)),
+        egui::StrokeKind::Inside,
+    );
+    ui.painter().text(
+        rect.center(),
+        egui::Align2::CENTER_CENTER,
+        why,
+        egui::FontId::proportional(13.0),
+        Color32::from_gray(160),
+    );
 }
 
 /// One growth plot: its id, its axis title, the value of a chain, the quantiles of a row,

@@ -141,7 +141,10 @@ pub fn show(
     let to_screen = |x: f64, y: f64| transform.to_screen(DVec2::new(x, y));
     painter.rect_filled(rect, 4.0, Color32::from_rgb(8, 8, 16));
 
-    if let Some((grid, counts)) = data.histogram {
+    // A panel whose axes the sampler does not have (SGLD has no p and no ξ) shows only its
+    // note: a histogram of the never-moving zeros would look like data.
+    let empty = data.note.is_some();
+    if let Some((grid, counts)) = data.histogram.filter(|_| !empty) {
         let image =
             colormap.density_image(counts, grid.nx as usize, grid.ny as usize, data.log_scale);
         // Linear filtering smooths the cells into a density; the grid is fine enough for it.
@@ -179,7 +182,8 @@ pub fn show(
     let n_trails = data.trails.len().max(1) as f32;
     let strip_y = rect.top() + 34.0;
     let mut diverged = 0;
-    for (i, trail) in data.trails.iter().enumerate() {
+    let trails = if empty { &[][..] } else { data.trails };
+    for (i, trail) in trails.iter().enumerate() {
         if data.trail_diverged_at.get(i).copied().unwrap_or(0) != 0 {
             diverged += 1;
             let x = rect.left() + 10.0 + (rect.width() - 20.0) * i as f32 / n_trails;
@@ -210,7 +214,7 @@ pub fn show(
 
     if let Some(note) = data.note {
         painter.text(
-            rect.center() + Vec2::new(0.0, rect.height() * 0.22),
+            rect.center(),
             egui::Align2::CENTER_CENTER,
             note,
             egui::FontId::proportional(14.0),

@@ -98,13 +98,65 @@ impl Status {
     }
 }
 
-/// What the shell lends a view while it draws: the place to report to the status bar.
-#[derive(Debug, Default)]
+/// What the shell lends a view while it draws: the place to report to the status bar, and
+/// the file dialogs.
+#[derive(Debug)]
 pub struct Shell {
     /// The latest message for the status bar.
     pub status: Option<Status>,
     /// A preset to open live in its view after this frame (a sweep's point clicked).
     pub open: Option<AnyPreset>,
+    /// The file dialog: the native one, or a stand-in (tests).
+    pub dialog: super::files::Dialog,
+    /// The in-app path prompt, while a native dialog is unavailable.
+    pub prompt: Option<super::files::Prompt>,
+    /// A path typed into the prompt, for the one who asked (by id).
+    pub answer: Option<(&'static str, std::path::PathBuf)>,
+}
+
+impl Default for Shell {
+    fn default() -> Self {
+        Self {
+            status: None,
+            open: None,
+            dialog: super::files::native,
+            prompt: None,
+            answer: None,
+        }
+    }
+}
+
+impl Shell {
+    /// Asks for a path. The native dialog's choice comes back at once; when no dialog can
+    /// open, the status bar says why and an in-app prompt opens, whose answer comes back
+    /// later from [`Shell::answer_for`] under the same `id`.
+    pub fn pick(
+        &mut self,
+        id: &'static str,
+        request: super::files::FileRequest,
+    ) -> Option<std::path::PathBuf> {
+        use super::files::{Picked, Prompt};
+        match (self.dialog)(&request) {
+            Picked::Path(path) => Some(path),
+            Picked::Cancelled => None,
+            Picked::Unavailable(why) => {
+                self.status = Some(Status::error(format!(
+                    "{why}: type the path in the window instead"
+                )));
+                self.prompt = Some(Prompt::new(id, request, why));
+                None
+            }
+        }
+    }
+
+    /// The path typed into the prompt for `id`, once.
+    pub fn answer_for(&mut self, id: &'static str) -> Option<std::path::PathBuf> {
+        if self.answer.as_ref().is_some_and(|(asked, _)| *asked == id) {
+            self.answer.take().map(|(_, path)| path)
+        } else {
+            None
+        }
+    }
 }
 
 /// A view of the lab.

@@ -14,7 +14,7 @@ use crate::diagnostics::views::{Segment, hpd_contours, portrait_ranges};
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
 use crate::preset::{AnyPreset, Comparison};
 use egui::{Color32, RichText, Ui};
-use egui_plot::{Legend, Line, PlotPoints};
+use egui_plot::{Line, PlotPoints};
 use std::any::Any;
 
 /// Line colours of the columns in the shared plots.
@@ -254,7 +254,12 @@ impl CompareView {
         let column = &mut self.columns[k];
         let s = &column.snapshot;
         ui.vertical(|ui| {
-            ui.label(RichText::new(&label).strong().color(COLUMN_COLORS[k]));
+            // The column is as wide as its portraits: long numbers are cut short (the full
+            // line shows on hover), never widening the column past the window.
+            ui.set_max_width(side);
+            ui.add(
+                egui::Label::new(RichText::new(&label).strong().color(COLUMN_COLORS[k])).truncate(),
+            );
             let total = s.moments.alive + s.moments.diverged;
             let line = if s.moments.diverged > 0 {
                 RichText::new(format!(
@@ -275,7 +280,7 @@ impl CompareView {
                     None => "distance to truth …".to_owned(),
                 })
             };
-            ui.label(line.small());
+            ui.add(egui::Label::new(line.small()).truncate());
             // The thermostat's state: what gives the hidden defects away.
             let mut state = Vec::new();
             if has_momentum && s.moments.alive > 0 {
@@ -290,7 +295,7 @@ impl CompareView {
             if let Some((mean, modes)) = s.modes_visited {
                 state.push(format!("{mean:.1} of {modes} modes visited"));
             }
-            ui.label(RichText::new(state.join(" · ")).small());
+            ui.add(egui::Label::new(RichText::new(state.join(" · ")).small()).truncate());
             for (p, axes) in [
                 [Axis::Theta(0), Axis::Theta(1)],
                 [Axis::Theta(coordinate), Axis::P(coordinate)],
@@ -358,7 +363,8 @@ impl CompareView {
         ui.horizontal(|ui| {
             let s = scale(distance, &|_| true);
             s.apply(super::plots::fixed_plot("compare distance", w, height))
-                .legend(Legend::default())
+                // No legend over the curves: each line has its column's colour, as the
+                // column titles above do.
                 .x_axis_label("step")
                 .y_axis_label(format!("energy distance to truth{}", s.note()))
                 .show(ui, |p| {
@@ -368,7 +374,8 @@ impl CompareView {
                 });
             let s = scale(temperature, &momentum);
             s.apply(super::plots::fixed_plot("compare temperature", w, height))
-                .legend(Legend::default())
+                // No legend over the curves: each line has its column's colour, as the
+                // column titles above do.
                 .x_axis_label("step")
                 .y_axis_label(format!("kinetic temperature{}", s.note()))
                 .show(ui, |p| {
@@ -419,21 +426,34 @@ impl View for CompareView {
 
     fn central(&mut self, ui: &mut Ui, _shell: &mut Shell) {
         self.follow(0.15);
-        let n = self.columns.len().max(1) as f32;
+        let columns = self.columns.len().max(1);
         let spacing = ui.spacing().item_spacing;
         let available = ui.available_size();
-        // Two portraits stacked per column under a two-line header, the shared plots below.
+        // Columns side by side; in a narrow window, three or four of them in two rows, so a
+        // portrait never shrinks below a readable size.
+        let per_row = if columns > 2 && available.x / columns as f32 <= 170.0 {
+            2
+        } else {
+            columns
+        };
+        let rows = columns.div_ceil(per_row);
+        // Two portraits stacked per column under a three-line header, the shared plots below.
         let plots = (available.y * 0.3).clamp(90.0, 260.0);
-        let header = 3.0 * ui.text_style_height(&egui::TextStyle::Small) + 2.0 * spacing.y;
-        let side = ((available.x - n * spacing.x) / n)
-            .min((available.y - plots - header - 4.0 * spacing.y) / 2.0)
-            .max(100.0);
+        let header = 3.0 * ui.text_style_height(&egui::TextStyle::Small) + 3.0 * spacing.y;
+        let side = ((available.x - per_row as f32 * spacing.x) / per_row as f32)
+            .min(
+                (available.y - plots - rows as f32 * (header + 2.0 * spacing.y))
+                    / (2 * rows) as f32,
+            )
+            .max(60.0);
         let contours = self.contours();
-        ui.horizontal(|ui| {
-            for k in 0..self.columns.len() {
-                self.column(ui, k, side, &contours);
-            }
-        });
+        for row in 0..rows {
+            ui.horizontal(|ui| {
+                for k in row * per_row..((row + 1) * per_row).min(self.columns.len()) {
+                    self.column(ui, k, side, &contours);
+                }
+            });
+        }
         let rest = ui.available_size();
         self.shared_plots(ui, rest.x, (rest.y - 4.0).clamp(80.0, 260.0));
     }

@@ -7,6 +7,7 @@ pub mod session;
 
 use super::colormap::Colormap;
 use super::controls::{self, Actions, slider};
+use super::files::{FileRequest, PickKind};
 use super::plots::{reliability_diagram, small_plot};
 use super::view::{Action, Shell, View, simulation_status};
 use super::worker::Control;
@@ -106,7 +107,7 @@ impl MlpView {
     }
 
     /// The control panel.
-    fn control_panel(&mut self, ui: &mut Ui) {
+    fn control_panel(&mut self, ui: &mut Ui, shell: &mut Shell) {
         let actions: Actions = controls::transport(ui, self.snapshot.playing, "↺ Reset networks");
         if actions.toggle_play {
             self.act(Action::TogglePlay);
@@ -149,7 +150,7 @@ impl MlpView {
             .show(ui, |ui| controls::sampler_controls(ui, &mut p.sampler));
         egui::CollapsingHeader::new(RichText::new("Data set").strong())
             .default_open(true)
-            .show(ui, |ui| data_controls(ui, p));
+            .show(ui, |ui| data_controls(ui, p, shell));
         egui::CollapsingHeader::new(RichText::new("Network and prior").strong())
             .default_open(true)
             .show(ui, |ui| network_controls(ui, p));
@@ -605,7 +606,10 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
     });
 }
 
-fn data_controls(ui: &mut Ui, p: &mut MlpPreset) {
+/// Id of the data set's file request.
+const LOAD_CSV: &str = "mlp: load csv";
+
+fn data_controls(ui: &mut Ui, p: &mut MlpPreset, shell: &mut Shell) {
     let d = &mut p.network.data;
     egui::ComboBox::from_label("data set")
         .selected_text(d.source.name())
@@ -615,14 +619,19 @@ fn data_controls(ui: &mut Ui, p: &mut MlpPreset) {
                 ui.selectable_value(&mut d.source, source, name);
             }
         });
-    if ui
+    let asked = ui
         .button("Load CSV…")
         .on_hover_text("x,y,label per line (label 0–7); a header line and # comments are fine")
-        .clicked()
-        && let Some(path) = rfd::FileDialog::new()
-            .add_filter("CSV", &["csv", "txt", "tsv"])
-            .pick_file()
-    {
+        .clicked();
+    let picked = if asked {
+        shell.pick(
+            LOAD_CSV,
+            FileRequest::new("Load CSV", PickKind::Open).filter("CSV", &["csv", "txt", "tsv"]),
+        )
+    } else {
+        shell.answer_for(LOAD_CSV)
+    };
+    if let Some(path) = picked {
         d.source = DataSource::Csv {
             path: path.to_string_lossy().into_owned(),
         };
@@ -763,8 +772,8 @@ impl View for MlpView {
         self.snapshot = self.session.snapshot();
     }
 
-    fn controls(&mut self, ui: &mut Ui, _shell: &mut Shell) {
-        self.control_panel(ui);
+    fn controls(&mut self, ui: &mut Ui, shell: &mut Shell) {
+        self.control_panel(ui, shell);
         self.apply_changes(false);
     }
 

@@ -452,6 +452,10 @@ impl View for PosteriorView {
                     &self.snapshot.series,
                     self.preset.sampler.temperature,
                     self.snapshot.chains,
+                    (
+                        self.preset.sampler.kind.has_momentum(),
+                        self.preset.sampler.kind.has_thermostat(),
+                    ),
                     rest.x - marginal_width - 2.0 * spacing,
                     plot_height,
                 );

@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 /// Where sweeps started from the app write their points (in the working directory).
 pub const SWEEP_FOLDER: &str = "atmc-lab-sweeps";
 
+/// Id of the view's own file request.
+const OPEN_ID: &str = "sweep view: open";
+
 /// Statistics offered first, when the records have them.
 const PREFERRED: [&str; 8] = [
     "diverged_fraction",
@@ -315,13 +318,16 @@ impl SweepView {
     }
 
     fn open_dialog(&mut self, shell: &mut Shell) {
-        let Some(path) = rfd::FileDialog::new()
-            .add_filter("sweep results or sweep file", &["jsonl", "ron"])
-            .pick_file()
-        else {
-            return;
-        };
-        shell.status = Some(match self.open(&path) {
+        use super::files::{FileRequest, PickKind};
+        let request = FileRequest::new("Open sweep", PickKind::Open)
+            .filter("sweep results or sweep file", &["jsonl", "ron"]);
+        if let Some(path) = shell.pick(OPEN_ID, request) {
+            self.open_reporting(&path, shell);
+        }
+    }
+
+    fn open_reporting(&mut self, path: &Path, shell: &mut Shell) {
+        shell.status = Some(match self.open(path) {
             Ok(()) => Status::ok(format!("opened {}", path.display())),
             Err(e) => Status::error(e),
         });
@@ -691,6 +697,9 @@ impl View for SweepView {
     fn refresh(&mut self) {}
 
     fn controls(&mut self, ui: &mut Ui, shell: &mut Shell) {
+        if let Some(path) = shell.answer_for(OPEN_ID) {
+            self.open_reporting(&path, shell);
+        }
         ui.heading("Sweep");
         if ui
             .button("Open results or sweep file…")

@@ -6,6 +6,7 @@
 pub mod session;
 
 use super::controls::slider;
+use super::files::{FileRequest, PickKind};
 use super::plots::{reliability_diagram, small_plot};
 use super::view::{Action, Shell, View};
 use crate::math::{Kinetic, NoiseMass, XiUpdate, ranges};
@@ -75,7 +76,7 @@ impl TrainingView {
     }
 
     /// The control panel.
-    fn control_panel(&mut self, ui: &mut Ui, s: &TrainSnapshot) {
+    fn control_panel(&mut self, ui: &mut Ui, s: &TrainSnapshot, shell: &mut Shell) {
         let busy = matches!(
             s.status,
             TrainStatus::Running | TrainStatus::Paused | TrainStatus::Loading
@@ -101,10 +102,21 @@ impl TrainingView {
                 self.session.send(TrainCommand::Stop);
             }
         });
-        ui.add_enabled_ui(!busy, |ui| self.configuration(ui));
+        ui.add_enabled_ui(!busy, |ui| self.configuration(ui, shell));
     }
 
-    fn configuration(&mut self, ui: &mut Ui) {
+    fn configuration(&mut self, ui: &mut Ui, shell: &mut Shell) {
+        // Paths typed into the prompt where no file dialog could open.
+        if let Some(dir) = shell.answer_for(DATA_FOLDER) {
+            self.config.data = dir;
+        }
+        if let Some(file) = shell.answer_for(CIFAR_ARCHIVE) {
+            self.config.data = file;
+            self.config.dataset = DatasetKind::Cifar10;
+        }
+        if let Some(dir) = shell.answer_for(CHECKPOINT_FOLDER) {
+            self.checkpoint = dir.display().to_string();
+        }
         let c = &mut self.config;
         ui.separator();
         ui.label(RichText::new("Data").strong());
@@ -114,7 +126,10 @@ impl TrainingView {
         });
         ui.horizontal(|ui| {
             if ui.button("Data folder…").clicked()
-                && let Some(dir) = rfd::FileDialog::new().pick_folder()
+                && let Some(dir) = shell.pick(
+                    DATA_FOLDER,
+                    FileRequest::new("Data folder", PickKind::Folder),
+                )
             {
                 c.data = dir;
             }
@@ -122,9 +137,11 @@ impl TrainingView {
                 .button("CIFAR-10 .tar.gz…")
                 .on_hover_text("The official cifar-10-binary.tar.gz, read as it is")
                 .clicked()
-                && let Some(file) = rfd::FileDialog::new()
-                    .add_filter("tar.gz", &["gz", "tgz"])
-                    .pick_file()
+                && let Some(file) = shell.pick(
+                    CIFAR_ARCHIVE,
+                    FileRequest::new("CIFAR-10 archive", PickKind::Open)
+                        .filter("tar.gz", &["gz", "tgz"]),
+                )
             {
                 c.data = file;
                 c.dataset = DatasetKind::Cifar10;
@@ -288,7 +305,10 @@ impl TrainingView {
         });
         ui.horizontal(|ui| {
             if ui.button("Choose…").clicked()
-                && let Some(dir) = rfd::FileDialog::new().pick_folder()
+                && let Some(dir) = shell.pick(
+                    CHECKPOINT_FOLDER,
+                    FileRequest::new("Checkpoint folder", PickKind::Folder),
+                )
             {
                 self.checkpoint = dir.display().to_string();
             }
@@ -468,6 +488,11 @@ impl TrainingView {
     }
 }
 
+// Ids of the view's file requests (see `Shell::pick`).
+const DATA_FOLDER: &str = "training: data folder";
+const CIFAR_ARCHIVE: &str = "training: cifar archive";
+const CHECKPOINT_FOLDER: &str = "training: checkpoint folder";
+
 /// `2 hours`, `89 seconds`, `12 seconds`: indicatif's rounding to the nearest whole number of
 /// one unit, which moves to the next smaller unit below 1.5 of the larger one (so an estimate
 /// of 1 h 55 min reads `2 hours`, not `1 hour`).
@@ -482,9 +507,9 @@ impl View for TrainingView {
         self.snapshot = self.session.snapshot();
     }
 
-    fn controls(&mut self, ui: &mut Ui, _shell: &mut Shell) {
+    fn controls(&mut self, ui: &mut Ui, shell: &mut Shell) {
         let snapshot = std::mem::take(&mut self.snapshot);
-        self.control_panel(ui, &snapshot);
+        self.control_panel(ui, &snapshot, shell);
         self.snapshot = snapshot;
     }
 
