@@ -1,8 +1,8 @@
 //! Every view at the three window sizes a classroom meets (a small laptop, a projector, a
-//! full-HD screen): no control is cut off at the window's edges, and every panel a view
-//! exports lies inside the window.
+//! full-HD screen): no control or text is cut off at the window's edges, and every panel a
+//! view exports lies inside the window.
 
-use atmc_lab::app::screenshot::harness;
+use atmc_lab::app::screenshot::{harness, run_to_step};
 use atmc_lab::app::{Opening, Tab};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::AnyPreset;
@@ -11,8 +11,9 @@ use egui_kittest::kittest::{By, NodeT, Queryable};
 
 const SIZES: [[u32; 2]; 3] = [[1024, 600], [1280, 720], [1920, 1080]];
 
-/// The roles of controls a user operates.
-const CONTROLS: [Role; 7] = [
+/// The roles of controls a user operates, and of the text beside them.
+const CONTROLS: [Role; 8] = [
+    Role::Label,
     Role::Button,
     Role::Slider,
     Role::CheckBox,
@@ -28,7 +29,13 @@ fn opening(tab: Tab) -> Opening {
         Tab::Posterior => Opening::from(preset("default")),
         Tab::Compare => Opening::from(preset("lesson-defects")),
         Tab::Mlp => Opening::from(preset("two-moons")),
-        Tab::Thermo => Opening::from(preset("sphere-op")),
+        Tab::Thermo => {
+            let AnyPreset::Sphere(mut small) = preset("sphere-op") else {
+                unreachable!("sphere-op is a sphere preset")
+            };
+            (small.chains, small.steps) = (500, 200);
+            Opening::from(AnyPreset::Sphere(small))
+        }
         other => Opening::InTab(other, Box::new(preset("default"))),
     }
 }
@@ -39,7 +46,13 @@ fn no_control_is_cut_off_and_every_panel_is_inside_the_window_at_three_sizes() {
     for tab in Tab::ALL {
         for [w, h] in SIZES {
             let mut harness = harness(opening(tab), [w, h], 1.0, BackendChoice::Cpu);
-            harness.run_steps(4);
+            if matches!(tab, Tab::Training | Tab::Sweep) {
+                harness.run_steps(4);
+            } else {
+                // Until the view has everything it draws (the thermodynamics view runs its
+                // sweep).
+                run_to_step(&mut harness, 0).expect("the view settles");
+            }
             let app = harness.state().as_ref().expect("app started");
             assert_eq!(app.tab, tab, "{tab:?} opened");
             for node in harness.query_all(By::new().predicate(|n| CONTROLS.contains(&n.role()))) {

@@ -247,8 +247,8 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
                 &mut s.friction_floor,
                 ranges::FRICTION_FLOOR,
                 0.0,
-                20.0,
-                false,
+                100.0,
+                true,
                 "friction floor D",
             );
             ui.add(

@@ -6,7 +6,7 @@ use crate::diagnostics::growth::{GrowthRate, GrowthRow};
 use crate::diagnostics::{SeriesRow, exploration_intervals};
 use crate::math::{Chain2, SamplerParams};
 use egui::{Color32, Ui};
-use egui_plot::{HLine, Legend, Line, LineStyle, Plot, PlotPoints, PlotUi, Span, VLine};
+use egui_plot::{Corner, HLine, Legend, Line, LineStyle, Plot, PlotPoints, PlotUi, Span, VLine};
 
 const ACCENT: Color32 = Color32::from_rgb(255, 170, 60);
 const TRUTH: Color32 = Color32::from_rgb(120, 200, 255);
@@ -27,13 +27,57 @@ pub(crate) fn small_plot(id: &str, width: f32, height: f32) -> Plot<'static> {
     fixed_plot(id, width, height).legend(Legend::default())
 }
 
+/// The corner for a legend that leaves the newest fifth of every curve visible: the left
+/// side (time runs to the right), at the top or the bottom, whichever holds fewer of the
+/// points in the left two fifths of the plot.
+pub(crate) fn legend_corner(curves: &[Vec<[f64; 2]>]) -> Corner {
+    let points = || {
+        curves
+            .iter()
+            .flatten()
+            .filter(|p| p[0].is_finite() && p[1].is_finite())
+    };
+    let (mut x0, mut x1, mut y0, mut y1) = (
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    );
+    for p in points() {
+        (x0, x1, y0, y1) = (x0.min(p[0]), x1.max(p[0]), y0.min(p[1]), y1.max(p[1]));
+    }
+    let (mut top, mut bottom) = (0usize, 0usize);
+    for p in points().filter(|p| p[0] <= x0 + 0.4 * (x1 - x0)) {
+        if p[1] > 0.5 * (y0 + y1) {
+            top += 1;
+        } else {
+            bottom += 1;
+        }
+    }
+    if top <= bottom {
+        Corner::LeftTop
+    } else {
+        Corner::LeftBottom
+    }
+}
+
+/// [`fixed_plot`] with its legend where it leaves the newest part of `curves` visible.
+pub(crate) fn series_plot(
+    id: &str,
+    width: f32,
+    height: f32,
+    curves: &[Vec<[f64; 2]>],
+) -> Plot<'static> {
+    fixed_plot(id, width, height).legend(Legend::default().position(legend_corner(curves)))
+}
+
 /// Points of one quantity of the rows on an axis of the given scale.
 fn series<T>(
     rows: &[T],
     scale: Scale,
     step: impl Fn(&T) -> u32,
     f: impl Fn(&T) -> f64,
-) -> PlotPoints<'static> {
+) -> Vec<[f64; 2]> {
     rows.iter()
         .map(|r| [f64::from(step(r)), scale.to_plot(f(r))])
         .filter(|p| p[1].is_finite())
@@ -76,59 +120,82 @@ pub fn time_series(
     let diverged = |r: &SeriesRow| 100.0 * r.diverged as f64 / n;
     let distance = |r: &SeriesRow| 100.0 * r.energy_distance;
     let step_size = |r: &SeriesRow| r.step_size;
+    // A constant line across the steps shown, for placing legends.
+    let level = |v: f64| -> Vec<[f64; 2]> {
+        match (rows.first(), rows.last()) {
+            (Some(a), Some(b)) => vec![[f64::from(a.step), v], [f64::from(b.step), v]],
+            _ => Vec::new(),
+        }
+    };
     ui.horizontal(|ui| {
         if has_momentum {
             let scale = scale_of(rows, &[&kt]);
+            let curve = series(rows, scale, at, kt);
+            let target = scale.to_plot(temperature);
             scale
-                .apply(small_plot("kinetic temperature", w, height))
+                .apply(series_plot(
+                    "kinetic temperature",
+                    w,
+                    height,
+                    &[curve.clone(), level(target)],
+                ))
                 .x_axis_label("step")
                 .y_axis_label(format!("kinetic temperature{}", scale.note()))
-                .include_y(scale.to_plot(0.0).max(0.0).min(scale.to_plot(temperature)))
+                .include_y(scale.to_plot(0.0).max(0.0).min(target))
                 .show(ui, |p| {
                     shade_exploration(p, &explore);
-                    p.line(Line::new("⟨p K'(p)⟩", series(rows, scale, at, kt)).color(ACCENT));
-                    p.hline(HLine::new("target T", scale.to_plot(temperature)).color(TRUTH));
+                    p.line(Line::new("⟨p K'(p)⟩", PlotPoints::from(curve)).color(ACCENT));
+                    p.hline(HLine::new("target T", target).color(TRUTH));
                 });
         } else {
             absent(ui, w, height, "no momentum p:\nno kinetic temperature");
         }
         if has_thermostat {
             let scale = scale_of(rows, &[&xi]);
+            let curve = series(rows, scale, at, xi);
             scale
-                .apply(small_plot("mean xi", w, height))
+                .apply(series_plot(
+                    "mean xi",
+                    w,
+                    height,
+                    std::slice::from_ref(&curve),
+                ))
                 .x_axis_label("step")
                 .y_axis_label(format!("mean ξ{}", scale.note()))
                 .show(ui, |p| {
                     shade_exploration(p, &explore);
-                    p.line(Line::new("mean ξ", series(rows, scale, at, xi)).color(ACCENT));
+                    p.line(Line::new("mean ξ", PlotPoints::from(curve)).color(ACCENT));
                 });
         } else {
             absent(ui, w, height, "no thermostat ξ:\nno mean ξ");
         }
-        small_plot("diverged and distance", w, height)
+        let (d, e) = (
+            series(rows, Scale::Linear, at, diverged),
+            series(rows, Scale::Linear, at, distance),
+        );
+        series_plot(
+            "diverged and distance",
+            w,
+            height,
+            &[d.clone(), e.clone(), level(0.0)],
+        )
+        .x_axis_label("step")
+        .include_y(0.0)
+        .show(ui, |p| {
+            shade_exploration(p, &explore);
+            p.line(
+                Line::new("diverged %", PlotPoints::from(d)).color(Color32::from_rgb(255, 90, 80)),
+            );
+            p.line(Line::new("energy distance ×100", PlotPoints::from(e)).color(TRUTH));
+        });
+        let h = series(rows, Scale::Linear, at, step_size);
+        series_plot("step size", w, height, &[h.clone(), level(0.0)])
             .x_axis_label("step")
             .include_y(0.0)
             .show(ui, |p| {
                 shade_exploration(p, &explore);
                 p.line(
-                    Line::new("diverged %", series(rows, Scale::Linear, at, diverged))
-                        .color(Color32::from_rgb(255, 90, 80)),
-                );
-                p.line(
-                    Line::new(
-                        "energy distance ×100",
-                        series(rows, Scale::Linear, at, distance),
-                    )
-                    .color(TRUTH),
-                );
-            });
-        small_plot("step size", w, height)
-            .x_axis_label("step")
-            .include_y(0.0)
-            .show(ui, |p| {
-                shade_exploration(p, &explore);
-                p.line(
-                    Line::new("step size h", series(rows, Scale::Linear, at, step_size))
+                    Line::new("step size h", PlotPoints::from(h))
                         .color(Color32::from_rgb(190, 140, 255)),
                 );
             });
@@ -392,4 +459,23 @@ pub(crate) fn reliability_diagram(
                 .color(TRUTH),
             );
         });
+}
+
+#[cfg(test)]
+mod legend_tests {
+    use super::*;
+
+    /// The legend goes to the left, where the newest fifth of a curve never is, and to the
+    /// half of the left side the curve leaves free.
+    #[test]
+    fn legends_keep_clear_of_the_newest_part_of_the_curves() {
+        let rising: Vec<[f64; 2]> = (0..100).map(|k| [f64::from(k), f64::from(k)]).collect();
+        assert_eq!(legend_corner(&[rising]), Corner::LeftTop);
+        // A transient spike at the start, settling low: the top-left is crowded.
+        let spike: Vec<[f64; 2]> = (0..100)
+            .map(|k| [f64::from(k), if k < 30 { 10.0 } else { 1.0 }])
+            .collect();
+        assert_eq!(legend_corner(&[spike]), Corner::LeftBottom);
+        assert_eq!(legend_corner(&[]), Corner::LeftTop);
+    }
 }

@@ -286,8 +286,18 @@ impl MlpView {
             self.texture_key = Some(key);
         }
         let used = map.prediction.chains_used;
+        let total = s.chains;
+        // The map averages a subset of the networks (the view's "predictive networks"); at
+        // step 0 they are the prior's draws, not yet posterior samples.
+        let predictive = if map.step == 0 {
+            format!("prior predictive: step 0 ({used} of {total} networks)")
+        } else if used < total {
+            format!("posterior predictive ({used} of {total} networks)")
+        } else {
+            format!("posterior predictive ({total} networks)")
+        };
         let titles = [
-            format!("posterior predictive ({used} networks)"),
+            predictive,
             match self.uncertainty {
                 Uncertainty::Entropy => "uncertainty: predictive entropy".to_owned(),
                 Uncertainty::Spread => "uncertainty: spread across networks".to_owned(),
@@ -296,7 +306,10 @@ impl MlpView {
         ];
         for (k, title) in titles.iter().enumerate() {
             ui.vertical(|ui| {
-                ui.label(RichText::new(title).small());
+                // As wide as the map: a long title is cut short (in full on hover) rather
+                // than pushing the table beside it out of the window.
+                ui.set_max_width(side);
+                ui.add(egui::Label::new(RichText::new(title).small()).truncate());
                 let rect = map_view(ui, side, map, data, self.textures[k].as_ref());
                 self.panel_rects.push(rect);
             });
@@ -527,7 +540,12 @@ fn metrics_table(ui: &mut Ui, s: &MlpSnapshot, focus: u32) {
                 if e.chains_used > 0 {
                     row(
                         ui,
-                        "posterior predictive",
+                        // Before the first step the networks are the prior's draws.
+                        if s.step == 0 {
+                            "prior predictive (step 0)"
+                        } else {
+                            "posterior predictive"
+                        },
                         ACCENT,
                         &e.ensemble.test,
                         &e.ensemble.train,
@@ -547,62 +565,79 @@ fn metrics_table(ui: &mut Ui, s: &MlpSnapshot, focus: u32) {
 
 /// Kinetic temperature and ξ, test accuracy, and test NLL over the steps.
 fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, height: f32) {
+    use super::plots::legend_corner;
     let w = (width - 3.0 * ui.spacing().item_spacing.x) / 3.0;
     let rows = &s.series;
-    let line = |f: &dyn Fn(&crate::diagnostics::mlp::MlpSeriesRow) -> f64| -> PlotPoints<'static> {
+    let line = |f: &dyn Fn(&crate::diagnostics::mlp::MlpSeriesRow) -> f64| -> Vec<[f64; 2]> {
         rows.iter()
             .filter(|r| f(r).is_finite())
             .map(|r| [f64::from(r.step), f(r)])
             .collect()
     };
+    // The posterior predictive exists once a network has been collected.
+    let ensemble = |f: fn(&ClassMetrics) -> f64| {
+        line(&move |r| {
+            if r.ensemble_networks > 0 {
+                f(&r.ensemble_test)
+            } else {
+                f64::NAN
+            }
+        })
+    };
+    let plot = |id: &str, y: &str, curves: &[Vec<[f64; 2]>]| {
+        super::plots::fixed_plot(id, w, height)
+            .legend(Legend::default().position(legend_corner(curves)))
+            .x_axis_label("step")
+            .y_axis_label(y.to_owned())
+    };
     ui.horizontal(|ui| {
-        small_plot("mlp temperature", w, height)
-            .legend(Legend::default())
-            .show(ui, |p| {
-                p.line(Line::new("⟨p K'(p)⟩", line(&|r| r.kinetic_temperature)).color(ACCENT));
-                p.line(Line::new("mean ξ", line(&|r| r.mean_xi)).color(SINGLE));
-                p.hline(HLine::new("target T", preset.sampler.temperature).color(TRUTH));
-            });
-        small_plot("mlp accuracy", w, height)
-            // The curves climb to the top: keep the legend out of their way.
-            .legend(Legend::default().position(egui_plot::Corner::RightBottom))
-            .show(ui, |p| {
-                p.line(
-                    Line::new(
-                        "posterior predictive",
-                        line(&|r| {
-                            if r.ensemble_networks > 0 {
-                                r.ensemble_test.accuracy
-                            } else {
-                                f64::NAN
-                            }
-                        }),
-                    )
-                    .color(ACCENT),
-                );
-                p.line(Line::new("one network", line(&|r| r.single_test.accuracy)).color(SINGLE));
-                p.line(Line::new("SGD network", line(&|r| r.baseline_test.accuracy)).color(SGD));
-            });
-        small_plot("mlp nll", w, height)
-            .legend(Legend::default())
-            .include_y(0.0)
-            .show(ui, |p| {
-                p.line(
-                    Line::new(
-                        "posterior predictive NLL",
-                        line(&|r| {
-                            if r.ensemble_networks > 0 {
-                                r.ensemble_test.nll
-                            } else {
-                                f64::NAN
-                            }
-                        }),
-                    )
-                    .color(ACCENT),
-                );
-                p.line(Line::new("one network", line(&|r| r.single_test.nll)).color(SINGLE));
-                p.line(Line::new("SGD network", line(&|r| r.baseline_test.nll)).color(SGD));
-            });
+        let (kt, xi) = (line(&|r| r.kinetic_temperature), line(&|r| r.mean_xi));
+        let target = preset.sampler.temperature;
+        let level: Vec<[f64; 2]> = kt
+            .first()
+            .zip(kt.last())
+            .map_or(Vec::new(), |(a, b)| vec![[a[0], target], [b[0], target]]);
+        plot(
+            "mlp temperature",
+            "kinetic temperature, mean ξ",
+            &[kt.clone(), xi.clone(), level],
+        )
+        .show(ui, |p| {
+            p.line(Line::new("⟨p K'(p)⟩", PlotPoints::from(kt)).color(ACCENT));
+            p.line(Line::new("mean ξ", PlotPoints::from(xi)).color(SINGLE));
+            p.hline(HLine::new("target T", target).color(TRUTH));
+        });
+        let (e, one, sgd) = (
+            ensemble(|m| m.accuracy),
+            line(&|r| r.single_test.accuracy),
+            line(&|r| r.baseline_test.accuracy),
+        );
+        plot(
+            "mlp accuracy",
+            "test accuracy",
+            &[e.clone(), one.clone(), sgd.clone()],
+        )
+        .show(ui, |p| {
+            p.line(Line::new("posterior predictive", PlotPoints::from(e)).color(ACCENT));
+            p.line(Line::new("one network", PlotPoints::from(one)).color(SINGLE));
+            p.line(Line::new("SGD network", PlotPoints::from(sgd)).color(SGD));
+        });
+        let (e, one, sgd) = (
+            ensemble(|m| m.nll),
+            line(&|r| r.single_test.nll),
+            line(&|r| r.baseline_test.nll),
+        );
+        plot(
+            "mlp nll",
+            "test NLL",
+            &[e.clone(), one.clone(), sgd.clone()],
+        )
+        .include_y(0.0)
+        .show(ui, |p| {
+            p.line(Line::new("posterior predictive", PlotPoints::from(e)).color(ACCENT));
+            p.line(Line::new("one network", PlotPoints::from(one)).color(SINGLE));
+            p.line(Line::new("SGD network", PlotPoints::from(sgd)).color(SGD));
+        });
     });
 }
 
