@@ -179,3 +179,34 @@ fn cyclical_runs_sample_at_the_end_of_every_cycle() {
     assert_eq!(t.step_count(), 128);
     assert_eq!(t.history.last().unwrap().samples, 3);
 }
+
+/// Test curves appear long before the first epoch ends: every PROGRESS_EVERY steps the
+/// current network is evaluated on the first test images, and a checkpoint keeps those rows.
+#[test]
+fn progress_evaluations_come_before_the_first_epoch_ends_and_survive_a_resume() {
+    use atmc_lab::train::trainer::PROGRESS_EVERY;
+    let mut c = config(OptimizerKind::Sgd);
+    c.epochs = 1;
+    c.batch_size = 8;
+    let mut t = Trainer::new(c, data()).unwrap();
+    assert!(
+        t.steps_per_epoch() > PROGRESS_EVERY,
+        "the test needs a long epoch"
+    );
+    while t.step_count() < PROGRESS_EVERY {
+        t.step().unwrap();
+    }
+    assert!(t.history.is_empty(), "no epoch has ended yet");
+    assert_eq!(t.progress.len(), 1);
+    let row = &t.progress[0];
+    assert_eq!(row.step, PROGRESS_EVERY);
+    assert!(row.epoch > 0.0 && row.epoch < 1.0);
+    assert!((0.0..=1.0).contains(&row.accuracy) && row.nll.is_finite());
+    let dir = std::env::temp_dir().join(format!("atmc-lab-progress-{}", std::process::id()));
+    let path = dir.join("train.ckpt");
+    t.checkpoint().write(&path).unwrap();
+    let saved = atmc_lab::train::checkpoint::Checkpoint::read(&path).unwrap();
+    let resumed = Trainer::resume(&saved, data()).unwrap();
+    assert_eq!(resumed.progress, t.progress);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -151,6 +151,26 @@ impl TrainConfig {
     }
 }
 
+/// Steps between two progress evaluations (within an epoch).
+pub const PROGRESS_EVERY: u32 = 100;
+
+/// Test images a progress evaluation looks at (the first ones of the test set).
+pub const PROGRESS_IMAGES: usize = 1000;
+
+/// The current network on a subset of the test set, every [`PROGRESS_EVERY`] steps: curves
+/// that appear within a minute, long before the first epoch ends.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProgressRow {
+    /// Steps done.
+    pub step: u32,
+    /// Epochs done, fractional.
+    pub epoch: f64,
+    /// Accuracy on the first [`PROGRESS_IMAGES`] test images.
+    pub accuracy: f64,
+    /// NLL on them.
+    pub nll: f64,
+}
+
 /// Metrics after an epoch.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EpochRow {
@@ -213,6 +233,8 @@ pub struct Trainer {
     samples: u32,
     /// One row per finished epoch.
     pub history: Vec<EpochRow>,
+    /// Progress evaluations within epochs.
+    pub progress: Vec<ProgressRow>,
     /// Step at which the parameters diverged (the printed integrator, or SGD with too large a
     /// learning rate), if they did.
     pub diverged_at: Option<u32>,
@@ -344,6 +366,7 @@ impl Trainer {
             epoch_seconds: 0.0,
             samples: 0,
             history: Vec::new(),
+            progress: Vec::new(),
             diverged_at: None,
             reliability: Vec::new(),
         })
@@ -465,6 +488,12 @@ impl Trainer {
             self.collect_sample()?;
         }
         let mut epoch_done = false;
+        if self.batch != self.steps_per_epoch()
+            && self.diverged_at.is_none()
+            && self.step_count().is_multiple_of(PROGRESS_EVERY)
+        {
+            self.progress_evaluation()?;
+        }
         if self.batch == self.steps_per_epoch() {
             self.end_epoch()?;
             epoch_done = true;
@@ -557,14 +586,19 @@ impl Trainer {
 
     /// Softmax of the current network on the test set (row-major test × classes).
     fn test_probabilities(&self) -> anyhow::Result<Vec<f32>> {
+        self.test_probabilities_of(self.test.len())
+    }
+
+    /// Softmax of the current network on the first `n` test images.
+    fn test_probabilities_of(&self, n: usize) -> anyhow::Result<Vec<f32>> {
         let inner = Device::flex();
         let model = self.model.as_ref().context("model")?.valid();
         let model = unflatten(model, &self.theta, &inner, false);
         let eval = self.pipeline.evaluation();
         let (c, h, w) = (self.test.channels, self.test.height, self.test.width);
-        let mut probs = Vec::with_capacity(self.test.len() * self.data.classes.len());
+        let mut probs = Vec::with_capacity(n * self.data.classes.len());
         let mut inputs = Vec::new();
-        let all: Vec<u32> = (0..self.test.len() as u32).collect();
+        let all: Vec<u32> = (0..n as u32).collect();
         for chunk in all.chunks(500) {
             eval.batch(&self.test, chunk, self.config.seed, 0, &mut inputs);
             let x = Tensor::<4>::from_data(
@@ -575,6 +609,26 @@ impl Trainer {
             probs.extend(p.into_data().try_to_vec::<f32>().expect("f32"));
         }
         Ok(probs)
+    }
+
+    /// Evaluates the current network on the first [`PROGRESS_IMAGES`] test images.
+    fn progress_evaluation(&mut self) -> anyhow::Result<()> {
+        let n = self.test.len().min(PROGRESS_IMAGES);
+        let probs = self.test_probabilities_of(n)?;
+        let acc = ClassificationAccumulator::from_batch(
+            &probs,
+            &labels_u32(&self.test.labels[..n]),
+            self.data.classes.len(),
+        );
+        let m = acc.metrics();
+        let step = self.step_count();
+        self.progress.push(ProgressRow {
+            step,
+            epoch: f64::from(step) / f64::from(self.steps_per_epoch().max(1)),
+            accuracy: m.accuracy,
+            nll: m.nll,
+        });
+        Ok(())
     }
 
     fn evaluate_current(&self) -> anyhow::Result<(ClassMetrics, Vec<ReliabilityBin>)> {
@@ -644,6 +698,7 @@ impl Trainer {
                 "loss_batches": self.loss_batches,
                 // RON keeps the NaN of a diverged run, which JSON cannot.
                 "history": ron::to_string(&self.history).expect("history serialises"),
+                "progress": ron::to_string(&self.progress).expect("progress serialises"),
                 "diverged_at": self.diverged_at,
                 "reliability": self.reliability,
             }),
@@ -698,6 +753,11 @@ impl Trainer {
         t.loss_batches = h["loss_batches"].as_u64().unwrap_or(0) as u32;
         t.history = ron::from_str(h["history"].as_str().context("history")?)
             .context("the checkpoint's history")?;
+        // Checkpoints written before progress evaluations existed have none.
+        t.progress = match h["progress"].as_str() {
+            Some(text) => ron::from_str(text).context("the checkpoint's progress")?,
+            None => Vec::new(),
+        };
         t.diverged_at = serde_json::from_value(h["diverged_at"].clone()).unwrap_or(None);
         t.reliability = serde_json::from_value(h["reliability"].clone()).unwrap_or_default();
         t.order = epoch_order(t.train.len(), t.config.seed, t.epoch);

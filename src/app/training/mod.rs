@@ -393,9 +393,23 @@ impl TrainingView {
                     .filter_map(|(r, &e)| f(r).filter(|v| v.is_finite()).map(|v| [e, v]))
                     .collect()
             };
+        // Every PROGRESS_EVERY steps, the current network on the first test images: curves
+        // long before the first epoch ends.
+        let progress = |f: fn(&crate::train::trainer::ProgressRow) -> f64| -> PlotPoints<'static> {
+            s.progress
+                .iter()
+                .filter(|r| f(r).is_finite())
+                .map(|r| [r.epoch, f(r)])
+                .collect()
+        };
+        let progress_label = format!(
+            "current network, first {} test images",
+            crate::train::trainer::PROGRESS_IMAGES
+        );
         ui.horizontal(|ui| {
             small_plot("train loss", w, h)
                 .x_axis_label("step")
+                .y_axis_label("training loss (minibatch)")
                 .include_y(0.0)
                 .show(ui, |p| {
                     p.line(
@@ -404,8 +418,15 @@ impl TrainingView {
                     );
                 });
             small_plot("test accuracy", w, h)
+                .legend(egui_plot::Legend::default().position(egui_plot::Corner::RightBottom))
                 .x_axis_label("epoch")
+                .y_axis_label("test accuracy")
                 .show(ui, |p| {
+                    p.line(
+                        Line::new(progress_label.clone(), progress(|r| r.accuracy))
+                            .color(SINGLE)
+                            .style(egui_plot::LineStyle::dashed_dense()),
+                    );
                     p.line(
                         Line::new("current network", curve(&|r| Some(r.single.accuracy)))
                             .color(SINGLE),
@@ -420,8 +441,14 @@ impl TrainingView {
                 });
             small_plot("test nll", w, h)
                 .x_axis_label("epoch")
+                .y_axis_label("test NLL")
                 .include_y(0.0)
                 .show(ui, |p| {
+                    p.line(
+                        Line::new(progress_label.clone(), progress(|r| r.nll))
+                            .color(SINGLE)
+                            .style(egui_plot::LineStyle::dashed_dense()),
+                    );
                     p.line(
                         Line::new("current network NLL", curve(&|r| Some(r.single.nll)))
                             .color(SINGLE),

@@ -56,6 +56,8 @@ pub struct TrainSnapshot {
     pub eta_s: Option<f64>,
     /// One row per finished epoch.
     pub history: Vec<EpochRow>,
+    /// Progress evaluations within epochs.
+    pub progress: Vec<crate::train::trainer::ProgressRow>,
     /// (step, training loss) of every minibatch.
     pub losses: Vec<[f64; 2]>,
     /// The latest reliability diagram (posterior predictive when there is one).
@@ -301,6 +303,9 @@ impl<R: Fn()> Worker<R> {
                 f64::from(total.saturating_sub(t.step_count())) * f64::from(t.config.batch_size)
                     / self.images_per_s
             });
+            if s.progress.len() != t.progress.len() {
+                s.progress.clone_from(&t.progress);
+            }
             if s.history.len() != t.history.len() {
                 s.history.clone_from(&t.history);
                 s.reliability.clone_from(&t.reliability);
@@ -314,6 +319,7 @@ impl<R: Fn()> Worker<R> {
             s.sgd_equivalent = None;
             s.config = None;
             s.history.clear();
+            s.progress.clear();
             s.losses.clear();
             s.reliability.clear();
             s.diverged_at = None;
