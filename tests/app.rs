@@ -223,3 +223,28 @@ fn a_file_dialog_that_cannot_open_says_so_and_the_typed_path_is_used() {
 fn app_status(h: &AppHarness) -> atmc_lab::app::view::Status {
     app(h).status_message().cloned().expect("a status message")
 }
+
+/// A preset loaded from the menu never shows the old preset's chains on its axes: the view
+/// says it is loading until the worker answers for the new one.
+#[test]
+fn a_loaded_preset_shows_a_loading_state_until_its_chains_arrive() {
+    let mut h = harness(
+        Preset::default_preset(),
+        [1280, 720],
+        1.0,
+        BackendChoice::Cpu,
+    );
+    h.run_steps(2);
+    let printed = Preset::load("printed").unwrap();
+    let ctx = h.ctx.clone();
+    let app = h.state_mut().as_mut().unwrap();
+    app.load_any(&ctx, printed.into());
+    assert!(app.get::<PosteriorView>().unwrap().loading());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while view(&h).loading() {
+        h.step();
+        assert!(Instant::now() < deadline, "the new preset never arrived");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(view(&h).session().with_snapshot(|s| s.step == 0));
+}

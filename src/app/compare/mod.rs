@@ -141,6 +141,7 @@ impl CompareView {
             column.session.command(Command::Apply {
                 preset: Box::new(self.comparison.column_preset(k)),
                 restart: false,
+                generation: 0,
             });
         }
         if restart {

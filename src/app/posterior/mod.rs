@@ -53,6 +53,8 @@ impl Replay {
 /// The 2-D view's state.
 pub struct PosteriorView {
     session: Session,
+    /// Presets loaded so far: snapshots of an older generation show the previous preset.
+    generation: u64,
     /// The preset being edited (the controls' model).
     pub preset: Preset,
     applied: Preset,
@@ -86,6 +88,7 @@ impl PosteriorView {
         );
         let mut view = Self {
             session,
+            generation: 0,
             applied: preset.clone(),
             preset,
             snapshot: Snapshot::default(),
@@ -137,6 +140,11 @@ impl PosteriorView {
         }
     }
 
+    /// Whether the worker has yet to answer for the preset loaded last.
+    pub fn loading(&self) -> bool {
+        self.snapshot.generation < self.generation
+    }
+
     /// Loads a preset: the chains start over and the portraits auto-range.
     pub fn load_preset(&mut self, preset: Preset) {
         self.preset = preset;
@@ -159,9 +167,13 @@ impl PosteriorView {
         if self.preset.target != self.applied.target {
             self.target_grid = self.preset.target.build().default_grid();
         }
+        if restart {
+            self.generation += 1;
+        }
         self.session.command(Command::Apply {
             preset: Box::new(self.preset.clone()),
             restart,
+            generation: self.generation,
         });
         self.applied = self.preset.clone();
     }
@@ -392,6 +404,23 @@ impl View for PosteriorView {
     }
 
     fn central(&mut self, ui: &mut Ui, _shell: &mut Shell) {
+        if self.loading() {
+            // The worker has not answered for the preset just loaded: rather than the old
+            // preset's chains on the new axes, say what is happening.
+            ui.centered_and_justified(|ui| {
+                ui.horizontal_centered(|ui| {
+                    ui.spinner();
+                    ui.label(format!(
+                        "Loading \"{}\": computing the target's exact truth and starting the \
+                         chains…",
+                        self.preset.name
+                    ));
+                });
+            });
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_millis(50));
+            return;
+        }
         if let Some(notice) = &self.snapshot.notice {
             ui.label(RichText::new(format!("⚠ {notice}")).color(Color32::from_rgb(255, 200, 80)));
         }

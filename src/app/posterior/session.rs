@@ -46,6 +46,9 @@ pub struct History {
 /// What the views draw, replaced after every tick.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
+    /// The view's count of loaded presets this snapshot belongs to (see
+    /// [`Command::Apply`]): an older one is the previous preset's.
+    pub generation: u64,
     /// Steps done.
     pub step: u32,
     /// Moments of the alive chains.
@@ -106,6 +109,8 @@ pub enum Command {
         preset: Box<Preset>,
         /// Start the chains over in any case.
         restart: bool,
+        /// The view's count of presets loaded, echoed in the snapshots from now on.
+        generation: u64,
     },
     /// Histograms to bin after each tick (at most three).
     Views(Vec<HistogramSpec>),
@@ -149,6 +154,8 @@ struct Worker<R: Fn()> {
     contour_truth: Option<(Grid2, Vec<f64>)>,
     transport: Transport,
     ticks: u32,
+    /// The latest [`Command::Apply`]'s generation.
+    generation: u64,
     shared: Arc<Mutex<Snapshot>>,
     repaint: R,
     trails: Vec<VecDeque<Chain2>>,
@@ -186,6 +193,7 @@ impl<R: Fn()> Worker<R> {
             contour_truth: None,
             transport: Transport::new(playing),
             ticks: 0,
+            generation: 0,
             shared,
             repaint,
             trails: Vec::new(),
@@ -385,6 +393,7 @@ impl<R: Fn()> Worker<R> {
         let backend = self.engine().backend();
         let chains = self.engine().chains();
         let mut s = self.shared.lock().expect("snapshot lock");
+        s.generation = self.generation;
         s.step = report.step;
         s.moments = report.moments;
         s.histograms = report.histograms;
@@ -492,7 +501,14 @@ impl<R: Fn()> Simulation for Worker<R> {
 
     fn command(&mut self, command: Command) {
         match command {
-            Command::Apply { preset, restart } => self.apply_preset(*preset, restart),
+            Command::Apply {
+                preset,
+                restart,
+                generation,
+            } => {
+                self.generation = generation;
+                self.apply_preset(*preset, restart);
+            }
             Command::Views(views) => {
                 self.views = views;
                 self.update_view_truth();
