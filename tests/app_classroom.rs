@@ -121,15 +121,16 @@ fn a_lecture_steps_through_its_lessons_with_the_number_keys() {
     h.get_by_label_contains("Adaptive thermostats").click();
     h.run_steps(3);
     assert_eq!(app(&h).tab, Tab::Posterior);
-    h.get_by_label_contains("Lesson 1: Langevin");
-    h.get_by_label("lesson 1 of 9");
-    // The lesson runs as it opens.
+    // The lesson runs as it opens (after its loading state, which names it too).
     wait(&mut h, 30, "lesson 1 to run", |a| {
         a.get::<PosteriorView>()
             .unwrap()
             .session()
             .with_snapshot(|s| s.playing && s.step > 0)
     });
+    h.run_steps(2);
+    h.get_by_label_contains("Lesson 1: Langevin");
+    h.get_by_label("lesson 1 of 9");
     // 2 opens the second lesson: a comparison, side by side.
     h.key_press(Key::Num2);
     h.run_steps(3);

@@ -18,10 +18,53 @@ pub trait QuitCommand {
     fn quit() -> Self;
 }
 
+/// Paces a playing simulation to the frames the UI draws: a new tick waits until the UI has
+/// taken the latest snapshot (or [`MAX_AHEAD`] has passed, so that a hidden or stalled
+/// window does not stop the chains). On two cores without a GPU, an engine that ran ahead
+/// took the cores the software rasteriser needed, for ticks nobody saw.
+#[derive(Debug)]
+pub struct Pacing {
+    shown: std::sync::atomic::AtomicBool,
+    published: Mutex<Instant>,
+}
+
+/// Longest a playing simulation waits for the UI to take its snapshot.
+pub const MAX_AHEAD: Duration = Duration::from_millis(250);
+
+impl Default for Pacing {
+    fn default() -> Self {
+        Self {
+            shown: std::sync::atomic::AtomicBool::new(true),
+            published: Mutex::new(Instant::now()),
+        }
+    }
+}
+
+impl Pacing {
+    /// The UI took the snapshot.
+    pub fn shown(&self) {
+        self.shown.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A new snapshot was published.
+    fn published(&self) {
+        self.shown
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        *self.published.lock().expect("pacing lock") = Instant::now();
+    }
+
+    /// Whether the next tick should wait for the UI.
+    fn waiting(&self) -> bool {
+        !self.shown.load(std::sync::atomic::Ordering::Relaxed)
+            && self.published.lock().expect("pacing lock").elapsed() < MAX_AHEAD
+    }
+}
+
 /// Messages in, snapshots out.
 pub struct WorkerHandle<C: QuitCommand, S> {
     commands: Sender<C>,
     shared: Arc<Mutex<S>>,
+    pacing: Arc<Pacing>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -33,16 +76,27 @@ impl<C: QuitCommand + Send + 'static, S: Clone + Send + 'static> WorkerHandle<C,
         initial: S,
         body: impl FnOnce(Receiver<C>, Arc<Mutex<S>>) + Send + 'static,
     ) -> Self {
+        Self::spawn_paced(name, initial, move |rx, shared, _| body(rx, shared))
+    }
+
+    /// [`Self::spawn`] for a simulation paced to the UI's frames ([`Pacing`]).
+    pub fn spawn_paced(
+        name: &str,
+        initial: S,
+        body: impl FnOnce(Receiver<C>, Arc<Mutex<S>>, Arc<Pacing>) + Send + 'static,
+    ) -> Self {
         let (tx, rx) = channel();
         let shared = Arc::new(Mutex::new(initial));
-        let worker_shared = shared.clone();
+        let pacing = Arc::new(Pacing::default());
+        let (worker_shared, worker_pacing) = (shared.clone(), pacing.clone());
         let thread = std::thread::Builder::new()
             .name(name.into())
-            .spawn(move || body(rx, worker_shared))
+            .spawn(move || body(rx, worker_shared, worker_pacing))
             .expect("spawn a worker thread");
         Self {
             commands: tx,
             shared,
+            pacing,
             thread: Some(thread),
         }
     }
@@ -52,8 +106,10 @@ impl<C: QuitCommand + Send + 'static, S: Clone + Send + 'static> WorkerHandle<C,
         let _ = self.commands.send(command);
     }
 
-    /// A copy of the latest snapshot.
+    /// A copy of the latest snapshot, taken by the UI for a frame (a paced simulation may
+    /// tick again).
     pub fn snapshot(&self) -> S {
+        self.pacing.shown();
         self.shared.lock().expect("snapshot lock").clone()
     }
 
@@ -221,7 +277,7 @@ const IDLE_WAIT: Duration = Duration::from_millis(250);
 /// The loop of a simulation worker: wait for messages while idle (or until the next tick
 /// while running), apply every queued message, tick, publish. Running ticks are paced by
 /// [`Simulation::tick_interval`]; messages are handled at once even in slow motion.
-pub fn run<S: Simulation>(sim: &mut S, rx: Receiver<Message<S::Command>>) {
+pub fn run<S: Simulation>(sim: &mut S, rx: Receiver<Message<S::Command>>, pacing: &Pacing) {
     // Publish the initial state so the views have something to draw.
     if let Err(e) = sim.tick(0, true) {
         sim.transport().halt();
@@ -232,7 +288,13 @@ pub fn run<S: Simulation>(sim: &mut S, rx: Receiver<Message<S::Command>>) {
     let mut next_tick = Instant::now();
     loop {
         let busy = sim.transport().busy() && !stalled;
-        let wait = if busy {
+        // Playing (not running to a step for a picture): wait for the UI to show the latest
+        // snapshot before computing the next.
+        let t = *sim.transport();
+        let held = t.playing && t.run_to.is_none() && pacing.waiting();
+        let wait = if held {
+            Duration::from_millis(2)
+        } else if busy {
             next_tick.saturating_duration_since(Instant::now())
         } else {
             IDLE_WAIT
@@ -260,7 +322,8 @@ pub fn run<S: Simulation>(sim: &mut S, rx: Receiver<Message<S::Command>>) {
         }
         // Single steps and runs to a step go at once; playing waits for its next tick.
         let t = *sim.transport();
-        let due = Instant::now() >= next_tick || !t.playing || t.run_to.is_some();
+        let held = t.playing && t.run_to.is_none() && pacing.waiting();
+        let due = (Instant::now() >= next_tick && !held) || !t.playing || t.run_to.is_some();
         let steps = if due { sim.steps_this_tick() } else { 0 };
         stalled = due && steps == 0 && !changed;
         if steps > 0 || changed {
@@ -268,6 +331,9 @@ pub fn run<S: Simulation>(sim: &mut S, rx: Receiver<Message<S::Command>>) {
             if let Err(e) = sim.tick(steps, changed) {
                 sim.transport().halt();
                 sim.fail(format!("engine failed: {e:#}"));
+            }
+            if steps > 0 {
+                pacing.published();
             }
             if steps > 0 {
                 next_tick = if sim.transport().run_to.is_some() {
@@ -302,5 +368,25 @@ mod tests {
         t.apply(Control::RunTo(14));
         t.arrived(15);
         assert!(!t.playing && t.run_to.is_none());
+    }
+}
+
+#[cfg(test)]
+mod pacing_tests {
+    use super::*;
+
+    /// A playing simulation waits for the UI to take its snapshot, but never longer than
+    /// MAX_AHEAD (a hidden window must not stop the chains).
+    #[test]
+    fn pacing_waits_for_the_ui_but_not_forever() {
+        let p = Pacing::default();
+        assert!(!p.waiting(), "nothing published yet");
+        p.published();
+        assert!(p.waiting());
+        p.shown();
+        assert!(!p.waiting());
+        p.published();
+        *p.published.lock().unwrap() = Instant::now() - MAX_AHEAD;
+        assert!(!p.waiting(), "a stalled UI releases the engine");
     }
 }

@@ -95,10 +95,11 @@ impl MlpSession {
             chains: preset.chains,
             ..MlpSnapshot::default()
         };
-        WorkerHandle::spawn("atmc-lab mlp engine", initial, move |rx, shared| {
+        WorkerHandle::spawn_paced("atmc-lab mlp engine", initial, move |rx, shared, pacing| {
             crate::app::worker::run(
                 &mut Worker::new(preset, backend, playing, shared, repaint),
                 rx,
+                &pacing,
             );
         })
     }

@@ -133,10 +133,11 @@ impl Session {
             chains: preset.chains,
             ..Snapshot::default()
         };
-        WorkerHandle::spawn("atmc-lab engine", initial, move |rx, shared| {
+        WorkerHandle::spawn_paced("atmc-lab engine", initial, move |rx, shared, pacing| {
             crate::app::worker::run(
                 &mut Worker::new(preset, backend, playing, shared, repaint),
                 rx,
+                &pacing,
             );
         })
     }
