@@ -42,6 +42,11 @@ fn opening(tab: Tab) -> Opening {
 
 #[test]
 fn no_control_is_cut_off_and_every_panel_is_inside_the_window_at_three_sizes() {
+    // The thermodynamics view writes its sweep into the working directory: a scratch one
+    // (this binary has this one test, so changing it is safe).
+    let dir = std::env::temp_dir().join(format!("atmc-layout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::env::set_current_dir(&dir).unwrap();
     let mut problems = Vec::new();
     for tab in Tab::ALL {
         for [w, h] in SIZES {

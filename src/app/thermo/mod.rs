@@ -24,12 +24,9 @@ use std::time::{Duration, Instant};
 
 /// The problems offered, by shipped preset name.
 const PROBLEMS: [(&str, &str); 5] = [
-    (
-        "thermo-quadratic",
-        "Quadratic, additive noise (known answer)",
-    ),
-    ("default", "Banana, additive noise σ = 2"),
-    ("logistic", "Logistic regression, real minibatches"),
+    ("thermo-quadratic", "Quadratic (known answer)"),
+    ("default", "Banana, noise σ = 2"),
+    ("logistic", "Logistic regression"),
     ("sphere-op", "Sphere, overparameterised"),
     ("sphere-up", "Sphere, underparameterised"),
 ];
@@ -600,6 +597,8 @@ impl View for ThermoView {
             let mut problem = self.problem.clone();
             egui::ComboBox::from_label("problem")
                 .width(170.0)
+                // One line, cut short: a long name must not stretch the panel.
+                .wrap_mode(egui::TextWrapMode::Truncate)
                 .selected_text(PROBLEMS.iter().find(|p| p.0 == problem).map_or(self.base.name(), |p| p.1))
                 .show_ui(ui, |ui| {
                     for (name, label) in PROBLEMS {
