@@ -229,6 +229,12 @@ pub fn presentation_zoom(height: f32) -> f32 {
     (height / 620.0).clamp(1.0, 3.0)
 }
 
+/// The zoom outside presentation mode: 1 up to a window 860 points high (1280×720 and
+/// 1280×800 stay as designed), then growing with the height up to 1.5 (1.26 at 1080).
+pub fn desk_zoom(height: f32) -> f32 {
+    (height / 860.0).clamp(1.0, 1.5)
+}
+
 /// Applies the theme and the stroke widths of presentation mode to every style.
 pub fn apply_style(ctx: &egui::Context, classroom: &Classroom) {
     ctx.set_theme(if classroom.light {
@@ -250,6 +256,9 @@ mod tests {
     #[test]
     fn zoom_fits_the_window() {
         assert_eq!(presentation_zoom(600.0), 1.0);
+        assert_eq!(desk_zoom(720.0), 1.0);
+        assert_eq!(desk_zoom(800.0), 1.0);
+        assert!((desk_zoom(1080.0) - 1.256).abs() < 1e-3);
         assert!((presentation_zoom(720.0) - 1.161).abs() < 1e-3);
         assert!((presentation_zoom(1080.0) - 1.742).abs() < 1e-3);
     }

@@ -765,12 +765,16 @@ impl AtmcApp {
         self.poll_writer();
         self.handle_keys(ui.ctx());
         self.path_prompt(ui.ctx());
-        if self.classroom.presentation {
-            let height = ui.ctx().content_rect().height() * ui.ctx().zoom_factor();
-            let zoom = classroom::presentation_zoom(height);
-            if (ui.ctx().zoom_factor() - zoom).abs() > 0.01 {
-                ui.ctx().set_zoom_factor(zoom);
-            }
+        // Presentation mode scales everything for a projector; at a desk, a large window
+        // (1920×1080) gets somewhat larger type too, rather than small text and empty space.
+        let height = ui.ctx().content_rect().height() * ui.ctx().zoom_factor();
+        let zoom = if self.classroom.presentation {
+            classroom::presentation_zoom(height)
+        } else {
+            classroom::desk_zoom(height)
+        };
+        if (ui.ctx().zoom_factor() - zoom).abs() > 0.01 {
+            ui.ctx().set_zoom_factor(zoom);
         }
         if self.classroom.show_keys {
             self.classroom.show_keys = Classroom::keys_overlay(ui.ctx());

@@ -456,7 +456,7 @@ impl View for PosteriorView {
         self.send_views();
         self.plot_bar(ui);
         let rest = ui.available_size();
-        let plot_height = (rest.y - 40.0).clamp(80.0, 220.0);
+        let plot_height = (rest.y - 40.0).clamp(80.0, 320.0);
         if self.preset.view.plots == PlotPanel::Growth {
             plots::growth(
                 ui,
