@@ -248,3 +248,32 @@ fn a_loaded_preset_shows_a_loading_state_until_its_chains_arrive() {
     }
     assert!(view(&h).session().with_snapshot(|s| s.step == 0));
 }
+
+/// A preset chosen from the menu runs at once, whatever its kind (an MLP preset used to open
+/// paused while a 2-D one kept the previous state).
+#[test]
+fn presets_from_the_menu_open_running_whatever_their_kind() {
+    use atmc_lab::app::mlp::MlpView;
+    let mut h = harness(
+        Preset::default_preset(),
+        [1280, 720],
+        1.0,
+        BackendChoice::Cpu,
+    );
+    h.run_steps(2);
+    let ctx = h.ctx.clone();
+    let moons = atmc_lab::preset::AnyPreset::load("two-moons").unwrap();
+    h.state_mut().as_mut().unwrap().open_and_play(&ctx, moons);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        h.step();
+        let playing = app(&h)
+            .get::<MlpView>()
+            .is_some_and(|v| v.session().with_snapshot(|s| s.playing));
+        if playing {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the MLP preset never ran");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

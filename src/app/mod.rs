@@ -484,7 +484,7 @@ impl AtmcApp {
         match AnyPreset::load(&path.to_string_lossy()) {
             Ok(p) => {
                 self.shell.status = Some(Status::ok(format!("loaded {}", path.display())));
-                self.load_any(ctx, p);
+                self.open_and_play(ctx, p);
             }
             Err(e) => self.shell.status = Some(Status::error(e.to_string())),
         }
@@ -508,6 +508,17 @@ impl AtmcApp {
     /// File → Save preset…: the dialog, or the in-app prompt where there is none.
     pub fn ask_save_preset(&mut self) {
         self.save_preset_dialog();
+    }
+
+    /// Loads a preset chosen from the Presets menu or a file, and runs it: every kind opens
+    /// running, as lessons do (a sphere preset waits for its sweep to be started: that is
+    /// minutes of work, not an animation).
+    pub fn open_and_play(&mut self, ctx: &egui::Context, preset: AnyPreset) {
+        let runs = !matches!(preset, AnyPreset::Sphere(_));
+        self.load_any(ctx, preset);
+        if runs {
+            self.active_mut().act(Action::Play);
+        }
     }
 
     /// Starts a lecture at its first lesson.
@@ -841,7 +852,7 @@ impl AtmcApp {
                             .clicked()
                     {
                         ui.close();
-                        self.load_any(ui.ctx(), p);
+                        self.open_and_play(ui.ctx(), p);
                     }
                 }
             });
