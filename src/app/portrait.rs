@@ -109,7 +109,8 @@ pub struct PortraitData<'a> {
 
 fn ticks(lo: f64, hi: f64) -> Vec<f64> {
     let span = (hi - lo).abs().max(1e-12);
-    let raw = span / 4.0;
+    // About five round ticks across (four left most views with a lone "0").
+    let raw = span / 6.0;
     let mag = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 5.0, 10.0]
         .iter()
@@ -224,9 +225,13 @@ pub fn show(
 
     // Axes: ticks and labels inside the frame.
     let label_color = Color32::from_gray(190);
-    let font = egui::FontId::proportional(11.0);
+    let font = egui::FontId::proportional(12.0);
+    // Labels keep clear of the corner where the two axes meet and of the title.
     for t in ticks(view.x[0], view.x[1]) {
         let p = to_screen(t, view.y[0]);
+        if p.x < rect.left() + 22.0 {
+            continue;
+        }
         painter.line_segment([p, p - Vec2::new(0.0, 5.0)], Stroke::new(1.0, label_color));
         painter.text(
             p - Vec2::new(0.0, 6.0),
@@ -238,6 +243,9 @@ pub fn show(
     }
     for t in ticks(view.y[0], view.y[1]) {
         let p = to_screen(view.x[0], t);
+        if p.y > rect.bottom() - 22.0 || p.y < rect.top() + 28.0 {
+            continue;
+        }
         painter.line_segment([p, p + Vec2::new(5.0, 0.0)], Stroke::new(1.0, label_color));
         painter.text(
             p + Vec2::new(7.0, 0.0),
@@ -319,6 +327,8 @@ mod tests {
         assert_eq!(ticks(-1.0, 1.0), vec![-1.0, -0.5, 0.0, 0.5, 1.0]);
         let t = ticks(0.03, 7.9);
         assert_eq!(t, vec![2.0, 4.0, 6.0]);
+        // The banana's view: more than a lone 0.
+        assert_eq!(ticks(-4.7, 4.7), vec![-4.0, -2.0, 0.0, 2.0, 4.0]);
     }
 
     #[test]
