@@ -21,12 +21,11 @@ fn atmc_lab(args: &[&str]) -> Output {
         .expect("binary runs")
 }
 
+mod common;
+
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("atmc-reliability-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("reliability", name)
 }
 
 fn stderr(out: &Output) -> String {

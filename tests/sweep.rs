@@ -6,19 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 fn atmc_lab(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("binary runs")
+    common::atmc_lab_in(args, dir)
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("atmc-sweep-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("sweep", name)
 }
 
 fn s(path: &Path) -> &str {

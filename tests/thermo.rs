@@ -4,21 +4,16 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
 
 fn atmc_lab(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("binary runs")
+    common::atmc_lab_in(args, dir)
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("atmc-thermo-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("thermo", name)
 }
 
 /// The last line of stdout as JSON, after checking the exit status.
@@ -211,6 +206,20 @@ fn bad_thermo_requests_are_refused_before_any_work() {
         (
             vec!["thermo", "default", "--lr-min", "0", "--lr-max", "1"],
             "learning rate",
+        ),
+        // Within the command's range but beyond the sphere's: refused before any file.
+        (
+            vec![
+                "thermo",
+                "sphere-op",
+                "--lr-min",
+                "1",
+                "--lr-max",
+                "50",
+                "--csv",
+                "t.csv",
+            ],
+            "sphere-op: point",
         ),
     ] {
         let out = atmc_lab(&args, &dir);

@@ -89,7 +89,7 @@ const TOO_FAST: Duration = Duration::from_millis(250);
 pub fn native(request: &FileRequest) -> Picked {
     #[cfg(target_os = "linux")]
     if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none()
-        && !std::path::Path::new(&format!("/run/user/{}/bus", unsafe_free_uid())).exists()
+        && !std::path::Path::new(&format!("/run/user/{}/bus", current_uid())).exists()
     {
         return Picked::Unavailable(
             "no D-Bus session: the native file dialogs need one (and xdg-desktop-portal)".into(),
@@ -122,7 +122,7 @@ pub fn native(request: &FileRequest) -> Picked {
 
 /// The user id, from the owner of /proc/self (no libc call needed).
 #[cfg(target_os = "linux")]
-fn unsafe_free_uid() -> u32 {
+fn current_uid() -> u32 {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").map_or(0, |m| m.uid())
 }

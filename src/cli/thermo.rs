@@ -111,6 +111,12 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
         name.to_owned()
     };
     let spec = sweep::thermo::spec(&base, (lo, hi), args.points, args.chains, args.steps);
+    // Every learning rate is checked against the preset before anything is written (a
+    // sphere's η, say, stops at 10); the generated file's line numbers would mean nothing.
+    let text = ron::ser::to_string_pretty(&spec, ron::ser::PrettyConfig::new().struct_names(true))
+        .expect("a sweep serialises");
+    let loaded = Sweep::parse(&text, name, Path::new("."))
+        .map_err(|e| usage(format!("{name}: {}", e.message)))?;
     let stem = Path::new(name)
         .file_stem()
         .and_then(|s| s.to_str())
@@ -132,11 +138,7 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
     }
     std::fs::create_dir_all(&out)
         .map_err(|e| usage(format!("--out {}: cannot create it: {e}", out.display())))?;
-    let text = ron::ser::to_string_pretty(&spec, ron::ser::PrettyConfig::new().struct_names(true))
-        .expect("a sweep serialises");
     let sweep_file = out.join("thermo.ron");
-    let loaded = Sweep::parse(&text, &sweep_file.display().to_string(), Path::new("."))
-        .map_err(|e| usage(e.to_string()))?;
     std::fs::write(&sweep_file, &text)
         .map_err(|e| usage(format!("cannot write {}: {e}", sweep_file.display())))?;
     let shard = args.shard.unwrap_or(Shard::ALL);

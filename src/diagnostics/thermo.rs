@@ -20,9 +20,14 @@ pub struct Cells {
 }
 
 impl Cells {
+    /// The smallest loss of the cells.
+    pub fn min_loss(&self) -> f64 {
+        self.loss.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+
     /// The Gibbs probabilities of the cells at temperature `t` (summing to 1).
     pub fn gibbs(&self, t: f64) -> Vec<f64> {
-        let min = self.loss.iter().copied().fold(f64::INFINITY, f64::min);
+        let min = self.min_loss();
         let w: Vec<f64> = self
             .loss
             .iter()
@@ -173,15 +178,14 @@ pub fn sphere_quadrature(loss: &dyn Fn(DVec3) -> f64) -> SphereQuadrature {
 }
 
 /// The Gibbs law's probability of each cell of `grid` at temperature `t`, normalised over
-/// the whole plane (the quadrature zoomed from `start`).
+/// the whole plane by `cells`, the quadrature at that temperature ([`plane_cells`]).
 pub fn plane_gibbs_on_grid(
     loss: &(dyn Fn([f64; 2]) -> f64 + Sync),
-    start: Grid2,
+    cells: &Cells,
     t: f64,
     grid: &Grid2,
 ) -> Vec<f64> {
-    let (_, cells) = plane_cells(loss, start, t);
-    let l0 = cells.loss.iter().copied().fold(f64::INFINITY, f64::min);
+    let l0 = cells.min_loss();
     let z: f64 = cells
         .loss
         .iter()

@@ -156,15 +156,22 @@ fn advance_lanes<const N: usize>(
     }
 }
 
-/// Advances one chunk of chains (the first has index `first`) as groups of `N` lanes and
-/// returns the moments of the alive ones.
-#[inline(always)]
-fn advance_chunk<const N: usize>(
-    model: &Model,
+/// What every chunk of one `advance` shares: the model, the run's seed, the first step and
+/// the number of steps; `first` is the index of the chunk's first chain.
+#[derive(Clone, Copy)]
+struct Chunk<'a> {
+    model: &'a Model,
     seed: u64,
     first: usize,
     step0: u32,
     steps: u32,
+}
+
+/// Advances one chunk of chains as groups of `N` lanes and returns the moments of the alive
+/// ones.
+#[inline(always)]
+fn advance_chunk<const N: usize>(
+    job: Chunk,
     chains: &mut [Chain2],
     diverged_at: &mut [u32],
 ) -> Moments {
@@ -174,11 +181,19 @@ fn advance_chunk<const N: usize>(
         .zip(diverged_at.chunks_mut(N))
         .enumerate()
     {
-        let base = (first + g * N) as u32;
-        advance_lanes::<N>(model, seed, base, step0, steps, group, diverged_at);
+        let base = (job.first + g * N) as u32;
+        advance_lanes::<N>(
+            job.model,
+            job.seed,
+            base,
+            job.step0,
+            job.steps,
+            group,
+            diverged_at,
+        );
         for (chain, d) in group.iter().zip(diverged_at.iter()) {
             if *d == 0 {
-                moments.add(chain, model);
+                moments.add(chain, job.model);
             } else {
                 moments.diverged += 1;
             }
@@ -194,15 +209,11 @@ fn advance_chunk<const N: usize>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn advance_chunk_avx2(
-    model: &Model,
-    seed: u64,
-    first: usize,
-    step0: u32,
-    steps: u32,
+    job: Chunk,
     chains: &mut [Chain2],
     diverged_at: &mut [u32],
 ) -> Moments {
-    advance_chunk::<8>(model, seed, first, step0, steps, chains, diverged_at)
+    advance_chunk::<8>(job, chains, diverged_at)
 }
 
 /// [`advance_chunk`] compiled for AVX-512 (16 lanes in one register).
@@ -212,40 +223,27 @@ unsafe fn advance_chunk_avx2(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
 unsafe fn advance_chunk_avx512(
-    model: &Model,
-    seed: u64,
-    first: usize,
-    step0: u32,
-    steps: u32,
+    job: Chunk,
     chains: &mut [Chain2],
     diverged_at: &mut [u32],
 ) -> Moments {
-    advance_chunk::<16>(model, seed, first, step0, steps, chains, diverged_at)
+    advance_chunk::<16>(job, chains, diverged_at)
 }
 
 /// [`advance_chunk`] on the given path (one this machine has: see [`SimdPath::available`]).
-#[allow(clippy::too_many_arguments)]
 fn advance_chunk_on(
     path: SimdPath,
-    model: &Model,
-    seed: u64,
-    first: usize,
-    step0: u32,
-    steps: u32,
+    job: Chunk,
     chains: &mut [Chain2],
     diverged_at: &mut [u32],
 ) -> Moments {
     match path {
         // SAFETY: the paths are only chosen when detected (`SimdPath::available`).
         #[cfg(target_arch = "x86_64")]
-        SimdPath::Avx2 => unsafe {
-            advance_chunk_avx2(model, seed, first, step0, steps, chains, diverged_at)
-        },
+        SimdPath::Avx2 => unsafe { advance_chunk_avx2(job, chains, diverged_at) },
         #[cfg(target_arch = "x86_64")]
-        SimdPath::Avx512 => unsafe {
-            advance_chunk_avx512(model, seed, first, step0, steps, chains, diverged_at)
-        },
-        _ => advance_chunk::<8>(model, seed, first, step0, steps, chains, diverged_at),
+        SimdPath::Avx512 => unsafe { advance_chunk_avx512(job, chains, diverged_at) },
+        _ => advance_chunk::<8>(job, chains, diverged_at),
     }
 }
 
@@ -333,8 +331,14 @@ impl Engine for CpuEngine {
             .zip(self.diverged_at.par_chunks_mut(CHUNK))
             .enumerate()
             .map(|(chunk_index, (chains, diverged_at))| {
-                let first = chunk_index * CHUNK;
-                advance_chunk_on(simd, model, seed, first, step0, steps, chains, diverged_at)
+                let job = Chunk {
+                    model,
+                    seed,
+                    first: chunk_index * CHUNK,
+                    step0,
+                    steps,
+                };
+                advance_chunk_on(simd, job, chains, diverged_at)
             })
             .collect::<Vec<Moments>>()
             .iter()

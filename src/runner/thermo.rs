@@ -243,6 +243,7 @@ fn measure_plane(
         }
     }
     let thetas = alive_thetas(engine.as_mut())?;
+    let known = theory(preset);
     let mut point = ThermoPoint {
         problem: preset.target.name().to_owned(),
         sampler: preset.sampler.kind.name().to_owned(),
@@ -260,9 +261,9 @@ fn measure_plane(
         t_gibbs: None,
         gibbs_tv: None,
         gibbs_tv_baseline: None,
-        t_theory: theory(preset).map(|(t, _)| t),
-        var_theory: theory(preset).map(|(t, lambda)| t / lambda),
-        s_theory: theory(preset).map(|(t, lambda)| {
+        t_theory: known.map(|(t, _)| t),
+        var_theory: known.map(|(t, lambda)| t / lambda),
+        s_theory: known.map(|(t, lambda)| {
             (2.0 * std::f64::consts::PI * std::f64::consts::E * t / lambda).ln()
         }),
         signal: None,
@@ -313,14 +314,8 @@ fn measure_plane(
     let start = target.default_grid().with_resolution(160, 160);
     let t = fit_temperature(point.u, &|t| plane_cells(&loss, start, t).1);
     point.t_gibbs = Some(t);
-    point.u_min = Some(
-        plane_cells(&loss, start, t)
-            .1
-            .loss
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min),
-    );
+    let (_, cells) = plane_cells(&loss, start, t);
+    point.u_min = Some(cells.min_loss());
     let sd = [point.var[0].sqrt(), point.var[1].sqrt()];
     let grid = Grid2::new(
         [mean[0] - 4.0 * sd[0], mean[0] + 4.0 * sd[0]],
@@ -330,7 +325,7 @@ fn measure_plane(
     );
     if sd[0] > 0.0 && sd[1] > 0.0 {
         let (counts, outside) = count_plane(&thetas, &grid);
-        let probabilities = plane_gibbs_on_grid(&loss, start, t, &grid);
+        let probabilities = plane_gibbs_on_grid(&loss, &cells, t, &grid);
         let mut c = counts.clone();
         c.push(outside);
         let mut p = probabilities;
@@ -471,13 +466,7 @@ fn measure_sphere(preset: &SpherePreset, progress: &mut dyn FnMut(u32)) -> Therm
         steps: preset.steps,
         alive: preset.chains,
         u,
-        u_min: Some(
-            fine.cells
-                .loss
-                .iter()
-                .copied()
-                .fold(f64::INFINITY, f64::min),
-        ),
+        u_min: Some(fine.cells.min_loss()),
         u_se,
         var,
         s_knn,

@@ -111,3 +111,20 @@ pub fn run_wgsl_check(library: &str, entry: &str, inputs: &[u32]) -> Vec<u32> {
     let bytes = ctx.read_buffer(&output, 0, 4 * n).expect("read back");
     bytemuck::cast_slice(&bytes).to_vec()
 }
+
+/// Runs the `atmc-lab` binary with `args` in `dir`.
+pub fn atmc_lab_in(args: &[&str], dir: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("binary runs")
+}
+
+/// A fresh, empty scratch folder for one test of a suite.
+pub fn scratch(suite: &str, name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("atmc-{suite}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

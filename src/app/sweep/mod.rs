@@ -138,7 +138,19 @@ pub struct SweepView {
     colormap: Colormap,
     plot_rect: Option<Rect>,
     texture: Option<(egui::TextureHandle, Vec<Option<f64>>)>,
+    slice_cache: Option<(SliceKey, Slice2d)>,
+    /// The shipped sweeps, parsed once (each point checked): for the buttons and their hover.
+    shipped: Vec<(&'static str, Result<Sweep, String>)>,
     backend: BackendChoice,
+}
+
+/// What a slice of the table depends on.
+#[derive(Clone, Debug, PartialEq)]
+struct SliceKey {
+    statistic: String,
+    axes: (usize, usize),
+    held: Vec<usize>,
+    records: usize,
 }
 
 impl SweepView {
@@ -158,6 +170,8 @@ impl SweepView {
             colormap: Colormap::viridis(),
             plot_rect: None,
             texture: None,
+            slice_cache: None,
+            shipped: Vec::new(),
             backend,
         }
     }
@@ -311,10 +325,22 @@ impl SweepView {
         Ok(preset)
     }
 
-    fn slice(&self) -> Option<Slice2d> {
+    /// The slice shown, recomputed only when the statistic, the axes, the held values or
+    /// the number of records change: a sweep of 100,000 points is not walked every frame.
+    fn slice(&mut self) -> Option<Slice2d> {
         let table = self.table.as_ref()?;
-        let (x, y) = self.axes;
-        Some(sweep::slice2d(table, &self.statistic, x, y, &self.slice))
+        let key = SliceKey {
+            statistic: self.statistic.clone(),
+            axes: self.axes,
+            held: self.slice.clone(),
+            records: table.records.len(),
+        };
+        if self.slice_cache.as_ref().is_none_or(|(k, _)| *k != key) {
+            let (x, y) = self.axes;
+            let slice = sweep::slice2d(table, &self.statistic, x, y, &self.slice);
+            self.slice_cache = Some((key, slice));
+        }
+        self.slice_cache.as_ref().map(|(_, s)| s.clone())
     }
 
     fn open_dialog(&mut self, shell: &mut Shell) {
@@ -712,23 +738,33 @@ impl View for SweepView {
             self.open_dialog(shell);
         }
         ui.label(RichText::new("Run a shipped sweep here:").small());
-        for (name, text) in SHIPPED_SWEEPS {
-            let parsed = Sweep::parse(text, name, Path::new("."));
-            let hover = parsed
-                .as_ref()
-                .map_or_else(|e| e.to_string(), |s| s.spec.description.clone());
+        if self.shipped.is_empty() {
+            self.shipped = SHIPPED_SWEEPS
+                .iter()
+                .map(|(name, text)| {
+                    let parsed = Sweep::parse(text, name, Path::new("."));
+                    (*name, parsed.map_err(|e| e.to_string()))
+                })
+                .collect();
+        }
+        let mut chosen = None;
+        for (name, parsed) in &self.shipped {
+            let hover = match parsed {
+                Ok(s) => s.spec.description.clone(),
+                Err(e) => e.clone(),
+            };
             if ui
                 .button(format!("▶ {name}"))
                 .on_hover_text(hover)
                 .clicked()
             {
-                let result = parsed
-                    .map_err(|e| e.to_string())
-                    .and_then(|s| self.start(s, name));
-                if let Err(e) = result {
-                    shell.status = Some(Status::error(e));
-                }
+                chosen = Some((*name, parsed.clone()));
             }
+        }
+        if let Some((name, parsed)) = chosen
+            && let Err(e) = parsed.and_then(|s| self.start(s, name))
+        {
+            shell.status = Some(Status::error(e));
         }
         if let Some((done, total)) = self.running() {
             ui.separator();

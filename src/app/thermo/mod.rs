@@ -7,7 +7,9 @@
 use super::colormap::Colormap;
 use super::sweep::BackgroundSweep;
 use super::view::{Action, Shell, Status, View};
-use crate::diagnostics::thermo::{plane_gibbs_on_grid, sphere_gibbs_on_grid, sphere_quadrature};
+use crate::diagnostics::thermo::{
+    plane_cells, plane_gibbs_on_grid, sphere_gibbs_on_grid, sphere_quadrature,
+};
 use crate::engine::BackendChoice;
 use crate::math::sphere::loss as sphere_loss;
 use crate::math::{SamplerKind, Target};
@@ -332,7 +334,9 @@ impl ThermoView {
             AnyPreset::Toy(p) => {
                 let target: Target = p.target.build();
                 let start = target.default_grid().with_resolution(160, 160);
-                plane_gibbs_on_grid(&|x| target.neg_log_density(x), start, t, &grid)
+                let loss = |x: [f64; 2]| target.neg_log_density(x);
+                let (_, cells) = plane_cells(&loss, start, t);
+                plane_gibbs_on_grid(&loss, &cells, t, &grid)
             }
             AnyPreset::Sphere(p) => {
                 let objects = p.problem.objects();
