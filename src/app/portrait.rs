@@ -107,23 +107,33 @@ pub struct PortraitData<'a> {
     pub note: Option<&'a str>,
 }
 
-fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+/// Round ticks in [lo, hi], about `about` of them: the smallest step of 1, 2, 2.5 or 5 times
+/// a power of ten that is at least span/(about + 1), or the next smaller one when that would
+/// leave fewer than two ticks.
+fn ticks(lo: f64, hi: f64, about: f64) -> Vec<f64> {
     let span = (hi - lo).abs().max(1e-12);
-    // About five round ticks across (four left most views with a lone "0").
-    let raw = span / 6.0;
+    let raw = span / (about + 1.0);
     let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
+    let steps: Vec<f64> = [0.5, 1.0, 2.0, 2.5, 5.0, 10.0]
         .iter()
         .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
-    let mut t = (lo / step).ceil() * step;
-    let mut out = Vec::new();
-    while t <= hi + 1e-9 * span {
-        out.push(if t.abs() < 1e-12 * step { 0.0 } else { t });
-        t += step;
+        .collect();
+    let first = steps.iter().position(|s| *s >= raw).unwrap_or(steps.len() - 1);
+    let at = |step: f64| {
+        let mut t = (lo / step).ceil() * step;
+        let mut out = Vec::new();
+        while t <= hi + 1e-9 * span {
+            out.push(if t.abs() < 1e-12 * step { 0.0 } else { t });
+            t += step;
+        }
+        out
+    };
+    let out = at(steps[first]);
+    if out.len() < 2 && first > 0 {
+        at(steps[first - 1])
+    } else {
+        out
     }
-    out
 }
 
 /// Draws a portrait in a square of side `side` and handles pan (drag), zoom (scroll) and
@@ -227,7 +237,10 @@ pub fn show(
     let label_color = Color32::from_gray(190);
     let font = egui::FontId::proportional(12.0);
     // Labels keep clear of the corner where the two axes meet and of the title.
-    for t in ticks(view.x[0], view.x[1]) {
+    // About one round tick per 50 points, two to five per axis (four left most views with a
+    // lone "0"; five crowd a small side-by-side portrait).
+    let about = (rect.width() / 50.0).clamp(2.0, 5.0) as f64;
+    for t in ticks(view.x[0], view.x[1], about) {
         let p = to_screen(t, view.y[0]);
         if p.x < rect.left() + 22.0 {
             continue;
@@ -241,7 +254,7 @@ pub fn show(
             label_color,
         );
     }
-    for t in ticks(view.y[0], view.y[1]) {
+    for t in ticks(view.y[0], view.y[1], about) {
         let p = to_screen(view.x[0], t);
         if p.y > rect.bottom() - 22.0 || p.y < rect.top() + 28.0 {
             continue;
@@ -324,11 +337,13 @@ mod tests {
 
     #[test]
     fn ticks_are_round_and_inside() {
-        assert_eq!(ticks(-1.0, 1.0), vec![-1.0, -0.5, 0.0, 0.5, 1.0]);
-        let t = ticks(0.03, 7.9);
+        assert_eq!(ticks(-1.0, 1.0, 5.0), vec![-1.0, -0.5, 0.0, 0.5, 1.0]);
+        let t = ticks(0.03, 7.9, 5.0);
         assert_eq!(t, vec![2.0, 4.0, 6.0]);
         // The banana's view: more than a lone 0.
-        assert_eq!(ticks(-4.7, 4.7), vec![-4.0, -2.0, 0.0, 2.0, 4.0]);
+        assert_eq!(ticks(-4.7, 4.7, 5.0), vec![-4.0, -2.0, 0.0, 2.0, 4.0]);
+        // A small portrait gets fewer.
+        assert_eq!(ticks(-4.7, 4.7, 2.0), vec![-2.5, 0.0, 2.5]);
     }
 
     #[test]

@@ -430,23 +430,25 @@ impl View for CompareView {
         let columns = self.columns.len().max(1);
         let spacing = ui.spacing().item_spacing;
         let available = ui.available_size();
-        // Columns side by side; in a narrow window, three or four of them in two rows, so a
-        // portrait never shrinks below a readable size.
-        let per_row = if columns > 2 && available.x / columns as f32 <= 170.0 {
+        // Two portraits stacked per column under a three-line header, the shared plots below.
+        let plots = (available.y * 0.3).clamp(90.0, 260.0);
+        let header = 3.0 * ui.text_style_height(&egui::TextStyle::Small) + 3.0 * spacing.y;
+        let side_for = |per_row: usize| {
+            let rows = columns.div_ceil(per_row);
+            ((available.x - per_row as f32 * spacing.x) / per_row as f32).min(
+                (available.y - plots - rows as f32 * (header + 2.0 * spacing.y))
+                    / (2 * rows) as f32,
+            )
+        };
+        // All columns in one row, or (three or four of them) in two rows: whichever gives the
+        // larger portraits in this window.
+        let per_row = if columns > 2 && side_for(2) > side_for(columns) {
             2
         } else {
             columns
         };
         let rows = columns.div_ceil(per_row);
-        // Two portraits stacked per column under a three-line header, the shared plots below.
-        let plots = (available.y * 0.3).clamp(90.0, 260.0);
-        let header = 3.0 * ui.text_style_height(&egui::TextStyle::Small) + 3.0 * spacing.y;
-        let side = ((available.x - per_row as f32 * spacing.x) / per_row as f32)
-            .min(
-                (available.y - plots - rows as f32 * (header + 2.0 * spacing.y))
-                    / (2 * rows) as f32,
-            )
-            .max(60.0);
+        let side = side_for(per_row).max(60.0);
         let contours = self.contours();
         for row in 0..rows {
             ui.horizontal(|ui| {
