@@ -118,7 +118,10 @@ fn ticks(lo: f64, hi: f64, about: f64) -> Vec<f64> {
         .iter()
         .map(|m| m * mag)
         .collect();
-    let first = steps.iter().position(|s| *s >= raw).unwrap_or(steps.len() - 1);
+    let first = steps
+        .iter()
+        .position(|s| *s >= raw)
+        .unwrap_or(steps.len() - 1);
     let at = |step: f64| {
         let mut t = (lo / step).ceil() * step;
         let mut out = Vec::new();
