@@ -132,12 +132,6 @@ fn sgd_update(theta: f32, g: f32, phase: StepPhase) -> f32 {
     return theta - phase.h * g;
 }
 
-// Non-finite (±inf or NaN) from the bit pattern: an all-ones exponent. Comparisons with NaN
-// may be folded away by fast-math shader compilers (e.g. Metal), bit tests cannot.
-fn is_finite(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u;
-}
-
 // `SamplerParams::coordinate_diverged`: non-finite values, or |p| or |θ| beyond their bounds.
 fn coordinate_diverged(theta: f32, p: f32, xi: f32) -> bool {
     return !(is_finite(theta) && is_finite(p) && is_finite(xi))

@@ -9,6 +9,7 @@ use atmc_lab::engine::shader_interface::{
     self, CHAIN_WORKGROUP, GENERATED_PREFIXES, GpuParams, MLP_WORKGROUP, MlpRegion, SHARED_STRUCTS,
     check_wgsl, constants, generated_wgsl,
 };
+use atmc_lab::engine::sphere::gpu::SPHERE_SHADER_SOURCE;
 use atmc_lab::math::SamplerKind;
 use atmc_lab::math::mlp::Activation;
 use atmc_lab::math::rng::Stream;
@@ -20,11 +21,16 @@ fn parse(source: &str) -> naga::Module {
     naga::front::wgsl::parse_str(source).unwrap_or_else(|e| panic!("{}", e.emit_to_string(source)))
 }
 
-/// Both composed shaders: name, source, the workgroup size of every entry point.
-fn engines() -> [(&'static str, &'static str, u32); 2] {
+/// Every composed shader: name, source, the workgroup size of every entry point.
+fn engines() -> [(&'static str, &'static str, u32); 3] {
     [
         ("2-D engine", SHADER_SOURCE.as_str(), CHAIN_WORKGROUP),
         ("MLP engine", MLP_SHADER_SOURCE.as_str(), MLP_WORKGROUP),
+        (
+            "sphere engine",
+            SPHERE_SHADER_SOURCE.as_str(),
+            CHAIN_WORKGROUP,
+        ),
     ]
 }
 

@@ -262,6 +262,76 @@ pub struct GpuEngine {
     chains: u32,
 }
 
+/// A uniform buffer binding of `size` bytes, with a dynamic offset when `dynamic`.
+pub(crate) fn uniform_entry(binding: u32, dynamic: bool, size: u64) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: dynamic,
+            min_binding_size: wgpu::BufferSize::new(size),
+        },
+        count: None,
+    }
+}
+
+/// The `params` binding every engine starts with.
+pub(crate) fn params_entry() -> wgpu::BindGroupLayoutEntry {
+    uniform_entry(
+        PARAMS_BINDING,
+        false,
+        std::mem::size_of::<GpuParams>() as u64,
+    )
+}
+
+/// Compiles `source` and makes one compute pipeline per entry point over one bind group
+/// layout of `entries`. Fails naming `what` and the device when the WGSL does not validate
+/// there.
+pub(crate) fn compute_pipelines(
+    ctx: &GpuContext,
+    what: &str,
+    source: &str,
+    entries: &[wgpu::BindGroupLayoutEntry],
+    entry_points: &[&str],
+) -> anyhow::Result<(wgpu::BindGroupLayout, Vec<wgpu::ComputePipeline>)> {
+    let device = &ctx.device;
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(what),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some(what),
+        entries,
+    });
+    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some(what),
+        bind_group_layouts: &[Some(&layout)],
+        immediate_size: 0,
+    });
+    let pipelines = entry_points
+        .iter()
+        .map(|&entry| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        })
+        .collect();
+    if let Some(e) = pollster::block_on(scope.pop()) {
+        bail!(
+            "the {what} shaders do not compile on {}: {e}",
+            ctx.describe()
+        );
+    }
+    Ok((layout, pipelines))
+}
+
 pub(crate) fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
     wgpu::BindGroupLayoutEntry {
         binding,
@@ -290,51 +360,22 @@ impl GpuEngine {
         init: &InitSpec,
         seed: u64,
     ) -> anyhow::Result<Self> {
-        let device = &ctx.device;
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("atmc-lab engine"),
-            source: wgpu::ShaderSource::Wgsl(SHADER_SOURCE.as_str().into()),
-        });
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("engine"),
-            entries: &[
-                wgpu::BindGroupLayoutEntry {
-                    binding: PARAMS_BINDING,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
+        let (layout, mut pipelines) = compute_pipelines(
+            &ctx,
+            "engine",
+            SHADER_SOURCE.as_str(),
+            &[
+                params_entry(),
                 storage_entry(1, false),
                 storage_entry(2, false),
                 storage_entry(3, false),
                 storage_entry(4, false),
                 storage_entry(5, true),
             ],
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("engine"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("advance"),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("advance"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            bail!(
-                "the engine's shaders do not compile on {}: {e}",
-                ctx.describe()
-            );
-        }
+            &["advance"],
+        )?;
+        let pipeline = pipelines.remove(0);
+        let device = &ctx.device;
         let params = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("params"),
             size: std::mem::size_of::<GpuParams>() as u64,

@@ -4,8 +4,8 @@
 //! and the WGSL side is generated from it, so the two cannot drift apart:
 //!
 //! - **Structs.** [`GpuParams`] (the uniform block `Params` of both engines), [`MlpSlice`]
-//!   (`Slice`, the per-dispatch uniform of the MLP engine) and [`GpuChain`] (`Chain`, one 2-D
-//!   chain in a storage buffer) are declared by `shader_structs!` (below): each field is written once,
+//!   (`Slice`, the per-dispatch uniform of the MLP engine), [`GpuChain`] (`Chain`, one 2-D
+//!   chain in a storage buffer) and [`GpuSphereChain`] (`SphereChain`, the sphere engine's) are declared by `shader_structs!` (below): each field is written once,
 //!   with its Rust type, and the WGSL type follows from it (`u32`, `f32`; `[S; 2..=4]` is
 //!   `vecN<S>`; `[[S; 4]; N]` is `array<vec4<S>, N>`). The same macro checks at compile time
 //!   that every field sits at the offset WGSL gives it and that arrays in a uniform have a
@@ -349,9 +349,9 @@ shader_structs! {
         pub mlp_focus_chain: u32,
         /// Divergence bound on |θ|.
         pub theta_bound: f32,
+        /// The sphere engine: heavy-ball momentum μ.
+        pub momentum: f32,
         /// Padding: a uniform block is a whole number of 16-byte rows.
-        pub pad0: u32,
-        /// Padding.
         pub pad1: u32,
         /// Padding.
         pub pad2: u32,
@@ -378,6 +378,15 @@ shader_structs! {
         pub p: [f32; 2],
         /// Thermostat ξ.
         pub xi: [f32; 2],
+    }
+
+    /// A chain of the sphere engine (`SphereChain`): a unit direction and its velocity, each
+    /// a `vec4` whose last component is unused (a `vec3` would pad to 16 bytes anyway).
+    pub struct GpuSphereChain as "SphereChain" in Storage {
+        /// Direction x (|x| = 1).
+        pub x: [f32; 4],
+        /// Velocity v, tangent at x.
+        pub v: [f32; 4],
     }
 }
 

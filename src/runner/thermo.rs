@@ -9,7 +9,7 @@ use crate::diagnostics::thermo::{
     self, fit_temperature, plane_cells, plane_gibbs_on_grid, quadratic_temperature, sphere_cell,
     sphere_gibbs_on_grid, sphere_quadrature, total_variation,
 };
-use crate::engine::sphere::SphereEngine;
+use crate::engine::sphere::create_sphere_engine;
 use crate::engine::{BackendChoice, create_engine};
 use crate::math::sphere::{loss as sphere_loss, signal_and_noise};
 use crate::math::{Grid2, NoiseSpec, SamplerKind, Target, TargetSpec};
@@ -125,7 +125,7 @@ pub struct ThermoPoint {
     pub histogram: Option<Histogram>,
     /// A few hundred final directions (the sphere), for pictures.
     pub sample: Vec<[f32; 3]>,
-    /// Fraction of the chains within 0.01 of a pole ±(0, 0, 1) (the sphere).
+    /// Fraction of the chains with |z| > 0.99, within 8° of a pole ±(0, 0, 1) (the sphere).
     pub pole_fraction: Option<f64>,
 }
 
@@ -138,7 +138,7 @@ pub fn measure(
 ) -> anyhow::Result<ThermoPoint> {
     match preset {
         AnyPreset::Toy(p) => measure_plane(p, backend, progress),
-        AnyPreset::Sphere(p) => Ok(measure_sphere(p, progress)),
+        AnyPreset::Sphere(p) => measure_sphere(p, backend, progress),
         AnyPreset::Mlp(_) | AnyPreset::Comparison(_) => {
             anyhow::bail!("the thermodynamics measure takes a 2-D or a sphere preset")
         }
@@ -390,8 +390,18 @@ fn theory(preset: &Preset) -> Option<(f64, f64)> {
     quadratic_temperature(preset.sampler.h, g.precision[0], sigma).map(|t| (t, g.precision[0]))
 }
 
-fn measure_sphere(preset: &SpherePreset, progress: &mut dyn FnMut(u32)) -> ThermoPoint {
-    let mut engine = SphereEngine::new(preset.problem, preset.sampler, preset.chains, preset.seed);
+fn measure_sphere(
+    preset: &SpherePreset,
+    backend: BackendChoice,
+    progress: &mut dyn FnMut(u32),
+) -> anyhow::Result<ThermoPoint> {
+    let (mut engine, _) = create_sphere_engine(
+        backend,
+        preset.problem,
+        preset.sampler,
+        preset.chains,
+        preset.seed,
+    )?;
     let objects = engine.objects().to_vec();
     let loss = |x: DVec3| sphere_loss(&objects, x);
     let snr_of = |xs: &[DVec3]| -> (f64, f64) {
@@ -405,10 +415,10 @@ fn measure_sphere(preset: &SpherePreset, progress: &mut dyn FnMut(u32)) -> Therm
     let (mut u_trace, mut s_trace, mut snr_trace) = (Vec::new(), Vec::new(), Vec::new());
     let mut done = 0;
     for end in block_ends(preset.steps) {
-        engine.advance(end - done);
+        engine.advance(end - done)?;
         done = end;
         progress(done);
-        let xs = engine.positions();
+        let xs = engine.positions()?;
         let losses: Vec<f64> = xs.iter().map(|&x| loss(x)).collect();
         u_trace.push((done, mean_and_se(&losses).0));
         if let Some(s) =
@@ -421,7 +431,7 @@ fn measure_sphere(preset: &SpherePreset, progress: &mut dyn FnMut(u32)) -> Therm
             snr_trace.push((done, signal / noise));
         }
     }
-    let xs = engine.positions();
+    let xs = engine.positions()?;
     let points: Vec<[f64; 3]> = xs.iter().map(|x| x.to_array()).collect();
     let losses: Vec<f64> = xs.iter().map(|&x| loss(x)).collect();
     let (u, u_se) = mean_and_se(&losses);
@@ -454,7 +464,7 @@ fn measure_sphere(preset: &SpherePreset, progress: &mut dyn FnMut(u32)) -> Therm
     let s_knn = sphere_knn_entropy(&points, KNN_K);
     let (stationary, excluded) = exclusion(s_knn, &u_trace, u_se);
     let every = (xs.len() / SPHERE_SAMPLE).max(1);
-    ThermoPoint {
+    Ok(ThermoPoint {
         problem: format!("sphere {}", preset.problem.short()),
         sampler: if preset.sampler.momentum > 0.0 {
             "sgd+momentum".into()
@@ -497,7 +507,7 @@ fn measure_sphere(preset: &SpherePreset, progress: &mut dyn FnMut(u32)) -> Therm
             .map(|x| x.as_vec3().to_array())
             .collect(),
         pole_fraction: Some(xs.iter().filter(|x| x.z.abs() > 0.99).count() as f64 / n),
-    }
+    })
 }
 
 /// The measured points of a sweep, ready for slopes: excluded points are kept but marked.

@@ -9,9 +9,11 @@
 
 use super::{MlpEngine, MlpReport, ParameterStates, Prediction};
 use crate::engine::BackendInfo;
-use crate::engine::gpu::{GpuContext, storage_entry};
+use crate::engine::gpu::{
+    GpuContext, compute_pipelines, params_entry, storage_entry, uniform_entry,
+};
 use crate::engine::shader_interface::{
-    self, GpuParams, MLP_PARTIALS, MLP_WORKGROUP, MlpRegion, MlpSlice as Slice, PARAMS_BINDING,
+    self, GpuParams, MLP_PARTIALS, MLP_WORKGROUP, MlpRegion, MlpSlice as Slice,
 };
 use crate::math::mlp::{Architecture, ChainSlices, MlpInit, MlpModel};
 use anyhow::{bail, ensure};
@@ -156,19 +158,6 @@ fn uniform_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer
     })
 }
 
-fn uniform_entry(binding: u32, dynamic: bool, size: u64) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Uniform,
-            has_dynamic_offset: dynamic,
-            min_binding_size: wgpu::BufferSize::new(size),
-        },
-        count: None,
-    }
-}
-
 impl MlpGpuEngine {
     /// `chains` networks on an existing device.
     pub fn with_context(
@@ -191,20 +180,14 @@ impl MlpGpuEngine {
                 limit >> 20
             );
         }
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("atmc-lab mlp"),
-            source: wgpu::ShaderSource::Wgsl(MLP_SHADER_SOURCE.as_str().into()),
-        });
         let slice_size = std::mem::size_of::<Slice>() as u64;
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("mlp"),
-            entries: &[
-                uniform_entry(
-                    PARAMS_BINDING,
-                    false,
-                    std::mem::size_of::<GpuParams>() as u64,
-                ),
+        let names: Vec<&str> = Entry::ALL.iter().map(|e| e.name()).collect();
+        let (layout, compiled) = compute_pipelines(
+            &ctx,
+            "MLP",
+            MLP_SHADER_SOURCE.as_str(),
+            &[
+                params_entry(),
                 storage_entry(1, false),
                 storage_entry(2, false),
                 storage_entry(3, true),
@@ -213,29 +196,9 @@ impl MlpGpuEngine {
                 storage_entry(6, false),
                 uniform_entry(7, true, slice_size),
             ],
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("mlp"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipelines = Entry::ALL
-            .iter()
-            .map(|&entry| {
-                let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry.name()),
-                    layout: Some(&pipeline_layout),
-                    module: &module,
-                    entry_point: Some(entry.name()),
-                    compilation_options: Default::default(),
-                    cache: None,
-                });
-                (entry, pipeline)
-            })
-            .collect();
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            bail!("the MLP shaders do not compile on {}: {e}", ctx.describe());
-        }
+            &names,
+        )?;
+        let pipelines = Entry::ALL.iter().copied().zip(compiled).collect();
         let params = uniform_buffer(
             device,
             "mlp params",

@@ -1,9 +1,9 @@
-//! The sphere toy's engine (MATH.md §5.4): N chains of projected SGD on the unit sphere,
-//! stepped on the CPU with rayon, each chain's minibatches addressed by (seed, chain, step)
-//! like every other chain of the lab. A chain is a direction and a velocity in f64: an
-//! overparameterised problem collapses the chains onto a pole, and f64 keeps how close they
-//! get measurable.
+//! The sphere engine on the CPU: the oracle, stepping `math::sphere::step` with rayon. A chain
+//! is a direction and a velocity in f64: an overparameterised problem collapses the chains
+//! onto a pole, and f64 keeps how close they get measurable down to 1e-15.
 
+use super::SphereEngine;
+use crate::engine::BackendInfo;
 use crate::math::rng::RngCounter;
 use crate::math::sphere::{self, SphereChain, SphereOptimizer, SphereProblem};
 use glam::DVec3;
@@ -12,8 +12,8 @@ use rayon::prelude::*;
 /// Chains stepped by one rayon task.
 const CHUNK: usize = 256;
 
-/// Projected SGD chains on the sphere.
-pub struct SphereEngine {
+/// Projected SGD chains on the sphere, stepped on the CPU.
+pub struct CpuSphereEngine {
     objects: Vec<DVec3>,
     optimizer: SphereOptimizer,
     chains: Vec<SphereChain>,
@@ -21,7 +21,7 @@ pub struct SphereEngine {
     steps_done: u32,
 }
 
-impl SphereEngine {
+impl CpuSphereEngine {
     /// `chains` chains at the common start, at rest.
     pub fn new(problem: SphereProblem, optimizer: SphereOptimizer, chains: u32, seed: u64) -> Self {
         Self {
@@ -32,24 +32,29 @@ impl SphereEngine {
             steps_done: 0,
         }
     }
+}
 
-    /// The objects of the problem.
-    pub fn objects(&self) -> &[DVec3] {
+impl SphereEngine for CpuSphereEngine {
+    fn backend(&self) -> BackendInfo {
+        BackendInfo {
+            kind: "cpu",
+            device: format!("{} threads, f64", rayon::current_num_threads()),
+        }
+    }
+
+    fn objects(&self) -> &[DVec3] {
         &self.objects
     }
 
-    /// Steps done so far.
-    pub fn steps_done(&self) -> u32 {
+    fn steps_done(&self) -> u32 {
         self.steps_done
     }
 
-    /// Changes the learning rate, momentum or batch for the steps to come.
-    pub fn set_optimizer(&mut self, optimizer: SphereOptimizer) {
+    fn set_optimizer(&mut self, optimizer: SphereOptimizer) {
         self.optimizer = optimizer;
     }
 
-    /// Advances every chain `steps` steps.
-    pub fn advance(&mut self, steps: u32) {
+    fn advance(&mut self, steps: u32) -> anyhow::Result<()> {
         let (objects, opt, seed, first) =
             (&self.objects, self.optimizer, self.seed, self.steps_done);
         self.chains
@@ -64,11 +69,11 @@ impl SphereEngine {
                 }
             });
         self.steps_done += steps;
+        Ok(())
     }
 
-    /// The chains' directions.
-    pub fn positions(&self) -> Vec<DVec3> {
-        self.chains.iter().map(|c| c.x).collect()
+    fn positions(&mut self) -> anyhow::Result<Vec<DVec3>> {
+        Ok(self.chains.iter().map(|c| c.x).collect())
     }
 }
 
@@ -83,14 +88,14 @@ mod tests {
             momentum: 0.3,
             batch: 1,
         };
-        let mut a = SphereEngine::new(SphereProblem::Underparameterised, opt, 1000, 5);
-        let mut b = SphereEngine::new(SphereProblem::Underparameterised, opt, 1000, 5);
-        a.advance(100);
-        b.advance(37);
-        b.advance(63);
-        assert_eq!(a.positions(), b.positions());
+        let mut a = CpuSphereEngine::new(SphereProblem::Underparameterised, opt, 1000, 5);
+        let mut b = CpuSphereEngine::new(SphereProblem::Underparameterised, opt, 1000, 5);
+        a.advance(100).unwrap();
+        b.advance(37).unwrap();
+        b.advance(63).unwrap();
+        let p = a.positions().unwrap();
+        assert_eq!(p, b.positions().unwrap());
         // Chains differ from one another (their minibatches do).
-        let p = a.positions();
         assert!(p[0].distance(p[1]) > 1e-6);
     }
 }

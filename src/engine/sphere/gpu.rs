@@ -1,0 +1,221 @@
+//! The sphere engine on the GPU: `shaders/sphere.wgsl`, one invocation per chain with its
+//! state in registers for all the steps of a dispatch, f32. Directions come back as f64 for
+//! the measurements, which the CPU engine's f64 oracle checks (`tests/gpu.rs`).
+
+use super::SphereEngine;
+use crate::engine::BackendInfo;
+use crate::engine::gpu::{GpuContext, compute_pipelines, params_entry, storage_entry};
+use crate::engine::shader_interface::{
+    self, CHAIN_WORKGROUP, GpuParams, GpuSphereChain, PARAMS_BINDING,
+};
+use crate::math::sphere::{SphereChain, SphereOptimizer, SphereProblem};
+use anyhow::bail;
+use bytemuck::Zeroable;
+use glam::DVec3;
+use std::sync::LazyLock;
+use wgpu::util::DeviceExt;
+
+/// The WGSL of the sphere engine: the generated prelude, Philox, the step.
+pub static SPHERE_SHADER_SOURCE: LazyLock<String> = LazyLock::new(|| {
+    shader_interface::compose(&[
+        ("rng.wgsl", include_str!("../../../shaders/rng.wgsl")),
+        ("sphere.wgsl", include_str!("../../../shaders/sphere.wgsl")),
+    ])
+});
+
+/// Loop iterations one invocation may run on llvmpipe (see `LOOP_BUDGET` of the 2-D engine):
+/// dispatches are cut to stay below it.
+const LOOP_BUDGET: u32 = 50_000;
+/// Longest dispatch, for display watchdogs on real GPUs.
+const MAX_STEPS_PER_DISPATCH: u32 = 1024;
+
+/// Loop iterations of one step: per minibatch slot the batch loop and a Philox call of ten
+/// rounds, plus the step loop itself.
+fn loop_iterations_per_step(batch: u32) -> u32 {
+    11 * batch + 1
+}
+
+impl From<SphereChain> for GpuSphereChain {
+    fn from(c: SphereChain) -> Self {
+        let (x, v) = (c.x.as_vec3(), c.v.as_vec3());
+        Self {
+            x: x.extend(0.0).to_array(),
+            v: v.extend(0.0).to_array(),
+        }
+    }
+}
+
+/// Projected SGD chains on the sphere, stepped in WGSL.
+pub struct GpuSphereEngine {
+    ctx: GpuContext,
+    pipeline: wgpu::ComputePipeline,
+    params: wgpu::Buffer,
+    chain_buffer: wgpu::Buffer,
+    bind_group: wgpu::BindGroup,
+    groups: [u32; 2],
+    objects: Vec<DVec3>,
+    optimizer: SphereOptimizer,
+    chains: u32,
+    seed: u64,
+    steps_done: u32,
+}
+
+impl GpuSphereEngine {
+    /// `chains` chains at the common start, at rest, on an open device.
+    pub fn with_context(
+        ctx: GpuContext,
+        problem: SphereProblem,
+        optimizer: SphereOptimizer,
+        chains: u32,
+        seed: u64,
+    ) -> anyhow::Result<Self> {
+        let device = &ctx.device;
+        let bytes = u64::from(chains.max(1)) * std::mem::size_of::<GpuSphereChain>() as u64;
+        let limits = device.limits();
+        if bytes > limits.max_storage_buffer_binding_size || bytes > limits.max_buffer_size {
+            bail!(
+                "{chains} sphere chains need {bytes} bytes of state, more than {} allows",
+                ctx.describe()
+            );
+        }
+        let (layout, mut pipelines) = compute_pipelines(
+            &ctx,
+            "sphere engine",
+            SPHERE_SHADER_SOURCE.as_str(),
+            &[
+                params_entry(),
+                storage_entry(1, false),
+                storage_entry(2, true),
+            ],
+            &["advance_sphere"],
+        )?;
+        let pipeline = pipelines.remove(0);
+        let params = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("sphere params"),
+            size: std::mem::size_of::<GpuParams>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let start = vec![GpuSphereChain::from(SphereChain::at_start()); chains.max(1) as usize];
+        let chain_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("sphere chains"),
+            contents: bytemuck::cast_slice(&start),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        });
+        let objects = problem.objects();
+        let rows: Vec<[f32; 4]> = objects
+            .iter()
+            .map(|a| a.as_vec3().extend(0.0).to_array())
+            .collect();
+        let object_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("sphere objects"),
+            contents: bytemuck::cast_slice(&rows),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+        fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+            wgpu::BindGroupEntry {
+                binding,
+                resource: buffer.as_entire_binding(),
+            }
+        }
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("sphere engine"),
+            layout: &layout,
+            entries: &[
+                entry(PARAMS_BINDING, &params),
+                entry(1, &chain_buffer),
+                entry(2, &object_buffer),
+            ],
+        });
+        let total = chains.div_ceil(CHAIN_WORKGROUP).max(1);
+        let max_x = limits.max_compute_workgroups_per_dimension;
+        let groups = [total.min(max_x), total.div_ceil(max_x)];
+        Ok(Self {
+            ctx,
+            pipeline,
+            params,
+            chain_buffer,
+            bind_group,
+            groups,
+            objects,
+            optimizer,
+            chains,
+            seed,
+            steps_done: 0,
+        })
+    }
+
+    fn gpu_params(&self, step0: u32, steps: u32) -> GpuParams {
+        GpuParams {
+            seed_lo: self.seed as u32,
+            seed_hi: (self.seed >> 32) as u32,
+            step0,
+            steps,
+            chains: self.chains,
+            h: self.optimizer.h as f32,
+            momentum: self.optimizer.momentum as f32,
+            batch_size: self.optimizer.batch,
+            data_n: self.objects.len() as u32,
+            groups_x: self.groups[0],
+            ..Zeroable::zeroed()
+        }
+    }
+}
+
+impl SphereEngine for GpuSphereEngine {
+    fn backend(&self) -> BackendInfo {
+        BackendInfo {
+            kind: "gpu",
+            device: self.ctx.describe(),
+        }
+    }
+
+    fn objects(&self) -> &[DVec3] {
+        &self.objects
+    }
+
+    fn steps_done(&self) -> u32 {
+        self.steps_done
+    }
+
+    fn set_optimizer(&mut self, optimizer: SphereOptimizer) {
+        self.optimizer = optimizer;
+    }
+
+    fn advance(&mut self, steps: u32) -> anyhow::Result<()> {
+        let per_dispatch = (LOOP_BUDGET / loop_iterations_per_step(self.optimizer.batch))
+            .clamp(1, MAX_STEPS_PER_DISPATCH);
+        let mut done = 0;
+        while done < steps {
+            let n = (steps - done).min(per_dispatch);
+            let params = self.gpu_params(self.steps_done + done, n);
+            self.ctx
+                .queue
+                .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
+            let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(0, &self.bind_group, &[]);
+                pass.dispatch_workgroups(self.groups[0], self.groups[1], 1);
+            }
+            self.ctx.queue.submit([encoder.finish()]);
+            done += n;
+        }
+        self.steps_done += steps;
+        Ok(())
+    }
+
+    fn positions(&mut self) -> anyhow::Result<Vec<DVec3>> {
+        if self.chains == 0 {
+            return Ok(Vec::new());
+        }
+        let size = u64::from(self.chains) * std::mem::size_of::<GpuSphereChain>() as u64;
+        let raw = self.ctx.read_buffer(&self.chain_buffer, 0, size)?;
+        let chains: &[GpuSphereChain] = bytemuck::cast_slice(&raw);
+        Ok(chains
+            .iter()
+            .map(|c| DVec3::new(c.x[0].into(), c.x[1].into(), c.x[2].into()).normalize())
+            .collect())
+    }
+}
