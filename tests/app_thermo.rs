@@ -1,13 +1,33 @@
 //! The thermodynamics view driven offscreen: a small sphere sweep runs in the background and
-//! the view draws its curves, the Gibbs test and the globe. (Its own test binary: it works in
+//! the view draws its curves, the Gibbs test and the globe; an MLP sweep draws its curves and
+//! the traces of U, S and the SNR. (Its own test binary: it works in
 //! a scratch directory, where the view writes its sweep.)
 
-use atmc_lab::app::screenshot::{harness, run_to_step};
+use atmc_lab::app::screenshot::{AppHarness, harness, run_to_step};
 use atmc_lab::app::thermo::ThermoView;
 use atmc_lab::app::view::View;
 use atmc_lab::app::{Opening, Tab};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::AnyPreset;
+
+/// A harness showing the Thermodynamics tab on `preset`, its sweep of four learning rates run
+/// to the end.
+fn swept(preset: AnyPreset, size: [u32; 2]) -> AppHarness {
+    let mut h = harness(
+        Opening::InTab(Tab::Thermo, Box::new(preset)),
+        size,
+        1.0,
+        BackendChoice::Cpu,
+    );
+    h.state_mut()
+        .as_mut()
+        .unwrap()
+        .get_mut::<ThermoView>()
+        .unwrap()
+        .points = 4;
+    run_to_step(&mut h, 1).unwrap();
+    h
+}
 
 #[test]
 fn the_thermodynamics_view_runs_a_sweep_and_draws_every_panel() {
@@ -20,19 +40,7 @@ fn the_thermodynamics_view_runs_a_sweep_and_draws_every_panel() {
     };
     sphere.chains = 1000;
     sphere.steps = 300;
-    let mut h = harness(
-        Opening::InTab(Tab::Thermo, Box::new(AnyPreset::Sphere(sphere))),
-        [1280, 800],
-        1.0,
-        BackendChoice::Cpu,
-    );
-    h.state_mut()
-        .as_mut()
-        .unwrap()
-        .get_mut::<ThermoView>()
-        .unwrap()
-        .points = 4;
-    run_to_step(&mut h, 1).unwrap();
+    let h = swept(AnyPreset::Sphere(sphere), [1280, 800]);
     let app = h.state().as_ref().unwrap();
     assert_eq!(app.tab, Tab::Thermo);
     let view = app.get::<ThermoView>().unwrap();
@@ -54,4 +62,31 @@ fn the_thermodynamics_view_runs_a_sweep_and_draws_every_panel() {
         );
     }
     assert!(dir.join("atmc-lab-sweeps").is_dir());
+
+    // Networks: the same curves, then U, S and the SNR over the steps (no Gibbs test).
+    let AnyPreset::Mlp(mut mlp) = AnyPreset::load("mlp-up").unwrap() else {
+        panic!("mlp-up is an MLP preset");
+    };
+    mlp.chains = 64;
+    mlp.steps = 200;
+    let h = swept(AnyPreset::Mlp(mlp), [1024, 600]);
+    let view = h.state().as_ref().unwrap().get::<ThermoView>().unwrap();
+    let rows = &view.table.as_ref().unwrap().rows;
+    assert_eq!(rows.len(), 4);
+    assert!(rows.iter().all(|r| r.point.problem.contains("UP")));
+    let labels: Vec<String> = view.panels().into_iter().map(|(l, _)| l).collect();
+    for wanted in [
+        "U(η) panel",
+        "S(η) panel",
+        "U over steps (loss per example)",
+        "gradient SNR over steps",
+    ] {
+        assert!(labels.iter().any(|l| l == wanted), "{wanted} in {labels:?}");
+    }
+    for (label, rect) in view.panels() {
+        assert!(
+            rect.min.x >= 0.0 && rect.min.y >= 0.0 && rect.max.x <= 1024.0 && rect.max.y <= 600.0,
+            "{label} at {rect:?}"
+        );
+    }
 }

@@ -125,6 +125,76 @@ fn the_sphere_collapses_when_overparameterised_and_keeps_its_spread_when_not() {
     assert!(up["snr"].as_f64().unwrap() < op["snr"].as_f64().unwrap());
 }
 
+/// MATH.md §5.6, networks with real minibatch noise: the underparameterised MLP (12
+/// weights, 200 points) is stationary at every η with U and S rising and a positive slope
+/// temperature, and its gradient SNR falls towards zero as η → 0 (the per-example gradients
+/// disagree at its best fit); the overparameterised one (1,218 weights, 100 points) fits its
+/// data (U two orders of magnitude lower) and its SNR stays where it was.
+#[test]
+fn mlps_with_fewer_and_more_weights_than_points_behave_as_up_and_op() {
+    use atmc_lab::engine::BackendChoice;
+    use atmc_lab::preset::AnyPreset;
+    use atmc_lab::runner::thermo::{ThermoPoint, measure};
+    let show = |p: &ThermoPoint| {
+        eprintln!(
+            "{} η {:.1e}: U {:.4} S {:.2} SNR {:.3} {:?}",
+            p.problem,
+            p.eta,
+            p.u,
+            p.s_knn.unwrap(),
+            p.snr.unwrap(),
+            p.excluded
+        )
+    };
+    let run = |name: &str, chains: u32, eta: f64| -> ThermoPoint {
+        let AnyPreset::Mlp(mut p) = AnyPreset::load(name).unwrap() else {
+            panic!("{name} is an MLP preset")
+        };
+        p.chains = chains;
+        p.sampler.h = eta;
+        measure(&AnyPreset::Mlp(p), BackendChoice::Cpu, &mut |_| {}).unwrap()
+    };
+    let up: Vec<ThermoPoint> = [2e-4, 1e-3, 4e-3, 1.6e-2]
+        .iter()
+        .map(|&eta| run("mlp-up", 256, eta))
+        .collect();
+    for p in &up {
+        show(p);
+        assert!(p.problem.contains("UP"), "{}", p.problem);
+    }
+    for w in up[1..].windows(2) {
+        assert!(
+            w[1].u > w[0].u && w[1].s_knn > w[0].s_knn,
+            "U and S rise with η"
+        );
+        assert!(w[0].stationary && w[1].stationary);
+    }
+    assert!(
+        up[0].snr.unwrap() < 0.6 * up[2].snr.unwrap(),
+        "UP SNR falls as η → 0"
+    );
+    let op: Vec<ThermoPoint> = [2e-4, 4e-3]
+        .iter()
+        .map(|&eta| run("mlp-op", 64, eta))
+        .collect();
+    for p in &op {
+        show(p);
+        assert!(p.problem.contains("OP"), "{}", p.problem);
+        assert!(p.t_gibbs.is_none(), "no Gibbs fit in weight space");
+    }
+    assert!(
+        op[1].u < 0.05 * up[2].u,
+        "OP interpolates: {} vs {}",
+        op[1].u,
+        up[2].u
+    );
+    let (small, large) = (op[0].snr.unwrap(), op[1].snr.unwrap());
+    assert!(
+        small > 0.7 * large,
+        "OP SNR stays positive: {small} vs {large}"
+    );
+}
+
 #[test]
 fn a_thermo_sweep_shards_and_merges_into_the_unsharded_table() {
     let dir = scratch("shards");
@@ -193,8 +263,15 @@ fn bad_thermo_requests_are_refused_before_any_work() {
             "below",
         ),
         (
-            vec!["thermo", "two-moons", "--lr-min", "0.1", "--lr-max", "1"],
-            "2-D preset or a sphere",
+            vec![
+                "thermo",
+                "lesson-defects",
+                "--lr-min",
+                "0.1",
+                "--lr-max",
+                "1",
+            ],
+            "not a comparison",
         ),
         (
             vec![

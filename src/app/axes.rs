@@ -183,6 +183,78 @@ fn symlog_marks(input: GridInput, unit: f64) -> Vec<GridMark> {
     marks
 }
 
+/// Round ticks in [lo, hi], about `about` of them: the smallest step of 1, 2, 2.5 or 5 times
+/// a power of ten that is at least span/(about + 1), or the next smaller one when that would
+/// leave fewer than two ticks.
+pub fn round_ticks(lo: f64, hi: f64, about: f64) -> Vec<f64> {
+    let span = (hi - lo).abs().max(1e-12);
+    let raw = span / (about + 1.0);
+    let mag = 10f64.powf(raw.log10().floor());
+    let steps: Vec<f64> = [0.5, 1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .collect();
+    let first = steps
+        .iter()
+        .position(|s| *s >= raw)
+        .unwrap_or(steps.len() - 1);
+    let at = |step: f64| {
+        let mut t = (lo / step).ceil() * step;
+        let mut out = Vec::new();
+        while t <= hi + 1e-9 * span {
+            out.push(if t.abs() < 1e-12 * step { 0.0 } else { t });
+            t += step;
+        }
+        out
+    };
+    let out = at(steps[first]);
+    if out.len() < 2 && first > 0 {
+        at(steps[first - 1])
+    } else {
+        out
+    }
+}
+
+/// The smallest step of 1, 2, 2.5 or 5 times a power of ten that is at least `raw`.
+fn nice_step(raw: f64) -> f64 {
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw * (1.0 - 1e-12))
+        .unwrap_or(10.0 * mag)
+}
+
+/// Grid marks of a linear x axis (steps, θ): round values at least 70 px apart (egui_plot
+/// paints an x label only when its neighbour is 60 px away and fades it in up to 80), none
+/// within 16 px of the right edge, where the label would be centred half outside the plot.
+/// They depend only on the bounds, so a growing series keeps its labels in place.
+pub fn x_marks(input: GridInput) -> Vec<GridMark> {
+    let (lo, hi) = input.bounds;
+    if !(lo.is_finite() && hi.is_finite()) || hi <= lo || input.base_step_size <= 0.0 {
+        return Vec::new();
+    }
+    // `base_step_size` is the value spanned by egui_plot's smallest grid spacing, 8 px.
+    let step = nice_step(70.0 / 8.0 * input.base_step_size);
+    let mut marks = Vec::new();
+    let mut k = (lo / step).ceil();
+    // Half a wide label ("20000") of room at the right edge.
+    let edge = hi - 16.0 / 8.0 * input.base_step_size;
+    while k * step <= edge {
+        let value = k * step;
+        marks.push(GridMark {
+            value: if value.abs() < 1e-9 * step {
+                0.0
+            } else {
+                value
+            },
+            step_size: step,
+        });
+        k += 1.0;
+    }
+    marks
+}
+
 /// A compact number: 0.01, 5, 300, 1e6, −2e9.
 pub fn short(v: f64) -> String {
     let a = v.abs();
@@ -208,6 +280,43 @@ pub fn short(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_are_round_and_inside() {
+        assert_eq!(round_ticks(-1.0, 1.0, 5.0), vec![-1.0, -0.5, 0.0, 0.5, 1.0]);
+        let t = round_ticks(0.03, 7.9, 5.0);
+        assert_eq!(t, vec![2.0, 4.0, 6.0]);
+        // The banana's view: more than a lone 0.
+        assert_eq!(round_ticks(-4.7, 4.7, 5.0), vec![-4.0, -2.0, 0.0, 2.0, 4.0]);
+        // A small portrait gets fewer.
+        assert_eq!(round_ticks(-4.7, 4.7, 2.0), vec![-2.5, 0.0, 2.5]);
+    }
+
+    #[test]
+    fn x_marks_stay_put_and_clear_of_the_right_edge() {
+        // A 400 px plot: 8 px of grid spacing span hi/50.
+        let marks = |hi: f64| -> Vec<f64> {
+            x_marks(GridInput {
+                bounds: (0.0, hi),
+                base_step_size: 20_000.0 / 50.0,
+            })
+            .iter()
+            .map(|m| m.value)
+            .collect()
+        };
+        assert_eq!(marks(20_000.0), vec![0.0, 5000.0, 10_000.0, 15_000.0]);
+        // The series grows by a few steps: the same labels.
+        assert_eq!(marks(20_400.0), marks(20_000.0));
+        let narrow = x_marks(GridInput {
+            bounds: (0.0, 3000.0),
+            base_step_size: 3000.0 / 17.0,
+        });
+        // A 140 px plot: two labels, 70 px or more apart.
+        assert_eq!(
+            narrow.iter().map(|m| m.value).collect::<Vec<_>>(),
+            vec![0.0, 2000.0]
+        );
+    }
 
     #[test]
     fn scales_follow_the_span_of_the_data() {

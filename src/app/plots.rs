@@ -139,6 +139,7 @@ pub fn time_series(
                     height,
                     &[curve.clone(), level(target)],
                 ))
+                .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .y_axis_label(format!("kinetic temperature{}", scale.note()))
                 .include_y(scale.to_plot(0.0).max(0.0).min(target))
@@ -160,6 +161,7 @@ pub fn time_series(
                     height,
                     std::slice::from_ref(&curve),
                 ))
+                .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .y_axis_label(format!("mean ξ{}", scale.note()))
                 .show(ui, |p| {
@@ -179,6 +181,7 @@ pub fn time_series(
             height,
             &[d.clone(), e.clone(), level(0.0)],
         )
+        .x_grid_spacer(crate::app::axes::x_marks)
         .x_axis_label("step")
         .include_y(0.0)
         .show(ui, |p| {
@@ -190,6 +193,7 @@ pub fn time_series(
         });
         let h = series(rows, Scale::Linear, at, step_size);
         series_plot("step size", w, height, &[h.clone(), level(0.0)])
+            .x_grid_spacer(crate::app::axes::x_marks)
             .x_axis_label("step")
             .include_y(0.0)
             .show(ui, |p| {
@@ -317,6 +321,7 @@ pub fn growth(
             let scale = Scale::for_values(values);
             scale
                 .apply(fixed_plot(id, w, height))
+                .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .y_axis_label(format!("{label}{}", scale.note()))
                 .show(ui, |p| {
@@ -415,13 +420,16 @@ pub fn marginal(
         pts.into()
     };
     let truth_total: f64 = truth.iter().sum::<f64>();
-    small_plot(id, size.x, size.y).include_y(0.0).show(ui, |p| {
-        p.line(Line::new(format!("chains {label}"), steps(counts, total)).color(ACCENT));
-        if truth_total > 0.0 {
-            // The exact marginal restricted to the view, normalised like the histogram.
-            p.line(Line::new("exact", steps(truth, truth_total)).color(TRUTH));
-        }
-    });
+    small_plot(id, size.x, size.y)
+        .include_y(0.0)
+        .x_grid_spacer(crate::app::axes::x_marks)
+        .show(ui, |p| {
+            p.line(Line::new(format!("chains {label}"), steps(counts, total)).color(ACCENT));
+            if truth_total > 0.0 {
+                // The exact marginal restricted to the view, normalised like the histogram.
+                p.line(Line::new("exact", steps(truth, truth_total)).color(TRUTH));
+            }
+        });
 }
 
 /// A reliability diagram: accuracy per confidence bin (bins without examples left out)

@@ -1,6 +1,7 @@
 //! One phase portrait: the engine's density histogram as an image, the highlighted chains
 //! with fading trails, optional contours of the target, pan and zoom.
 
+use super::axes::round_ticks;
 use super::colormap::Colormap;
 use crate::diagnostics::views::Segment;
 use crate::engine::Axis;
@@ -107,38 +108,6 @@ pub struct PortraitData<'a> {
     pub note: Option<&'a str>,
 }
 
-/// Round ticks in [lo, hi], about `about` of them: the smallest step of 1, 2, 2.5 or 5 times
-/// a power of ten that is at least span/(about + 1), or the next smaller one when that would
-/// leave fewer than two ticks.
-fn ticks(lo: f64, hi: f64, about: f64) -> Vec<f64> {
-    let span = (hi - lo).abs().max(1e-12);
-    let raw = span / (about + 1.0);
-    let mag = 10f64.powf(raw.log10().floor());
-    let steps: Vec<f64> = [0.5, 1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .collect();
-    let first = steps
-        .iter()
-        .position(|s| *s >= raw)
-        .unwrap_or(steps.len() - 1);
-    let at = |step: f64| {
-        let mut t = (lo / step).ceil() * step;
-        let mut out = Vec::new();
-        while t <= hi + 1e-9 * span {
-            out.push(if t.abs() < 1e-12 * step { 0.0 } else { t });
-            t += step;
-        }
-        out
-    };
-    let out = at(steps[first]);
-    if out.len() < 2 && first > 0 {
-        at(steps[first - 1])
-    } else {
-        out
-    }
-}
-
 /// Draws a portrait in a square of side `side` and handles pan (drag), zoom (scroll) and
 /// auto-range (double-click). Returns the response and the rectangle drawn.
 pub fn show(
@@ -243,7 +212,7 @@ pub fn show(
     // About one round tick per 50 points, two to five per axis (four left most views with a
     // lone "0"; five crowd a small side-by-side portrait).
     let about = (rect.width() / 50.0).clamp(2.0, 5.0) as f64;
-    for t in ticks(view.x[0], view.x[1], about) {
+    for t in round_ticks(view.x[0], view.x[1], about) {
         let p = to_screen(t, view.y[0]);
         if p.x < rect.left() + 22.0 {
             continue;
@@ -257,7 +226,7 @@ pub fn show(
             label_color,
         );
     }
-    for t in ticks(view.y[0], view.y[1], about) {
+    for t in round_ticks(view.y[0], view.y[1], about) {
         let p = to_screen(view.x[0], t);
         if p.y > rect.bottom() - 22.0 || p.y < rect.top() + 28.0 {
             continue;
@@ -337,17 +306,6 @@ pub fn show(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ticks_are_round_and_inside() {
-        assert_eq!(ticks(-1.0, 1.0, 5.0), vec![-1.0, -0.5, 0.0, 0.5, 1.0]);
-        let t = ticks(0.03, 7.9, 5.0);
-        assert_eq!(t, vec![2.0, 4.0, 6.0]);
-        // The banana's view: more than a lone 0.
-        assert_eq!(ticks(-4.7, 4.7, 5.0), vec![-4.0, -2.0, 0.0, 2.0, 4.0]);
-        // A small portrait gets fewer.
-        assert_eq!(ticks(-4.7, 4.7, 2.0), vec![-2.5, 0.0, 2.5]);
-    }
 
     #[test]
     fn resolution_grows_with_the_ensemble() {

@@ -16,8 +16,8 @@ use std::time::Instant;
 /// Options of `atmc-lab thermo`.
 #[derive(Debug, clap::Args)]
 pub struct ThermoArgs {
-    /// A 2-D preset (its sampler runs at every learning rate: SGD, SGHMC, ATMC, …) or a
-    /// sphere preset (`sphere-op`, `sphere-up`).
+    /// A 2-D preset (its sampler runs at every learning rate: SGD, SGHMC, ATMC, …), a
+    /// sphere preset (`sphere-op`, `sphere-up`) or an MLP preset (`mlp-up`, `mlp-op`).
     preset: Option<String>,
     /// Smallest learning rate (step size h) of the log grid.
     #[arg(long)]
@@ -44,7 +44,7 @@ pub struct ThermoArgs {
     /// Write the table as CSV.
     #[arg(long)]
     csv: Option<PathBuf>,
-    /// Backend of the 2-D engine (the sphere runs on the CPU).
+    /// Backend of the engine (2-D, sphere or MLP).
     #[arg(long, value_enum, default_value = "cpu")]
     backend: BackendChoice,
     /// Merge the shards in this folder and print the table.
@@ -93,13 +93,10 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
             .check(f64::from(s))
             .map_err(|m| usage(format!("--steps {s}: {m}")))?;
     }
-    match AnyPreset::load(name).map_err(|e| usage(e.to_string()))? {
-        AnyPreset::Toy(_) | AnyPreset::Sphere(_) => {}
-        _ => {
-            return Err(usage(format!(
-                "{name}: the thermodynamics lab takes a 2-D preset or a sphere preset"
-            )));
-        }
+    if let AnyPreset::Comparison(_) = AnyPreset::load(name).map_err(|e| usage(e.to_string()))? {
+        return Err(usage(format!(
+            "{name}: the thermodynamics lab takes a 2-D, sphere or MLP preset, not a comparison"
+        )));
     }
     // A relative preset path is read from the sweep file's folder: make it absolute.
     let base = if Path::new(name).exists() {
@@ -178,13 +175,13 @@ fn report_table(
     let table = sweep::thermo::table(merged).map_err(|e| usage(format!("{e:#}")))?;
     let short = |v: Option<f64>| v.map_or("—".to_owned(), |x| format!("{x:.4}"));
     eprintln!(
-        "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  stationary",
-        "η", "U", "S_knn", "S_hist", "T_slope", "T_gibbs", "T_theory", "TV", "TV exact"
+        "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  stationary",
+        "η", "U", "S_knn", "S_hist", "T_slope", "T_gibbs", "T_theory", "TV", "TV exact", "SNR"
     );
     for r in &table.rows {
         let p = &r.point;
         eprintln!(
-            "{:>10.4e} {:>10.4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}  {}",
+            "{:>10.4e} {:>10.4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  {}",
             p.eta,
             p.u,
             short(p.s_knn),
@@ -194,6 +191,7 @@ fn report_table(
             short(p.t_theory),
             short(p.gibbs_tv),
             short(p.gibbs_tv_baseline),
+            short(p.snr),
             p.excluded.as_deref().unwrap_or("yes")
         );
     }

@@ -89,28 +89,20 @@ impl<'a, const D: usize> KdTree<'a, D> {
 /// log-distance would be −∞).
 pub const MIN_DISTANCE: f64 = 1e-12;
 
-/// Volume of the unit ball in `d` dimensions.
-fn unit_ball_volume(d: usize) -> f64 {
-    match d {
-        1 => 2.0,
-        2 => std::f64::consts::PI,
-        3 => 4.0 / 3.0 * std::f64::consts::PI,
-        _ => {
-            let half = d as f64 / 2.0;
-            std::f64::consts::PI.powf(half) / gamma_half_integer(half + 1.0)
-        }
+/// ln of the volume π^{d/2}/Γ(d/2 + 1) of the unit ball in `d` dimensions, in logs so that
+/// network weight spaces (thousands of dimensions) neither overflow nor underflow.
+fn ln_unit_ball_volume(d: usize) -> f64 {
+    // Γ(x + 1) = x Γ(x) down to Γ(1) = 1 or Γ(1/2) = √π.
+    let mut x = d as f64 / 2.0;
+    let mut ln_gamma = 0.0;
+    while x > 0.25 {
+        ln_gamma += x.ln();
+        x -= 1.0;
     }
-}
-
-/// Γ(x) for x a positive integer or half-integer.
-fn gamma_half_integer(x: f64) -> f64 {
-    if x == 1.0 {
-        1.0
-    } else if x == 0.5 {
-        std::f64::consts::PI.sqrt()
-    } else {
-        (x - 1.0) * gamma_half_integer(x - 1.0)
+    if x < -0.25 {
+        ln_gamma += 0.5 * std::f64::consts::PI.ln();
     }
+    d as f64 / 2.0 * std::f64::consts::PI.ln() - ln_gamma
 }
 
 /// Kozachenko–Leonenko entropy (nats) of points in `D` dimensions from the distance to each
@@ -131,8 +123,50 @@ pub fn knn_entropy<const D: usize>(points: &[[f64; D]], k: usize) -> Option<f64>
         .sum();
     Some(
         digamma(n as f64) - digamma(k as f64)
-            + unit_ball_volume(D).ln()
+            + ln_unit_ball_volume(D)
             + D as f64 * sum_log / n as f64,
+    )
+}
+
+/// Kozachenko–Leonenko entropy (nats) of `points.len() / dim` points in `dim` dimensions
+/// (point-major), by brute force: a k-d tree is no help in a network's weight space, and N²·d
+/// work over a thousand networks takes about a second. In thousands of dimensions with a
+/// thousand points the estimate is biased (MATH.md §5.2): compare its changes along η, not
+/// its value. `None` with `k` or fewer points.
+pub fn knn_entropy_dense(points: &[f32], dim: usize, k: usize) -> Option<f64> {
+    use rayon::prelude::*;
+    if dim == 0 {
+        return None;
+    }
+    let n = points.len() / dim;
+    if k == 0 || n <= k {
+        return None;
+    }
+    let point = |i: usize| &points[i * dim..(i + 1) * dim];
+    let sum_log: f64 = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            // The k smallest squared distances to the other points, ascending.
+            let mut nearest = vec![f64::INFINITY; k];
+            for j in (0..n).filter(|&j| j != i) {
+                let d2: f64 = point(i)
+                    .iter()
+                    .zip(point(j))
+                    .map(|(a, b)| f64::from(a - b).powi(2))
+                    .sum();
+                if d2 < nearest[k - 1] {
+                    let at = nearest.partition_point(|&x| x <= d2);
+                    nearest.insert(at, d2);
+                    nearest.pop();
+                }
+            }
+            0.5 * nearest[k - 1].max(MIN_DISTANCE * MIN_DISTANCE).ln()
+        })
+        .sum();
+    Some(
+        digamma(n as f64) - digamma(k as f64)
+            + ln_unit_ball_volume(dim)
+            + dim as f64 * sum_log / n as f64,
     )
 }
 
@@ -255,6 +289,48 @@ mod tests {
             assert!((s2 - exact2).abs() < 0.05, "k {k}: 2-D {s2} vs {exact2}");
             assert!((s3 - exact3).abs() < 0.05, "k {k}: 3-D {s3} vs {exact3}");
         }
+    }
+
+    #[test]
+    fn the_unit_ball_volume_holds_in_thousands_of_dimensions() {
+        let pi = std::f64::consts::PI;
+        for (d, v) in [(1, 2.0), (2, pi), (3, 4.0 / 3.0 * pi), (4, pi * pi / 2.0)] {
+            assert!((ln_unit_ball_volume(d) - f64::ln(v)).abs() < 1e-12, "d {d}");
+        }
+        // V_d = (2π/d) V_{d−2}, where π^{d/2} and Γ(d/2 + 1) alone overflow.
+        for d in [1001, 4482] {
+            let step = ln_unit_ball_volume(d) - ln_unit_ball_volume(d - 2);
+            assert!((step - (2.0 * pi / d as f64).ln()).abs() < 1e-9, "d {d}");
+        }
+    }
+
+    /// The brute-force estimator of weight spaces gives the k-d tree's answer in 3-D, and
+    /// scaling the points by c adds d ln c in 300 dimensions.
+    #[test]
+    fn the_dense_estimator_agrees_with_the_tree_and_scales_with_the_points() {
+        let p3: Vec<[f64; 3]> = normals(2000, 3, 6)
+            .into_iter()
+            .map(|v| [v[0], 2.0 * v[1], 0.5 * v[2]])
+            .collect();
+        let flat: Vec<f32> = p3.iter().flatten().map(|&x| x as f32).collect();
+        let (tree, dense) = (
+            knn_entropy(&p3, 5).unwrap(),
+            knn_entropy_dense(&flat, 3, 5).unwrap(),
+        );
+        assert!((tree - dense).abs() < 1e-4, "{tree} vs {dense}");
+        let d = 300;
+        let wide: Vec<f32> = normals(400, d, 7)
+            .into_iter()
+            .flatten()
+            .map(|x| x as f32)
+            .collect();
+        let scaled: Vec<f32> = wide.iter().map(|x| 3.0 * x).collect();
+        let (a, b) = (
+            knn_entropy_dense(&wide, d, 5).unwrap(),
+            knn_entropy_dense(&scaled, d, 5).unwrap(),
+        );
+        assert!((b - a - d as f64 * 3f64.ln()).abs() < 1e-3, "{a} → {b}");
+        assert!(knn_entropy_dense(&wide[..5 * d], d, 5).is_none());
     }
 
     #[test]

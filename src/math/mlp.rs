@@ -436,6 +436,36 @@ impl MlpPosterior {
         }
     }
 
+    /// The gradient's signal and noise for SGD on the per-example loss L(θ)/N (MATH.md §5.6):
+    /// |∇L/N|, and the root mean square deviation from it of a minibatch gradient of `batch`
+    /// examples drawn with replacement, √(meanᵢ |∇CEᵢ − mean ∇CE|² / batch). The prior's
+    /// term is the same in every example and cancels from the noise.
+    pub fn gradient_signal_and_noise(&self, theta: &[f32], batch: u32) -> (f64, f64) {
+        let mut ws = Workspace::default();
+        let mut one = vec![0.0f32; self.params()];
+        let mut sum = vec![0.0f64; self.params()];
+        let mut sum_sq = 0.0;
+        for (x, &y) in self.inputs.iter().zip(&self.labels) {
+            one.fill(0.0);
+            self.accumulate_example(theta, *x, y, &mut ws, &mut one);
+            for (s, &g) in sum.iter_mut().zip(&one) {
+                *s += f64::from(g);
+            }
+            sum_sq += one.iter().map(|&g| f64::from(g).powi(2)).sum::<f64>();
+        }
+        let n = self.inputs.len() as f64;
+        let prior = f64::from(self.prior_precision) / n;
+        let signal = sum
+            .iter()
+            .zip(theta)
+            .map(|(s, &t)| (s / n + prior * f64::from(t)).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let mean_norm_sq = sum.iter().map(|s| (s / n).powi(2)).sum::<f64>();
+        let deviation = (sum_sq / n - mean_norm_sq).max(0.0);
+        (signal, (deviation / f64::from(batch.max(1))).sqrt())
+    }
+
     /// L(θ) = |θ|²/(2σ²) + Σᵢ CE over the full training set, in f64 (finite differences).
     pub fn neg_log_posterior(&self, theta: &[f32]) -> f64 {
         let mut ws = Workspace::default();
@@ -742,6 +772,40 @@ mod tests {
                 "{activation:?}: worst error {worst:e} of max |g| {scale}"
             );
         }
+    }
+
+    /// Signal and noise of the per-example loss: the signal is the full gradient over N, the
+    /// noise the spread of minibatch gradients over N around it (20,000 draws of batch 5).
+    #[test]
+    fn gradient_signal_and_noise_match_the_minibatch_gradients() {
+        let full = posterior(Activation::Tanh, &[8], 0);
+        let mini = posterior(Activation::Tanh, &[8], 5);
+        let theta = random_theta(&full, 6);
+        let n = full.inputs.len() as f64;
+        let mut ws = Workspace::default();
+        let mut exact = vec![0.0; full.params()];
+        full.stochastic_gradient(&theta, &RngCounter::new(0, 0, 0), &mut ws, &mut exact);
+        let (signal, noise) = full.gradient_signal_and_noise(&theta, 5);
+        let norm = exact
+            .iter()
+            .map(|&g| f64::from(g).powi(2))
+            .sum::<f64>()
+            .sqrt()
+            / n;
+        assert!((signal - norm).abs() < 1e-5 * norm, "{signal} vs {norm}");
+        let draws = 20_000;
+        let mut g = vec![0.0; full.params()];
+        let mut mean_sq = 0.0;
+        for step in 0..draws {
+            mini.stochastic_gradient(&theta, &RngCounter::new(4, 1, step), &mut ws, &mut g);
+            mean_sq += g
+                .iter()
+                .zip(&exact)
+                .map(|(&a, &b)| (f64::from(a - b) / n).powi(2))
+                .sum::<f64>();
+        }
+        let sampled = (mean_sq / f64::from(draws)).sqrt();
+        assert!((noise / sampled - 1.0).abs() < 0.03, "{noise} vs {sampled}");
     }
 
     #[test]

@@ -231,6 +231,8 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ),
     ("sphere-op", include_str!("../../presets/sphere-op.ron")),
     ("sphere-up", include_str!("../../presets/sphere-up.ron")),
+    ("mlp-up", include_str!("../../presets/mlp-up.ron")),
+    ("mlp-op", include_str!("../../presets/mlp-op.ron")),
     (
         "lesson-langevin",
         include_str!("../../presets/lesson-langevin.ron"),

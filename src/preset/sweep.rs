@@ -274,12 +274,6 @@ impl Sweep {
                 "a sweep's base is a 2-D, MLP or sphere preset, not a comparison".into(),
             ));
         }
-        if let (AnyPreset::Mlp(_), Measure::Thermo) = (&base, spec.measure) {
-            return Err(located(
-                "measure",
-                "the thermodynamics measure takes a 2-D or a sphere preset".into(),
-            ));
-        }
         if spec.axes.is_empty() {
             return Err(located("axes", "a sweep needs at least one axis".into()));
         }

@@ -210,7 +210,8 @@ pub fn run_point(
             let seed = match preset {
                 AnyPreset::Toy(p) => p.seed,
                 AnyPreset::Sphere(p) => p.seed,
-                _ => 0,
+                AnyPreset::Mlp(p) => p.seed,
+                AnyPreset::Comparison(_) => 0,
             };
             (serde_json::to_value(&measured)?, seconds, seed)
         }

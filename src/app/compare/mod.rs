@@ -366,6 +366,7 @@ impl CompareView {
             s.apply(super::plots::fixed_plot("compare distance", w, height))
                 // No legend over the curves: each line has its column's colour, as the
                 // column titles above do.
+                .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .y_axis_label(format!("energy distance to truth{}", s.note()))
                 .show(ui, |p| {
@@ -377,6 +378,7 @@ impl CompareView {
             s.apply(super::plots::fixed_plot("compare temperature", w, height))
                 // No legend over the curves: each line has its column's colour, as the
                 // column titles above do.
+                .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .y_axis_label(format!("kinetic temperature{}", s.note()))
                 .show(ui, |p| {

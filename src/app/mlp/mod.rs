@@ -587,6 +587,7 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
     let plot = |id: &str, y: &str, curves: &[Vec<[f64; 2]>]| {
         super::plots::fixed_plot(id, w, height)
             .legend(Legend::default().position(legend_corner(curves)))
+            .x_grid_spacer(crate::app::axes::x_marks)
             .x_axis_label("step")
             .y_axis_label(y.to_owned())
     };

@@ -25,13 +25,19 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The problems offered, by shipped preset name.
-const PROBLEMS: [(&str, &str); 5] = [
+const PROBLEMS: [(&str, &str); 7] = [
     ("thermo-quadratic", "Quadratic (known answer)"),
     ("default", "Banana, noise σ = 2"),
     ("logistic", "Logistic regression"),
     ("sphere-op", "Sphere, overparameterised"),
     ("sphere-up", "Sphere, underparameterised"),
+    ("mlp-up", "MLP, underparameterised"),
+    ("mlp-op", "MLP, overparameterised"),
 ];
+
+/// The learning rates first offered for an MLP (in the lab's units: the step on the summed
+/// loss, so η × training points is the per-example learning rate).
+const MLP_LR: (f64, f64) = (1e-3, 3e-2);
 
 const SLOPE: Color32 = Color32::from_rgb(255, 170, 60);
 const GIBBS: Color32 = Color32::from_rgb(120, 200, 255);
@@ -92,6 +98,7 @@ impl ThermoView {
         if let Ok(p) = AnyPreset::load(name) {
             let (lr, sampler) = match &p {
                 AnyPreset::Sphere(_) => ((0.01, 1.0), None),
+                AnyPreset::Mlp(_) => (MLP_LR, None),
                 AnyPreset::Toy(t) if name == "thermo-quadratic" => {
                     ((0.18, 1.8), Some(t.sampler.kind))
                 }
@@ -206,6 +213,11 @@ impl ThermoView {
             self.show(m);
         }
         self.run = None;
+    }
+
+    /// The row chosen for the details below the curves.
+    fn selected_row(&self) -> Option<Row> {
+        self.table.as_ref()?.rows.get(self.selected).cloned()
     }
 
     /// The preset of row `k` (the base at its learning rate).
@@ -365,12 +377,7 @@ impl ThermoView {
     }
 
     fn gibbs_test(&mut self, ui: &mut Ui, width: f32, height: f32) {
-        let Some(row) = self
-            .table
-            .as_ref()
-            .and_then(|t| t.rows.get(self.selected))
-            .cloned()
-        else {
+        let Some(row) = self.selected_row() else {
             return;
         };
         let Some(hist) = row.point.histogram.clone() else {
@@ -470,12 +477,7 @@ impl ThermoView {
 
     /// The sphere: a globe (drag to turn it) and S, SNR over time for the chosen η.
     fn sphere_panels(&mut self, ui: &mut Ui, width: f32, height: f32) {
-        let Some(row) = self
-            .table
-            .as_ref()
-            .and_then(|t| t.rows.get(self.selected))
-            .cloned()
-        else {
+        let Some(row) = self.selected_row() else {
             return;
         };
         if row.point.sample.is_empty() {
@@ -549,23 +551,102 @@ impl ThermoView {
             );
             self.panels.push(("globe".into(), rect));
             let w = (width - side - 24.0) / 2.0;
-            for (id, label, trace, color) in [
-                ("sphere S", "S over steps (nats)", &row.point.s_trace, GIBBS),
-                (
-                    "sphere SNR",
-                    "gradient SNR over steps",
-                    &row.point.snr_trace,
-                    SLOPE,
-                ),
-            ] {
-                let pts: Vec<[f64; 2]> = trace.iter().map(|&(s, v)| [f64::from(s), v]).collect();
-                let r = super::plots::fixed_plot(id, w, side)
-                    .x_axis_label("step")
-                    .y_axis_label(label)
-                    .show(ui, |p| p.line(Self::line(pts, label, color)));
-                self.panels.push((label.to_owned(), r.response.rect));
-            }
+            self.trace_plot(
+                ui,
+                ("sphere S", "S over steps (nats)", GIBBS),
+                &row.point.s_trace,
+                (w, side),
+            );
+            self.trace_plot(
+                ui,
+                ("sphere SNR", "gradient SNR over steps", SLOPE),
+                &row.point.snr_trace,
+                (w, side),
+            );
         });
+    }
+
+    /// A quantity of the chosen η over the steps of its run.
+    fn trace_plot(
+        &mut self,
+        ui: &mut Ui,
+        (id, label, color): (&str, &str, Color32),
+        trace: &[(u32, f64)],
+        (w, h): (f32, f32),
+    ) {
+        let pts: Vec<[f64; 2]> = trace.iter().map(|&(s, v)| [f64::from(s), v]).collect();
+        let r = super::plots::fixed_plot(id, w, h)
+            .x_grid_spacer(crate::app::axes::x_marks)
+            .x_axis_label("step")
+            .include_x(0.0)
+            .y_axis_label(label)
+            .show(ui, |p| p.line(Self::line(pts, label, color)));
+        self.panels.push((label.to_owned(), r.response.rect));
+    }
+
+    /// An MLP: U, S and the gradient SNR of the chosen η over its run, and what they say.
+    /// There is no Gibbs test: its normaliser would be an integral over every weight.
+    fn mlp_panels(&mut self, ui: &mut Ui, width: f32, height: f32) {
+        let Some(row) = self.selected_row() else {
+            return;
+        };
+        let info = (width * 0.25).clamp(200.0, 320.0);
+        let w = (width - info - 36.0) / 3.0;
+        let p = &row.point;
+        ui.horizontal(|ui| {
+            self.trace_plot(
+                ui,
+                ("mlp U", "U over steps (loss per example)", GIBBS),
+                &p.u_trace,
+                (w, height),
+            );
+            self.trace_plot(
+                ui,
+                ("mlp S", "S over steps (weight space, nats)", SLOPE),
+                &p.s_trace,
+                (w, height),
+            );
+            self.trace_plot(
+                ui,
+                ("mlp SNR", "gradient SNR over steps", HELD_OUT),
+                &p.snr_trace,
+                (w, height),
+            );
+            ui.vertical(|ui| {
+                ui.set_max_width(info);
+                let short = |v: Option<f64>| v.map_or("—".to_owned(), super::axes::short);
+                ui.label(RichText::new(format!("η = {}", super::axes::short(p.eta))).strong());
+                ui.label(RichText::new(&p.problem).small());
+                ui.label(format!("U = {}", super::axes::short(p.u)));
+                ui.label(format!("T (slope dU/dS) = {}", short(row.t_slope)));
+                ui.label(format!("S (k-NN, weight space) = {}", short(p.s_knn)));
+                ui.label(format!("gradient SNR = {}", short(p.snr)));
+                ui.label(format!("{} of {} networks alive", p.alive, p.chains));
+                if let Some(why) = &p.excluded {
+                    ui.colored_label(EXCLUDED, why);
+                }
+                ui.label(
+                    RichText::new(
+                        "No Gibbs fit here: its normaliser would be an integral over every \
+                         weight. S in so many dimensions is biased; its changes along η are \
+                         what the slope uses.",
+                    )
+                    .small(),
+                );
+            });
+        });
+    }
+}
+
+/// A loaded preset's name cut to fit the problem list's button (egui would otherwise widen
+/// the button and squeeze its label into a column of letters).
+fn short_name(name: &str) -> String {
+    const MAX: usize = 24;
+    if name.chars().count() <= MAX {
+        name.to_owned()
+    } else {
+        let cut: String = name.chars().take(MAX - 1).collect();
+        format!("{}…", cut.trim_end())
     }
 }
 
@@ -603,7 +684,7 @@ impl View for ThermoView {
                 .width(170.0)
                 // One line, cut short: a long name must not stretch the panel.
                 .wrap_mode(egui::TextWrapMode::Truncate)
-                .selected_text(PROBLEMS.iter().find(|p| p.0 == problem).map_or(self.base.name(), |p| p.1))
+                .selected_text(PROBLEMS.iter().find(|p| p.0 == problem).map_or_else(|| short_name(self.base.name()), |p| p.1.to_owned()))
                 .show_ui(ui, |ui| {
                     for (name, label) in PROBLEMS {
                         ui.selectable_value(&mut problem, name.to_owned(), label);
@@ -625,6 +706,13 @@ impl View for ThermoView {
                         ui.label(RichText::new("The known answer is SGD's; for the others the question is open: does a monotone T(η) exist?").small());
                     }
                     ui.add(egui::Slider::new(&mut p.chains, 1000..=100_000).logarithmic(true).text("chains"));
+                    ui.add(egui::Slider::new(&mut p.steps, 100..=20_000).logarithmic(true).text("steps"));
+                }
+                AnyPreset::Mlp(p) => {
+                    ui.label(RichText::new(format!("{} on networks with hidden layers {}", p.sampler.kind.name().to_uppercase(), p.network.hidden.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))).small());
+                    ui.add(egui::Slider::new(&mut p.network.batch_size, 1..=64).logarithmic(true).text("batch size"))
+                        .on_hover_text("A second temperature: a larger batch lowers the gradient noise at the same η");
+                    ui.add(egui::Slider::new(&mut p.chains, 64..=4096).logarithmic(true).text("networks"));
                     ui.add(egui::Slider::new(&mut p.steps, 100..=20_000).logarithmic(true).text("steps"));
                 }
                 AnyPreset::Sphere(p) => {
@@ -682,7 +770,11 @@ impl View for ThermoView {
             ui.add(
                 egui::Slider::new(&mut self.selected, 0..=n - 1)
                     .custom_formatter(move |v, _| super::axes::short(etas[v as usize]))
-                    .text("Gibbs test at η"),
+                    .text(if matches!(self.base, AnyPreset::Mlp(_)) {
+                        "details at η"
+                    } else {
+                        "Gibbs test at η"
+                    }),
             );
         }
         let excluded: Vec<String> = t
@@ -727,6 +819,13 @@ impl View for ThermoView {
             return;
         }
         let size = ui.available_size();
+        if matches!(self.base, AnyPreset::Mlp(_)) {
+            let h = (size.y - 60.0) / 2.0;
+            self.curves(ui, size.x, h);
+            ui.separator();
+            self.mlp_panels(ui, size.x, h);
+            return;
+        }
         let sphere = matches!(self.base, AnyPreset::Sphere(_));
         let rows = if sphere { 3.0 } else { 2.0 };
         let h = (size.y - 30.0 * rows) / rows;
@@ -771,12 +870,12 @@ impl View for ThermoView {
 
     fn load(&mut self, preset: AnyPreset) -> bool {
         match preset {
-            AnyPreset::Sphere(_) | AnyPreset::Toy(_) => {
+            AnyPreset::Sphere(_) | AnyPreset::Toy(_) | AnyPreset::Mlp(_) => {
                 self.cancel();
-                self.lr = if matches!(preset, AnyPreset::Sphere(_)) {
-                    (0.01, 1.0)
-                } else {
-                    self.lr
+                self.lr = match preset {
+                    AnyPreset::Sphere(_) => (0.01, 1.0),
+                    AnyPreset::Mlp(_) => MLP_LR,
+                    _ => self.lr,
                 };
                 // A shipped problem keeps its name (and its entry in the list).
                 self.problem = PROBLEMS

@@ -408,6 +408,7 @@ impl TrainingView {
         );
         ui.horizontal(|ui| {
             small_plot("train loss", w, h)
+                .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .y_axis_label("training loss (minibatch)")
                 .include_y(0.0)

@@ -4,6 +4,10 @@
 //! signal-to-noise ratio. The sweep over η, the slope temperature and the held-out prediction
 //! are [`crate::sweep`]'s and [`crate::diagnostics::thermo`]'s business.
 
+mod mlp;
+
+pub use mlp::{SNR_NETWORKS, parameterisation};
+
 use crate::diagnostics::entropy::{histogram_entropy, knn_entropy, sphere_knn_entropy};
 use crate::diagnostics::thermo::{
     self, fit_temperature, plane_cells, plane_gibbs_on_grid, quadratic_temperature, sphere_cell,
@@ -62,7 +66,7 @@ pub struct Histogram {
 }
 
 /// What one learning rate measured.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThermoPoint {
     /// The target, or "sphere OP"/"sphere UP".
     pub problem: String,
@@ -130,7 +134,7 @@ pub struct ThermoPoint {
 }
 
 /// Measures one preset: a 2-D preset through its engine, a sphere preset through the sphere
-/// engine. MLP and comparison presets have no thermodynamics view.
+/// engine, an MLP preset through the MLP engine. Comparisons have no thermodynamics.
 pub fn measure(
     preset: &AnyPreset,
     backend: BackendChoice,
@@ -139,8 +143,9 @@ pub fn measure(
     match preset {
         AnyPreset::Toy(p) => measure_plane(p, backend, progress),
         AnyPreset::Sphere(p) => measure_sphere(p, backend, progress),
-        AnyPreset::Mlp(_) | AnyPreset::Comparison(_) => {
-            anyhow::bail!("the thermodynamics measure takes a 2-D or a sphere preset")
+        AnyPreset::Mlp(p) => mlp::measure_mlp(p, backend, progress),
+        AnyPreset::Comparison(_) => {
+            anyhow::bail!("the thermodynamics measure takes a 2-D, sphere or MLP preset")
         }
     }
 }
@@ -171,8 +176,9 @@ fn stationarity(trace: &[(u32, f64)], u_se: f64) -> (bool, Option<String>) {
         (
             false,
             Some(format!(
-                "not stationary: U moved from {third:.4e} to {last:.4e} over the last half \
-                 (allowed {allowed:.2e}); run more steps"
+                "not stationary: U {} from {third:.4e} to {last:.4e} over the last half \
+                 (allowed {allowed:.2e}); run more steps",
+                if last < third { "fell" } else { "rose" }
             )),
         )
     }

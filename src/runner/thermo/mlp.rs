@@ -1,0 +1,149 @@
+//! One learning rate of an MLP's thermodynamics (MATH.md §5.6): thousands of networks trained
+//! by SGD on real minibatches, U the per-example training loss L(θ)/N (cross-entropy plus the
+//! prior's weight decay, the loss SGD descends), S the k-NN entropy in weight space (biased in
+//! so many dimensions: its changes along η are what the slope temperature uses), and the
+//! gradient signal-to-noise ratio at each block end. A network with fewer weights than
+//! training points is underparameterised (UP), one with more is overparameterised (OP). There
+//! is no Gibbs fit: its normaliser would be an integral over thousands of dimensions.
+
+use super::{KNN_K, ThermoPoint, block_ends, mean_and_se, stationarity};
+use crate::diagnostics::entropy::knn_entropy_dense;
+use crate::engine::mlp::MlpEngine;
+use crate::engine::{BackendChoice, create_mlp_engine};
+use crate::math::mlp::MlpPosterior;
+use crate::preset::MlpPreset;
+use rayon::prelude::*;
+
+/// Networks whose gradient signal and noise are computed at each block end (each costs one
+/// backward pass per training point).
+pub const SNR_NETWORKS: usize = 64;
+
+/// "UP" when the network has fewer weights than training points, "OP" otherwise.
+pub fn parameterisation(weights: usize, points: usize) -> &'static str {
+    if weights < points { "UP" } else { "OP" }
+}
+
+/// The weights of the alive networks, network-major, and how many there are.
+fn alive_weights(engine: &mut dyn MlpEngine, params: usize) -> anyhow::Result<(Vec<f32>, usize)> {
+    let chains = engine.chains();
+    let all = engine.read_weights(0, chains)?;
+    let diverged = engine.read_parameter(0)?.diverged_at;
+    let weights: Vec<f32> = all
+        .chunks_exact(params)
+        .zip(&diverged)
+        .filter(|(_, d)| **d == 0)
+        .flat_map(|(w, _)| w.iter().copied())
+        .collect();
+    let alive = weights.len() / params;
+    Ok((weights, alive))
+}
+
+/// Root mean square signal and noise over the first [`SNR_NETWORKS`] networks.
+fn signal_and_noise(posterior: &MlpPosterior, weights: &[f32], batch: u32) -> (f64, f64) {
+    let nets: Vec<&[f32]> = weights
+        .chunks_exact(posterior.params())
+        .take(SNR_NETWORKS)
+        .collect();
+    let (s, n) = nets
+        .par_iter()
+        .map(|w| posterior.gradient_signal_and_noise(w, batch))
+        .map(|(s, n)| (s * s, n * n))
+        .reduce(|| (0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+    let k = nets.len().max(1) as f64;
+    ((s / k).sqrt(), (n / k).sqrt())
+}
+
+/// Measures one MLP preset (its sampler should be SGD, but any sampler runs).
+pub(super) fn measure_mlp(
+    preset: &MlpPreset,
+    backend: BackendChoice,
+    progress: &mut dyn FnMut(u32),
+) -> anyhow::Result<ThermoPoint> {
+    let (model, _) = preset.build().map_err(anyhow::Error::msg)?;
+    let posterior = model.posterior.clone();
+    let (mut engine, _) = create_mlp_engine(
+        backend,
+        &mut None,
+        model,
+        preset.chains,
+        &preset.init,
+        preset.seed,
+    )?;
+    let (d, points) = (posterior.params(), posterior.inputs.len());
+    let batch = posterior.batch_size;
+    let per_example = |w: &[f32]| posterior.neg_log_posterior(w) / points as f64;
+    let (mut u_trace, mut s_trace, mut snr_trace) = (Vec::new(), Vec::new(), Vec::new());
+    let mut done = 0;
+    let mut last = (Vec::new(), 0);
+    for end in block_ends(preset.steps) {
+        engine.advance(end - done)?;
+        done = end;
+        progress(done);
+        let (weights, alive) = alive_weights(engine.as_mut(), d)?;
+        if alive == 0 {
+            break;
+        }
+        let losses: Vec<f64> = weights.par_chunks_exact(d).map(per_example).collect();
+        u_trace.push((done, mean_and_se(&losses).0));
+        if let Some(s) = knn_entropy_dense(&weights, d, KNN_K) {
+            s_trace.push((done, s));
+        }
+        let (signal, noise) = signal_and_noise(&posterior, &weights, batch);
+        if noise > 0.0 {
+            snr_trace.push((done, signal / noise));
+        }
+        last = (weights, alive);
+    }
+    let (weights, alive) = last;
+    if alive == 0 {
+        anyhow::bail!(
+            "{}: every network diverged at η = {}: lower the learning rate",
+            preset.name,
+            preset.sampler.h
+        );
+    }
+    let losses: Vec<f64> = weights.par_chunks_exact(d).map(per_example).collect();
+    let (u, u_se) = mean_and_se(&losses);
+    // Var θ averaged over the weights: one number for the spread of the ensemble.
+    let nets = weights.chunks_exact(d);
+    let mean: Vec<f64> = (0..d)
+        .map(|j| nets.clone().map(|w| f64::from(w[j])).sum::<f64>() / alive as f64)
+        .collect();
+    let mean_var = (0..d)
+        .map(|j| {
+            nets.clone()
+                .map(|w| (f64::from(w[j]) - mean[j]).powi(2))
+                .sum::<f64>()
+                / (alive as f64 - 1.0).max(1.0)
+        })
+        .sum::<f64>()
+        / d as f64;
+    let (signal, noise) = signal_and_noise(&posterior, &weights, batch);
+    let (stationary, excluded) = stationarity(&u_trace, u_se);
+    Ok(ThermoPoint {
+        problem: format!(
+            "MLP {} ({d} weights, {points} points: {})",
+            posterior.arch.describe(),
+            parameterisation(d, points)
+        ),
+        sampler: preset.sampler.kind.name().into(),
+        eta: preset.sampler.h,
+        chains: preset.chains,
+        steps: preset.steps,
+        alive: alive as u32,
+        u,
+        u_se,
+        var: vec![mean_var],
+        s_knn: s_trace.last().map(|p| p.1),
+        signal: Some(signal),
+        noise: Some(noise),
+        snr: (noise > 0.0).then(|| signal / noise),
+        stationary,
+        excluded,
+        u_trace,
+        s_trace,
+        snr_trace,
+        // No Gibbs fit, histogram or known answer in weight space.
+        ..ThermoPoint::default()
+    })
+}
