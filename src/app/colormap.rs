@@ -16,6 +16,11 @@ impl Default for Colormap {
 }
 
 impl Colormap {
+    /// A fingerprint of the colours, for knowing when a texture drawn with them is stale.
+    pub fn fingerprint(&self) -> u64 {
+        super::texture::key_of(&self.lut)
+    }
+
     /// matplotlib's "inferno": black through purple and orange to pale yellow, perceptually
     /// uniform. Dark at 0, so faint densities fade into a dark background.
     pub fn inferno() -> Self {

@@ -10,6 +10,8 @@ pub mod compare;
 pub mod controls;
 pub mod files;
 pub mod fonts;
+pub mod frame_clock;
+pub mod mesh;
 pub mod mlp;
 pub mod plots;
 pub mod portrait;
@@ -17,6 +19,7 @@ pub mod posterior;
 pub mod record;
 pub mod screenshot;
 pub mod sweep;
+pub mod texture;
 pub mod thermo;
 pub mod training;
 pub mod view;
@@ -213,6 +216,8 @@ pub struct AtmcApp {
     screenshot_inbox: std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<egui::ColorImage>>>>,
     /// Smoothed frame time of the UI, seconds.
     frame_time: f32,
+    /// `atmc-lab app --frame-stats`: the window's frame rate, measured.
+    pub frame_clock: Option<frame_clock::FrameClock>,
     /// Offscreen pictures: leave out what depends on timing.
     reproducible: bool,
     /// The lesson panel, the keys overlay and presentation mode.
@@ -339,6 +344,7 @@ impl AtmcApp {
             pending_screenshot: None,
             screenshot_inbox: Default::default(),
             frame_time: 0.0,
+            frame_clock: None,
             reproducible: false,
             classroom: Classroom::default(),
             show_controls: true,
@@ -1286,6 +1292,18 @@ impl AtmcApp {
 impl eframe::App for AtmcApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         AtmcApp::ui(self, ui);
+        if let Some(report) = self
+            .frame_clock
+            .as_mut()
+            .and_then(frame_clock::FrameClock::tick)
+        {
+            println!("{report}");
+            self.frame_clock = None;
+            ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+        }
+        if self.frame_clock.is_some() {
+            ui.ctx().request_repaint();
+        }
     }
 
     fn clear_color(&self, visuals: &egui::Visuals) -> [f32; 4] {
@@ -1296,7 +1314,12 @@ impl eframe::App for AtmcApp {
 
 /// Opens the desktop app on `preset`. Tries the wgpu renderer first and falls back to glow
 /// (OpenGL) when it cannot start.
-pub fn run_native(opening: Opening, backend: BackendChoice) -> anyhow::Result<()> {
+/// `frame_stats`: measure the frame rate for that many seconds, print it and close.
+pub fn run_native(
+    opening: Opening,
+    backend: BackendChoice,
+    frame_stats: Option<f64>,
+) -> anyhow::Result<()> {
     // Drawn by tests/icon.rs, which also checks that it decodes.
     let icon = std::sync::Arc::new(
         eframe::icon_data::from_png_bytes(include_bytes!("../../assets/icon.png"))
@@ -1314,12 +1337,9 @@ pub fn run_native(opening: Opening, backend: BackendChoice) -> anyhow::Result<()
     let make = |opening: Opening| -> eframe::AppCreator<'static> {
         Box::new(move |cc| {
             cc.egui_ctx.set_visuals(egui::Visuals::dark());
-            Ok(Box::new(AtmcApp::open(
-                &cc.egui_ctx,
-                opening,
-                backend,
-                true,
-            )))
+            let mut app = AtmcApp::open(&cc.egui_ctx, opening, backend, true);
+            app.frame_clock = frame_stats.map(frame_clock::FrameClock::new);
+            Ok(Box::new(app))
         })
     };
     match eframe::run_native(

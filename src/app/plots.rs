@@ -71,17 +71,66 @@ pub(crate) fn series_plot(
     fixed_plot(id, width, height).legend(Legend::default().position(legend_corner(curves)))
 }
 
-/// Points of one quantity of the rows on an axis of the given scale.
+/// Columns a time series is thinned to: more than any series plot is pixels wide.
+pub(crate) const SERIES_COLUMNS: usize = 640;
+
+/// A curve of many points thinned for drawing: the x range cut into `columns` equal
+/// columns, each keeping its lowest and highest point in their order (a spike survives, as
+/// it would on screen). A series of 8192 rows is otherwise 8192 feathered segments a frame.
+pub(crate) fn decimate(points: Vec<[f64; 2]>, columns: usize) -> Vec<[f64; 2]> {
+    if points.len() <= 2 * columns || columns == 0 {
+        return points;
+    }
+    let (x0, x1) = (points[0][0], points[points.len() - 1][0]);
+    let width = (x1 - x0) / columns as f64;
+    if width.is_nan() || width <= 0.0 {
+        return points;
+    }
+    let mut out = Vec::with_capacity(2 * columns + 2);
+    let mut start = 0;
+    while start < points.len() {
+        let column = ((points[start][0] - x0) / width).floor();
+        let end = start
+            + points[start..]
+                .iter()
+                .take_while(|p| ((p[0] - x0) / width).floor() <= column)
+                .count()
+                .max(1);
+        let slice = &points[start..end];
+        let (lo, hi) = slice.iter().enumerate().fold((0, 0), |(lo, hi), (i, p)| {
+            (
+                if p[1] < slice[lo][1] { i } else { lo },
+                if p[1] > slice[hi][1] { i } else { hi },
+            )
+        });
+        out.push(slice[lo.min(hi)]);
+        if lo != hi {
+            out.push(slice[lo.max(hi)]);
+        }
+        start = end;
+    }
+    // The newest value, where the eye looks.
+    let last = points[points.len() - 1];
+    if out.last() != Some(&last) {
+        out.push(last);
+    }
+    out
+}
+
+/// Points of one quantity of the rows on an axis of the given scale, thinned for drawing.
 fn series<T>(
     rows: &[T],
     scale: Scale,
     step: impl Fn(&T) -> u32,
     f: impl Fn(&T) -> f64,
 ) -> Vec<[f64; 2]> {
-    rows.iter()
-        .map(|r| [f64::from(step(r)), scale.to_plot(f(r))])
-        .filter(|p| p[1].is_finite())
-        .collect()
+    decimate(
+        rows.iter()
+            .map(|r| [f64::from(step(r)), scale.to_plot(f(r))])
+            .filter(|p| p[1].is_finite())
+            .collect(),
+        SERIES_COLUMNS,
+    )
 }
 
 /// The scale for the quantities `fs` of the rows together.
@@ -472,6 +521,19 @@ pub(crate) fn reliability_diagram(
 #[cfg(test)]
 mod legend_tests {
     use super::*;
+
+    #[test]
+    fn decimation_keeps_spikes_and_ends() {
+        let mut pts: Vec<[f64; 2]> = (0..8192).map(|i| [f64::from(i), 0.0]).collect();
+        pts[5000][1] = 7.0;
+        let thin = decimate(pts.clone(), 100);
+        assert!(thin.len() <= 202, "{}", thin.len());
+        assert_eq!(thin.first(), pts.first());
+        assert_eq!(thin.last(), pts.last());
+        assert!(thin.contains(&[5000.0, 7.0]));
+        assert!(thin.windows(2).all(|w| w[0][0] < w[1][0]));
+        assert_eq!(decimate(pts[..150].to_vec(), 100).len(), 150);
+    }
 
     /// The legend goes to the left, where the newest fifth of a curve never is, and to the
     /// half of the left side the curve leaves free.

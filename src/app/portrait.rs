@@ -3,6 +3,8 @@
 
 use super::axes::round_ticks;
 use super::colormap::Colormap;
+use super::mesh::FlatMesh;
+use super::texture::{CachedTexture, key_of};
 use crate::diagnostics::views::Segment;
 use crate::engine::Axis;
 use crate::math::{Chain2, Grid2};
@@ -115,7 +117,7 @@ pub fn show(
     side: f32,
     view: &mut ViewRange,
     data: &PortraitData<'_>,
-    texture: &mut Option<egui::TextureHandle>,
+    texture: &mut CachedTexture,
     colormap: &Colormap,
 ) -> egui::Response {
     let (rect, response) = ui.allocate_exact_size(Vec2::splat(side), Sense::click_and_drag());
@@ -128,37 +130,40 @@ pub fn show(
     // note: a histogram of the never-moving zeros would look like data.
     let empty = data.note.is_some();
     if let Some((grid, counts)) = data.histogram.filter(|_| !empty) {
-        let image =
-            colormap.density_image(counts, grid.nx as usize, grid.ny as usize, data.log_scale);
-        // Linear filtering smooths the cells into a density; the grid is fine enough for it.
-        match texture {
-            Some(t) => t.set(image, egui::TextureOptions::LINEAR),
-            None => {
-                *texture = Some(ui.ctx().load_texture(
-                    format!("portrait {}", data.title),
-                    image,
-                    egui::TextureOptions::LINEAR,
-                ))
-            }
-        }
-        if let Some(t) = texture {
-            let r = Rect::from_two_pos(
-                to_screen(grid.x[0], grid.y[1]),
-                to_screen(grid.x[1], grid.y[0]),
-            );
-            painter.image(
-                t.id(),
-                r,
-                Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0)),
-                Color32::WHITE,
-            );
-        }
+        // Uploaded again only when the histogram (or how it is coloured) changed.
+        let key = key_of(&(
+            counts,
+            grid.nx,
+            grid.ny,
+            data.log_scale,
+            colormap.fingerprint(),
+        ));
+        let t = texture.show(
+            ui.ctx(),
+            &format!("portrait {}", data.title),
+            key,
+            // Linear filtering smooths the cells into a density; the grid is fine enough.
+            egui::TextureOptions::LINEAR,
+            || colormap.density_image(counts, grid.nx as usize, grid.ny as usize, data.log_scale),
+        );
+        let r = Rect::from_two_pos(
+            to_screen(grid.x[0], grid.y[1]),
+            to_screen(grid.x[1], grid.y[0]),
+        );
+        painter.image(
+            t.id(),
+            r,
+            Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0)),
+            Color32::WHITE,
+        );
     }
 
     let contour = Stroke::new(1.0, Color32::from_rgba_unmultiplied(120, 200, 255, 150));
     for [a, b] in data.contours {
         painter.line_segment([transform.to_screen(*a), transform.to_screen(*b)], contour);
     }
+    // The trails go to the painter as one mesh (see `super::mesh`).
+    let mut lines = FlatMesh::default();
 
     // Trails fade from transparent (oldest) to opaque (newest). Diverged chains are drawn
     // apart: a red mark each in a strip along the top edge, in chain order.
@@ -166,6 +171,7 @@ pub fn show(
     let strip_y = rect.top() + 34.0;
     let mut diverged = 0;
     let trails = if empty { &[][..] } else { data.trails };
+    let mut heads = Vec::with_capacity(trails.len());
     for (i, trail) in trails.iter().enumerate() {
         if data.trail_diverged_at.get(i).copied().unwrap_or(0) != 0 {
             diverged += 1;
@@ -183,16 +189,15 @@ pub fn show(
             })
             .collect();
         let n = points.len();
-        for (k, w) in points.windows(2).enumerate() {
-            let alpha = (20.0 + 150.0 * (k + 1) as f32 / n as f32) as u8;
-            painter.line_segment(
-                [w[0], w[1]],
-                Stroke::new(1.0, Color32::from_rgba_unmultiplied(140, 255, 170, alpha)),
-            );
-        }
-        if let Some(p) = points.last() {
-            painter.circle_filled(*p, 2.0, Color32::from_rgb(190, 255, 205));
-        }
+        lines.polyline(&points, 1.3, |k| {
+            let alpha = (20.0 + 150.0 * k as f32 / n as f32) as u8;
+            Color32::from_rgba_unmultiplied(140, 255, 170, alpha)
+        });
+        heads.extend(points.last());
+    }
+    painter.add(lines.into_shape());
+    for p in heads {
+        painter.circle_filled(p, 2.0, Color32::from_rgb(190, 255, 205));
     }
 
     if let Some(note) = data.note {

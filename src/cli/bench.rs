@@ -8,8 +8,8 @@ use crate::engine::{Engine, cpu::CpuEngine};
 use crate::math::InitSpec;
 use crate::math::mlp::{Activation, MlpInit, MlpModel, MlpSpec};
 use crate::math::{DataSource, DataSpec, SamplerKind, SamplerSpec, TargetSpec, ranges};
-use crate::preset::Preset;
 use crate::preset::ViewHints;
+use crate::preset::{AnyPreset, Preset};
 use std::time::Instant;
 
 /// Options of the benchmark.
@@ -41,21 +41,111 @@ pub struct BenchArgs {
     /// Engine backend for `--ui`.
     #[arg(long, value_enum, default_value = "auto")]
     backend: crate::engine::BackendChoice,
+    /// With `--ui`: the view measured.
+    #[arg(long, value_enum, default_value = "posterior")]
+    view: UiView,
 }
 
-/// Frame rate of the app offscreen: the UI thread renders frames while the engine thread
-/// ticks; both rates are reported (the animation advances once per engine tick).
-fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
+/// Which view `bench --ui` measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum UiView {
+    /// The 2-D posterior view (the default preset at `--chains` chains).
+    Posterior,
+    /// Side by side (the `lesson-defects` comparison at `--chains` chains per column).
+    Compare,
+    /// The Bayesian MLP view (the `two-moons` preset with its own number of networks).
+    Mlp,
+    /// All three, one after the other.
+    All,
+}
+
+/// What one view's frames cost.
+struct FrameReport {
+    view: &'static str,
+    frames: u64,
+    seconds: f64,
+    /// Frame times (UI logic, tessellation, render and readback), milliseconds, sorted.
+    frame_ms: Vec<f64>,
+    ui_ms: f64,
+    render_ms: f64,
+    vertices: f64,
+    triangles: f64,
+    texture_uploads: f64,
+    texture_bytes: f64,
+    ticks_per_s: f64,
+    chain_steps_per_s: f64,
+    backend: String,
+}
+
+impl FrameReport {
+    fn percentile(&self, q: f64) -> f64 {
+        let n = self.frame_ms.len();
+        self.frame_ms[((q * (n - 1) as f64).round() as usize).min(n - 1)]
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "view": self.view,
+            "ui_frames_per_s": self.frames as f64 / self.seconds,
+            "frame_ms": {
+                "p50": self.percentile(0.5),
+                "p90": self.percentile(0.9),
+                "max": self.percentile(1.0),
+            },
+            "ui_logic_ms": self.ui_ms,
+            "render_and_readback_ms": self.render_ms,
+            "vertices_per_frame": self.vertices,
+            "triangles_per_frame": self.triangles,
+            "texture_uploads_per_frame": self.texture_uploads,
+            "texture_bytes_per_frame": self.texture_bytes,
+            "engine_ticks_per_s": self.ticks_per_s,
+            "chain_steps_per_s": self.chain_steps_per_s,
+            "backend": self.backend,
+        })
+    }
+}
+
+/// The preset a view is measured on.
+fn ui_preset(view: UiView, chains: u32, steps_per_frame: u32) -> (&'static str, AnyPreset) {
+    match view {
+        UiView::Mlp => {
+            let mut p = AnyPreset::load("two-moons").expect("a shipped preset");
+            if let AnyPreset::Mlp(m) = &mut p {
+                m.view.steps_per_frame = steps_per_frame;
+            }
+            ("mlp", p)
+        }
+        UiView::Compare => {
+            let mut p = AnyPreset::load("lesson-defects").expect("a shipped preset");
+            if let AnyPreset::Comparison(c) = &mut p {
+                c.base.chains = chains;
+                c.base.view.steps_per_frame = steps_per_frame;
+            }
+            ("compare", p)
+        }
+        UiView::Posterior | UiView::All => {
+            let mut preset = Preset::default_preset();
+            preset.chains = chains;
+            preset.view.steps_per_frame = steps_per_frame;
+            ("posterior", AnyPreset::Toy(preset))
+        }
+    }
+}
+
+/// Frame rate of the app offscreen for one view: the UI thread renders frames while the
+/// engine thread ticks; both rates are reported (the animation advances once per engine
+/// tick), with the frame-time distribution and what every frame hands the renderer
+/// (vertices and triangles after tessellation, texture uploads), counted on every fifth
+/// frame outside the timing.
+fn bench_view(args: &BenchArgs, view: UiView, chains: u32) -> anyhow::Result<FrameReport> {
     use crate::app::screenshot::harness;
-    let mut preset = Preset::default_preset();
-    preset.chains = chains;
-    preset.view.steps_per_frame = args.steps_per_frame;
-    let mut h = harness(
-        crate::preset::AnyPreset::Toy(preset),
-        [1280, 720],
-        1.0,
-        args.backend,
-    );
+    let (name, preset) = ui_preset(view, chains, args.steps_per_frame);
+    let per_tick = match &preset {
+        AnyPreset::Mlp(m) => f64::from(m.chains),
+        AnyPreset::Comparison(c) => (c.columns.len() as u32 * chains).into(),
+        _ => f64::from(chains),
+    } * f64::from(args.steps_per_frame);
+    let mut h = harness(preset, [1280, 720], 1.0, args.backend);
     if !args.paused {
         let app = h.state_mut().as_mut().expect("app started");
         app.active_view_mut()
@@ -71,10 +161,12 @@ fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
         h.state().as_ref().map_or(0, |a| a.active().step())
     };
     let (step0, start) = (step(&h), Instant::now());
-    let mut frames = 0u64;
-    let mut worst = 0.0f64;
+    let mut frame_ms = Vec::new();
     let (mut ui_time, mut render_time) = (0.0, 0.0);
-    while start.elapsed().as_secs_f64() < args.seconds {
+    let (mut counted, mut vertices, mut triangles) = (0u64, 0usize, 0usize);
+    let uploads0 = crate::app::texture::uploads();
+    let mut untimed = 0.0;
+    while start.elapsed().as_secs_f64() - untimed < args.seconds {
         let t = Instant::now();
         h.step();
         let t_ui = t.elapsed().as_secs_f64();
@@ -82,39 +174,83 @@ fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
         let t_all = t.elapsed().as_secs_f64();
         ui_time += t_ui;
         render_time += t_all - t_ui;
-        worst = worst.max(t_all);
-        frames += 1;
+        frame_ms.push(1e3 * t_all);
+        let out = h.output();
+        if frame_ms.len() % 5 == 0 {
+            let t = Instant::now();
+            for prim in h.ctx.tessellate(out.shapes.clone(), out.pixels_per_point) {
+                if let egui::epaint::Primitive::Mesh(mesh) = prim.primitive {
+                    vertices += mesh.vertices.len();
+                    triangles += mesh.indices.len() / 3;
+                }
+            }
+            counted += 1;
+            untimed += t.elapsed().as_secs_f64();
+        }
     }
-    eprintln!(
-        "per frame: UI logic and tessellation {:.1} ms, GPU render and readback {:.1} ms",
-        1e3 * ui_time / frames as f64,
-        1e3 * render_time / frames as f64
-    );
-    let seconds = start.elapsed().as_secs_f64();
+    let seconds = start.elapsed().as_secs_f64() - untimed;
+    let frames = frame_ms.len() as u64;
+    let uploads1 = crate::app::texture::uploads();
+    let (uploads, upload_bytes) = (uploads1.0 - uploads0.0, uploads1.1 - uploads0.1);
+    frame_ms.sort_by(f64::total_cmp);
     let ticks = f64::from(step(&h).saturating_sub(step0)) / f64::from(args.steps_per_frame);
     let backend = h
         .state()
         .as_ref()
         .map(|a| a.active().status())
         .unwrap_or_default();
-    println!(
-        "ui   {} chains, {} steps/frame on {backend}: UI {:.1} frames/s (worst frame {:.0} ms), engine {:.1} ticks/s = {:.2e} chain-steps/s",
-        chains,
-        args.steps_per_frame,
-        frames as f64 / seconds,
-        worst * 1e3,
-        ticks / seconds,
-        ticks * f64::from(args.steps_per_frame) * f64::from(chains) / seconds
-    );
+    let counted = counted.max(1) as f64;
+    Ok(FrameReport {
+        view: name,
+        frames,
+        seconds,
+        frame_ms,
+        ui_ms: 1e3 * ui_time / frames as f64,
+        render_ms: 1e3 * render_time / frames as f64,
+        vertices: vertices as f64 / counted,
+        triangles: triangles as f64 / counted,
+        texture_uploads: uploads as f64 / frames as f64,
+        texture_bytes: upload_bytes as f64 / frames as f64,
+        ticks_per_s: ticks / seconds,
+        chain_steps_per_s: ticks * per_tick / seconds,
+        backend,
+    })
+}
+
+/// `bench --ui`: each chosen view in turn, one line each and a JSON line with all of them.
+fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
+    let views = match args.view {
+        UiView::All => vec![UiView::Posterior, UiView::Compare, UiView::Mlp],
+        v => vec![v],
+    };
+    let mut reports = Vec::new();
+    for view in views {
+        let r = bench_view(args, view, chains)?;
+        println!(
+            "ui   {:<9} {:.1} frames/s (frame p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms; UI logic {:.1} ms, render and readback {:.1} ms), {:.0} vertices and {:.0} triangles per frame, {:.2} texture uploads ({:.0} kB) per frame; engine {:.1} ticks/s = {:.2e} chain-steps/s on {}",
+            r.view,
+            r.frames as f64 / r.seconds,
+            r.percentile(0.5),
+            r.percentile(0.9),
+            r.percentile(1.0),
+            r.ui_ms,
+            r.render_ms,
+            r.vertices,
+            r.triangles,
+            r.texture_uploads,
+            r.texture_bytes / 1e3,
+            r.ticks_per_s,
+            r.chain_steps_per_s,
+            r.backend
+        );
+        reports.push(r);
+    }
     println!(
         "{}",
         serde_json::json!({
             "chains": chains,
             "steps_per_frame": args.steps_per_frame,
-            "backend": backend,
-            "ui_frames_per_s": frames as f64 / seconds,
-            "worst_frame_ms": worst * 1e3,
-            "engine_ticks_per_s": ticks / seconds,
+            "views": reports.iter().map(FrameReport::json).collect::<Vec<_>>(),
         })
     );
     Ok(())

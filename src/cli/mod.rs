@@ -61,6 +61,10 @@ struct AppArgs {
     /// Backend of the engine.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
+    /// Measure the window's frame rate for SECONDS after 3 s of warm-up, print it as one
+    /// JSON line and close (a benchmark of the real window, e.g. under Xvfb).
+    #[arg(long, value_name = "SECONDS")]
+    frame_stats: Option<f64>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -247,7 +251,7 @@ pub fn main() -> ExitCode {
                 message: format!("{e:#}"),
             })
         }),
-        Some(Command::App(args)) => open_app(&args.preset, args.backend),
+        Some(Command::App(args)) => open_app(&args.preset, args.backend, args.frame_stats),
         Some(Command::Screenshot(args)) => screenshot(&args),
         Some(Command::Record(args)) => record(&args),
         Some(Command::Train(args)) => train::train(&args).map_err(|e| Failure {
@@ -263,7 +267,7 @@ pub fn main() -> ExitCode {
         }),
         Some(Command::Sweep(args)) => sweep::sweep(&args),
         Some(Command::Thermo(args)) => thermo::thermo(&args),
-        None => open_app("default", BackendChoice::Auto),
+        None => open_app("default", BackendChoice::Auto, None),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -283,9 +287,14 @@ fn list_presets() {
     }
 }
 
-fn open_app(preset: &str, backend: BackendChoice) -> Result<(), Failure> {
+fn open_app(preset: &str, backend: BackendChoice, frame_stats: Option<f64>) -> Result<(), Failure> {
+    if let Some(s) = frame_stats {
+        crate::math::ranges::Range::closed_range("seconds measured", 0.5, 3600.0)
+            .check(s)
+            .map_err(|m| usage(format!("--frame-stats {s}: {m}")))?;
+    }
     let opening = load_opening(preset)?;
-    crate::app::run_native(opening, backend).map_err(|e| Failure {
+    crate::app::run_native(opening, backend, frame_stats).map_err(|e| Failure {
         code: 1,
         message: format!(
             "{e:#}\n(no display? run under `xvfb-run -a atmc-lab`, or use `atmc-lab run` headless)"

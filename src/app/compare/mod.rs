@@ -10,6 +10,7 @@ use super::portrait::{self, PortraitData, ViewRange};
 use super::posterior::session::{Command, Session, Snapshot};
 use super::view::{Action, Shell, View};
 use super::worker::Control;
+use crate::app::texture::CachedTexture;
 use crate::diagnostics::views::{Segment, hpd_contours, portrait_ranges};
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
 use crate::preset::{AnyPreset, Comparison};
@@ -30,7 +31,7 @@ struct ColumnState {
     session: Session,
     snapshot: Snapshot,
     views: [ViewRange; 2],
-    textures: [Option<egui::TextureHandle>; 2],
+    textures: [CachedTexture; 2],
     rects: [egui::Rect; 2],
     sent: Vec<HistogramSpec>,
 }
@@ -102,7 +103,7 @@ impl CompareView {
                         ViewRange::auto(r.theta.0, r.theta.1),
                         ViewRange::auto(r.phase.0, r.phase.1),
                     ],
-                    textures: [None, None],
+                    textures: Default::default(),
                     rects: [egui::Rect::NOTHING; 2],
                     sent: Vec::new(),
                 }

@@ -8,7 +8,9 @@ pub mod session;
 use super::colormap::Colormap;
 use super::controls::{self, Actions, slider};
 use super::files::{FileRequest, PickKind};
+use super::mesh::DotImage;
 use super::plots::{reliability_diagram, small_plot};
+use super::texture::{CachedTexture, key_of};
 use super::view::{Action, Shell, View, simulation_status};
 use super::worker::Control;
 use crate::diagnostics::classification::ClassMetrics;
@@ -48,6 +50,8 @@ pub struct MlpView {
     applied: MlpPreset,
     snapshot: MlpSnapshot,
     textures: [Option<egui::TextureHandle>; 3],
+    /// The data drawn over each map, kept until the data or the map's size change.
+    overlays: [CachedTexture; 3],
     /// What the textures show: (map step, resolution, uncertainty kind), to upload only
     /// when it changes.
     texture_key: Option<(u32, u32, Uncertainty, u32)>,
@@ -75,6 +79,7 @@ impl MlpView {
             preset,
             snapshot: MlpSnapshot::default(),
             textures: [None, None, None],
+            overlays: Default::default(),
             texture_key: None,
             uncertainty: Uncertainty::Entropy,
             colormap: Colormap::inferno(),
@@ -272,6 +277,7 @@ impl MlpView {
         if self.texture_key != Some(key) || self.textures.iter().any(Option::is_none) {
             let images = map_images(map, self.uncertainty, &self.colormap);
             for (k, image) in images.into_iter().enumerate() {
+                crate::app::texture::record_upload(&image);
                 match &mut self.textures[k] {
                     Some(t) => t.set(image, egui::TextureOptions::LINEAR),
                     slot => {
@@ -310,7 +316,14 @@ impl MlpView {
                 // than pushing the table beside it out of the window.
                 ui.set_max_width(side);
                 ui.add(egui::Label::new(RichText::new(title).small()).truncate());
-                let rect = map_view(ui, side, map, data, self.textures[k].as_ref());
+                let rect = map_view(
+                    ui,
+                    side,
+                    map,
+                    data,
+                    self.textures[k].as_ref(),
+                    &mut self.overlays[k],
+                );
                 self.panel_rects.push(rect);
             });
         }
@@ -438,6 +451,21 @@ fn map_images(map: &MapData, kind: Uncertainty, colormap: &Colormap) -> [egui::C
     images
 }
 
+/// A key of the data set's points and labels, for the overlay's texture.
+fn data_key(data: &Dataset) -> u64 {
+    let bits = |xs: &[[f32; 2]]| -> Vec<u64> {
+        xs.iter()
+            .map(|x| u64::from(x[0].to_bits()) << 32 | u64::from(x[1].to_bits()))
+            .collect()
+    };
+    key_of(&(
+        bits(&data.train_x),
+        &data.train_y,
+        bits(&data.test_x),
+        &data.test_y,
+    ))
+}
+
 /// One map with the data drawn over it: training points filled, test points as rings.
 fn map_view(
     ui: &mut Ui,
@@ -445,6 +473,7 @@ fn map_view(
     map: &MapData,
     data: &Dataset,
     texture: Option<&egui::TextureHandle>,
+    overlay: &mut CachedTexture,
 ) -> Rect {
     let (rect, response) = ui.allocate_exact_size(Vec2::splat(side), Sense::hover());
     let painter = ui.painter_at(rect);
@@ -464,20 +493,52 @@ fn map_view(
             rect.bottom() - ((f64::from(y) - g.y[0]) / (g.y[1] - g.y[0])) as f32 * rect.height(),
         )
     };
-    let radius = (side / 110.0).clamp(1.5, 3.5);
-    for (x, &y) in data.train_x.iter().zip(&data.train_y) {
-        let c = CLASS_COLORS[y as usize % CLASS_COLORS.len()];
-        painter.circle(
-            to_screen(x[0], x[1]),
-            radius,
-            c,
-            egui::Stroke::new(0.8, Color32::BLACK),
-        );
-    }
-    for (x, &y) in data.test_x.iter().zip(&data.test_y) {
-        let c = CLASS_COLORS[y as usize % CLASS_COLORS.len()];
-        painter.circle_stroke(to_screen(x[0], x[1]), radius, egui::Stroke::new(1.0, c));
-    }
+    // The data do not change while the map does: drawn once into a texture at display
+    // resolution and laid over the map as one quad (a thousand circles a map, redrawn every
+    // frame, were most of what a frame cost on a software rasteriser).
+    let ppp = ui.ctx().pixels_per_point();
+    let pixels = (side * ppp).round().max(1.0) as usize;
+    let radius = (side / 110.0).clamp(1.5, 3.5) * ppp;
+    let key = key_of(&(
+        pixels,
+        radius.to_bits(),
+        g.x.map(f64::to_bits),
+        g.y.map(f64::to_bits),
+        data_key(data),
+    ));
+    let t = overlay.show(
+        ui.ctx(),
+        "mlp data",
+        key,
+        egui::TextureOptions::LINEAR,
+        || {
+            let to_pixel = |x: [f32; 2]| -> [f32; 2] {
+                let p = to_screen(x[0], x[1]) - rect.min;
+                [p.x * ppp, p.y * ppp]
+            };
+            let mut dots = DotImage::new(pixels);
+            for (x, &y) in data.test_x.iter().zip(&data.test_y) {
+                dots.ring(
+                    to_pixel(*x),
+                    radius,
+                    ppp,
+                    CLASS_COLORS[y as usize % CLASS_COLORS.len()],
+                );
+            }
+            for (x, &y) in data.train_x.iter().zip(&data.train_y) {
+                let p = to_pixel(*x);
+                dots.disc(p, radius + 0.8 * ppp, Color32::BLACK);
+                dots.disc(p, radius, CLASS_COLORS[y as usize % CLASS_COLORS.len()]);
+            }
+            dots.into_image()
+        },
+    );
+    painter.image(
+        t.id(),
+        rect,
+        Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0)),
+        Color32::WHITE,
+    );
     response.on_hover_ui(|ui| {
         ui.label(format!(
             "x ∈ [{:.2}, {:.2}], y ∈ [{:.2}, {:.2}]\nfilled: training points, rings: test points",
@@ -569,10 +630,13 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
     let w = (width - 3.0 * ui.spacing().item_spacing.x) / 3.0;
     let rows = &s.series;
     let line = |f: &dyn Fn(&crate::diagnostics::mlp::MlpSeriesRow) -> f64| -> Vec<[f64; 2]> {
-        rows.iter()
-            .filter(|r| f(r).is_finite())
-            .map(|r| [f64::from(r.step), f(r)])
-            .collect()
+        super::plots::decimate(
+            rows.iter()
+                .filter(|r| f(r).is_finite())
+                .map(|r| [f64::from(r.step), f(r)])
+                .collect(),
+            super::plots::SERIES_COLUMNS,
+        )
     };
     // The posterior predictive exists once a network has been collected.
     let ensemble = |f: fn(&ClassMetrics) -> f64| {

@@ -10,6 +10,7 @@ use super::plots;
 use super::portrait::{self, PortraitData, ViewRange};
 use super::view::{Action, Shell, View, simulation_status};
 use super::worker::Control;
+use crate::app::texture::CachedTexture;
 use crate::diagnostics::views::{Segment, hpd_contours, marginals, portrait_ranges};
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
 use crate::math::Grid2;
@@ -60,7 +61,7 @@ pub struct PosteriorView {
     applied: Preset,
     snapshot: Snapshot,
     views: Views,
-    textures: [Option<egui::TextureHandle>; 3],
+    textures: [CachedTexture; 3],
     colormap: Colormap,
     contour_cache: Option<(Grid2, Vec<Segment>)>,
     panel_rects: [egui::Rect; 3],
@@ -97,7 +98,7 @@ impl PosteriorView {
                 phase: ViewRange::auto(r.phase.0, r.phase.1),
                 thermostat: ViewRange::auto(r.thermostat.0, r.thermostat.1),
             },
-            textures: [None, None, None],
+            textures: Default::default(),
             colormap: Colormap::inferno(),
             contour_cache: None,
             panel_rects: [egui::Rect::NOTHING; 3],
