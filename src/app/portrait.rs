@@ -3,7 +3,7 @@
 
 use super::axes::round_ticks;
 use super::colormap::Colormap;
-use super::mesh::FlatMesh;
+use super::overlay::OverlayImage;
 use super::texture::{CachedTexture, key_of};
 use crate::diagnostics::views::Segment;
 use crate::engine::Axis;
@@ -110,6 +110,14 @@ pub struct PortraitData<'a> {
     pub note: Option<&'a str>,
 }
 
+/// The textures a portrait keeps between frames: the density and the overlay of contours and
+/// trails.
+#[derive(Default)]
+pub struct PortraitTextures {
+    density: CachedTexture,
+    overlay: CachedTexture,
+}
+
 /// Draws a portrait in a square of side `side` and handles pan (drag), zoom (scroll) and
 /// auto-range (double-click). Returns the response and the rectangle drawn.
 pub fn show(
@@ -117,7 +125,7 @@ pub fn show(
     side: f32,
     view: &mut ViewRange,
     data: &PortraitData<'_>,
-    texture: &mut CachedTexture,
+    textures: &mut PortraitTextures,
     colormap: &Colormap,
 ) -> egui::Response {
     let (rect, response) = ui.allocate_exact_size(Vec2::splat(side), Sense::click_and_drag());
@@ -138,7 +146,7 @@ pub fn show(
             data.log_scale,
             colormap.fingerprint(),
         ));
-        let t = texture.show(
+        let t = textures.density.show(
             ui.ctx(),
             &format!("portrait {}", data.title),
             key,
@@ -158,20 +166,27 @@ pub fn show(
         );
     }
 
-    let contour = Stroke::new(1.0, Color32::from_rgba_unmultiplied(120, 200, 255, 150));
-    for [a, b] in data.contours {
-        painter.line_segment([transform.to_screen(*a), transform.to_screen(*b)], contour);
-    }
-    // The trails go to the painter as one mesh (see `super::mesh`).
-    let mut lines = FlatMesh::default();
-
-    // Trails fade from transparent (oldest) to opaque (newest). Diverged chains are drawn
-    // apart: a red mark each in a strip along the top edge, in chain order.
+    // Contours, trails and the trails' heads are drawn on the CPU into one overlay image
+    // (see `super::overlay`), uploaded again only when something in it moved: as egui shapes
+    // they were a third of what a frame cost on a software rasteriser.
+    let ppp = ui.ctx().pixels_per_point();
+    let pixels = (side * ppp).round().max(1.0) as usize;
+    let to_pixel = |p: Pos2| -> [f32; 2] {
+        let d = p - rect.min;
+        [d.x * ppp, d.y * ppp]
+    };
+    let contours: Vec<[[f32; 2]; 2]> = data
+        .contours
+        .iter()
+        .map(|[a, b]| [a, b].map(|q| to_pixel(transform.to_screen(*q))))
+        .collect();
+    // Diverged chains are drawn apart: a red mark each in a strip along the top edge, in
+    // chain order.
     let n_trails = data.trails.len().max(1) as f32;
     let strip_y = rect.top() + 34.0;
     let mut diverged = 0;
     let trails = if empty { &[][..] } else { data.trails };
-    let mut heads = Vec::with_capacity(trails.len());
+    let mut alive: Vec<Vec<[f32; 2]>> = Vec::with_capacity(trails.len());
     for (i, trail) in trails.iter().enumerate() {
         if data.trail_diverged_at.get(i).copied().unwrap_or(0) != 0 {
             diverged += 1;
@@ -179,26 +194,66 @@ pub fn show(
             painter.circle_filled(pos2(x, strip_y), 2.5, Color32::from_rgb(255, 80, 60));
             continue;
         }
-        let points: Vec<Pos2> = trail
+        alive.push(
+            trail
+                .iter()
+                .map(|c| {
+                    to_pixel(to_screen(
+                        f64::from(data.axes[0].value(c)),
+                        f64::from(data.axes[1].value(c)),
+                    ))
+                })
+                .collect(),
+        );
+    }
+    let bits = |p: &[f32; 2]| [p[0].to_bits(), p[1].to_bits()];
+    let key = key_of(&(
+        pixels,
+        contours
             .iter()
-            .map(|c| {
-                to_screen(
-                    f64::from(data.axes[0].value(c)),
-                    f64::from(data.axes[1].value(c)),
-                )
-            })
-            .collect();
-        let n = points.len();
-        lines.polyline(&points, 1.3, |k| {
-            let alpha = (20.0 + 150.0 * k as f32 / n as f32) as u8;
-            Color32::from_rgba_unmultiplied(140, 255, 170, alpha)
-        });
-        heads.extend(points.last());
-    }
-    painter.add(lines.into_shape());
-    for p in heads {
-        painter.circle_filled(p, 2.0, Color32::from_rgb(190, 255, 205));
-    }
+            .map(|s| s.map(|p| bits(&p)))
+            .collect::<Vec<_>>(),
+        alive
+            .iter()
+            .map(|t| t.iter().map(bits).collect::<Vec<_>>())
+            .collect::<Vec<_>>(),
+    ));
+    let t = textures.overlay.show(
+        ui.ctx(),
+        &format!("portrait overlay {}", data.title),
+        key,
+        egui::TextureOptions::LINEAR,
+        || {
+            let mut img = OverlayImage::new(pixels);
+            let contour = Color32::from_rgba_unmultiplied(120, 200, 255, 150);
+            for [a, b] in &contours {
+                img.segment(*a, *b, ppp, contour);
+            }
+            // Trails fade from transparent (oldest) to opaque (newest).
+            for trail in &alive {
+                let n = trail.len();
+                for (k, w) in trail.windows(2).enumerate() {
+                    let alpha = (20.0 + 150.0 * (k + 1) as f32 / n as f32) as u8;
+                    img.segment(
+                        w[0],
+                        w[1],
+                        ppp,
+                        Color32::from_rgba_unmultiplied(140, 255, 170, alpha),
+                    );
+                }
+                if let Some(head) = trail.last() {
+                    img.disc(*head, 2.0 * ppp, Color32::from_rgb(190, 255, 205));
+                }
+            }
+            img.into_image()
+        },
+    );
+    painter.image(
+        t.id(),
+        rect,
+        Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0)),
+        Color32::WHITE,
+    );
 
     if let Some(note) = data.note {
         painter.text(

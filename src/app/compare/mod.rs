@@ -10,7 +10,6 @@ use super::portrait::{self, PortraitData, ViewRange};
 use super::posterior::session::{Command, Session, Snapshot};
 use super::view::{Action, Shell, View};
 use super::worker::Control;
-use crate::app::texture::CachedTexture;
 use crate::diagnostics::views::{Segment, hpd_contours, portrait_ranges};
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
 use crate::preset::{AnyPreset, Comparison};
@@ -31,7 +30,7 @@ struct ColumnState {
     session: Session,
     snapshot: Snapshot,
     views: [ViewRange; 2],
-    textures: [CachedTexture; 2],
+    textures: [portrait::PortraitTextures; 2],
     rects: [egui::Rect; 2],
     sent: Vec<HistogramSpec>,
 }

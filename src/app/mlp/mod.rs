@@ -8,7 +8,7 @@ pub mod session;
 use super::colormap::Colormap;
 use super::controls::{self, Actions, slider};
 use super::files::{FileRequest, PickKind};
-use super::mesh::DotImage;
+use super::overlay::OverlayImage;
 use super::plots::{reliability_diagram, small_plot};
 use super::texture::{CachedTexture, key_of};
 use super::view::{Action, Shell, View, simulation_status};
@@ -516,7 +516,7 @@ fn map_view(
                 let p = to_screen(x[0], x[1]) - rect.min;
                 [p.x * ppp, p.y * ppp]
             };
-            let mut dots = DotImage::new(pixels);
+            let mut dots = OverlayImage::new(pixels);
             for (x, &y) in data.test_x.iter().zip(&data.test_y) {
                 dots.ring(
                     to_pixel(*x),

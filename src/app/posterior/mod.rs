@@ -10,7 +10,6 @@ use super::plots;
 use super::portrait::{self, PortraitData, ViewRange};
 use super::view::{Action, Shell, View, simulation_status};
 use super::worker::Control;
-use crate::app::texture::CachedTexture;
 use crate::diagnostics::views::{Segment, hpd_contours, marginals, portrait_ranges};
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
 use crate::math::Grid2;
@@ -61,7 +60,7 @@ pub struct PosteriorView {
     applied: Preset,
     snapshot: Snapshot,
     views: Views,
-    textures: [CachedTexture; 3],
+    textures: [portrait::PortraitTextures; 3],
     colormap: Colormap,
     contour_cache: Option<(Grid2, Vec<Segment>)>,
     panel_rects: [egui::Rect; 3],
