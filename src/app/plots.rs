@@ -61,14 +61,18 @@ pub(crate) fn legend_corner(curves: &[Vec<[f64; 2]>]) -> Corner {
     }
 }
 
-/// [`fixed_plot`] with its legend where it leaves the newest part of `curves` visible.
+/// A time series over steps: [`fixed_plot`] from step 0, with its legend where it leaves the
+/// newest part of `curves` visible.
 pub(crate) fn series_plot(
     id: &str,
     width: f32,
     height: f32,
     curves: &[Vec<[f64; 2]>],
 ) -> Plot<'static> {
-    fixed_plot(id, width, height).legend(Legend::default().position(legend_corner(curves)))
+    // Every run starts at step 0: the axis does too, so a narrow plot still labels it.
+    fixed_plot(id, width, height)
+        .legend(Legend::default().position(legend_corner(curves)))
+        .include_x(0.0)
 }
 
 /// Columns a time series is thinned to: more than any series plot is pixels wide.
