@@ -21,12 +21,17 @@ fn chain_of(a: Coord, b: Coord) -> Chain {
     return Chain(vec2<f32>(a.theta, b.theta), vec2<f32>(a.p, b.p), vec2<f32>(a.xi, b.xi));
 }
 
+// The sampler this pipeline runs (`SamplerKind::gpu_code`), set when the host compiles it: the
+// other samplers' branches are compiled out (`GpuEngine` keeps one pipeline per sampler and
+// target; a run-time switch costs llvmpipe every branch).
+override SPECIALISED_SAMPLER: u32;
+
 // Advances one chain by one step; returns true when it diverged.
 fn model_step(chain: ptr<function, Chain>, rng: RngCounter) -> bool {
     let phase = step_phase(rng.step);
     var a = coord_of(*chain, 0u);
     var b = coord_of(*chain, 1u);
-    switch params.sampler_kind {
+    switch SPECIALISED_SAMPLER {
         case SAMPLER_ATMC: {
             a = atmc_first_half(a, phase);
             b = atmc_first_half(b, phase);

@@ -56,8 +56,15 @@ fn layer_offset(l: u32) -> u32 {
     return offset;
 }
 
+// The activation and the sampler this pipeline runs (`Activation::gpu_code`,
+// `SamplerKind::gpu_code`), set when the host compiles it: their switches sit in the innermost
+// loops, and with the values known the other branches are compiled out (`MlpGpuEngine` makes
+// new pipelines when the sampler changes).
+override SPECIALISED_ACTIVATION: u32;
+override SPECIALISED_SAMPLER: u32;
+
 fn activation_apply(a: f32) -> f32 {
-    switch params.mlp_activation {
+    switch SPECIALISED_ACTIVATION {
         case ACT_TANH: {
             return tanh(clamp(a, -15.0, 15.0));
         }
@@ -74,7 +81,7 @@ fn activation_apply(a: f32) -> f32 {
 }
 
 fn activation_derivative_from_output(y: f32) -> f32 {
-    switch params.mlp_activation {
+    switch SPECIALISED_ACTIVATION {
         case ACT_TANH: {
             return 1.0 - y * y;
         }
@@ -234,7 +241,7 @@ fn gradient_at(i: u32, chain: u32) -> f32 {
 
 // `MlpModel::advance` up to the gradient: ATMC's first half; every sampler clears the sum.
 fn sampler_first_half(chain: u32) {
-    if (params.sampler_kind == SAMPLER_ATMC) {
+    if (SPECIALISED_SAMPLER == SAMPLER_ATMC) {
         let phase = step_phase(slice.step);
         for (var i = 0u; i < params.mlp_params; i++) {
             store_coord(i, chain, atmc_first_half(load_coord(i, chain), phase));
@@ -250,7 +257,7 @@ fn sampler_second_half(chain: u32) -> bool {
     let phase = step_phase(slice.step);
     let n = params.mlp_params;
     var z4 = vec4<f32>(0.0);
-    switch params.sampler_kind {
+    switch SPECIALISED_SAMPLER {
         case SAMPLER_ATMC: {
             for (var i = 0u; i < n; i++) {
                 if (i % 4u == 0u) {

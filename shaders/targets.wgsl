@@ -49,8 +49,12 @@ fn logistic_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
     return vec2<f32>(t.x * inv_var + scale * g0, t.y * inv_var + scale * g1);
 }
 
+// The target this pipeline runs (`TargetKind::gpu_code`), set when the host compiles it (see
+// `SPECIALISED_SAMPLER` in chain2.wgsl).
+override SPECIALISED_TARGET: u32;
+
 fn target_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
-    switch params.target_kind {
+    switch SPECIALISED_TARGET {
         case TARGET_GAUSSIAN: {
             let d0 = t.x - target_param(0u);
             let d1 = t.y - target_param(1u);

@@ -108,6 +108,33 @@ fn gpu_trajectories_match_cpu_for_every_sampler() {
     }
 }
 
+/// The GPU pipelines are compiled for one sampler: changing the sampler live (as the app's
+/// controls do) recompiles them, and both engines keep stepping the same networks.
+#[test]
+fn gpu_follows_a_live_sampler_change() {
+    let chains = 64;
+    let first = model(SamplerKind::Sgld, Activation::Tanh, 16);
+    let mut cpu = MlpCpuEngine::new(first.clone(), chains, &MlpInit::default(), 7);
+    let mut gpu = gpu(first, chains);
+    cpu.advance(20).unwrap();
+    gpu.advance(20).unwrap();
+    let second = model(SamplerKind::Atmc, Activation::Tanh, 16);
+    cpu.set_model(second.clone()).unwrap();
+    gpu.set_model(second).unwrap();
+    cpu.advance(20).unwrap();
+    gpu.advance(20).unwrap();
+    let (a, b) = (
+        gpu.read_weights(0, chains).unwrap(),
+        cpu.read_weights(0, chains).unwrap(),
+    );
+    let worst = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0f32, f32::max);
+    assert!(worst <= 1e-3, "{worst:e}");
+}
+
 #[test]
 fn gpu_predictions_match_cpu() {
     let m = model(SamplerKind::Atmc, Activation::Selu, 16);

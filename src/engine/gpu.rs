@@ -248,8 +248,12 @@ struct ChainBuffers {
 /// The GPU backend.
 pub struct GpuEngine {
     ctx: GpuContext,
-    pipeline: wgpu::ComputePipeline,
-    layout: wgpu::BindGroupLayout,
+    program: ShaderProgram,
+    /// One pipeline per (sampler, target) code pair, compiled when first stepped: the shader
+    /// is specialised through its override constants, so the other samplers' and targets'
+    /// branches are compiled out (4× on llvmpipe, which runs every branch of a switch it
+    /// cannot prove uniform).
+    pipelines: std::collections::HashMap<(u32, u32), wgpu::ComputePipeline>,
     params: wgpu::Buffer,
     histogram: wgpu::Buffer,
     histogram_slots: u32,
@@ -285,9 +289,88 @@ pub(crate) fn params_entry() -> wgpu::BindGroupLayoutEntry {
     )
 }
 
+/// A compiled shader module with its bind group layout, from which compute pipelines are made
+/// (one per entry point, and for the 2-D engine one per value of its override constants).
+pub(crate) struct ShaderProgram {
+    what: String,
+    module: wgpu::ShaderModule,
+    /// The layout of the one bind group.
+    pub(crate) layout: wgpu::BindGroupLayout,
+    pipeline_layout: wgpu::PipelineLayout,
+}
+
+impl ShaderProgram {
+    /// Compiles `source` over one bind group layout of `entries`. Fails naming `what` and the
+    /// device when the WGSL does not validate there.
+    pub(crate) fn new(
+        ctx: &GpuContext,
+        what: &str,
+        source: &str,
+        entries: &[wgpu::BindGroupLayoutEntry],
+    ) -> anyhow::Result<Self> {
+        let device = &ctx.device;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(what),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(what),
+            entries,
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(what),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            bail!(
+                "the {what} shaders do not compile on {}: {e}",
+                ctx.describe()
+            );
+        }
+        Ok(Self {
+            what: what.to_owned(),
+            module,
+            layout,
+            pipeline_layout,
+        })
+    }
+
+    /// The pipeline of `entry` with the override `constants` set.
+    pub(crate) fn pipeline(
+        &self,
+        ctx: &GpuContext,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> anyhow::Result<wgpu::ComputePipeline> {
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let pipeline = ctx
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&self.pipeline_layout),
+                module: &self.module,
+                entry_point: Some(entry),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants,
+                    ..Default::default()
+                },
+                cache: None,
+            });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            bail!(
+                "the {} shaders do not compile on {}: {e}",
+                self.what,
+                ctx.describe()
+            );
+        }
+        Ok(pipeline)
+    }
+}
+
 /// Compiles `source` and makes one compute pipeline per entry point over one bind group
-/// layout of `entries`. Fails naming `what` and the device when the WGSL does not validate
-/// there.
+/// layout of `entries`.
 pub(crate) fn compute_pipelines(
     ctx: &GpuContext,
     what: &str,
@@ -295,41 +378,12 @@ pub(crate) fn compute_pipelines(
     entries: &[wgpu::BindGroupLayoutEntry],
     entry_points: &[&str],
 ) -> anyhow::Result<(wgpu::BindGroupLayout, Vec<wgpu::ComputePipeline>)> {
-    let device = &ctx.device;
-    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some(what),
-        source: wgpu::ShaderSource::Wgsl(source.into()),
-    });
-    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-        label: Some(what),
-        entries,
-    });
-    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-        label: Some(what),
-        bind_group_layouts: &[Some(&layout)],
-        immediate_size: 0,
-    });
+    let program = ShaderProgram::new(ctx, what, source, entries)?;
     let pipelines = entry_points
         .iter()
-        .map(|&entry| {
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: Some(&pipeline_layout),
-                module: &module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        })
-        .collect();
-    if let Some(e) = pollster::block_on(scope.pop()) {
-        bail!(
-            "the {what} shaders do not compile on {}: {e}",
-            ctx.describe()
-        );
-    }
-    Ok((layout, pipelines))
+        .map(|entry| program.pipeline(ctx, entry, &[]))
+        .collect::<anyhow::Result<_>>()?;
+    Ok((program.layout, pipelines))
 }
 
 pub(crate) fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -360,7 +414,7 @@ impl GpuEngine {
         init: &InitSpec,
         seed: u64,
     ) -> anyhow::Result<Self> {
-        let (layout, mut pipelines) = compute_pipelines(
+        let program = ShaderProgram::new(
             &ctx,
             "engine",
             SHADER_SOURCE.as_str(),
@@ -372,9 +426,7 @@ impl GpuEngine {
                 storage_entry(4, false),
                 storage_entry(5, true),
             ],
-            &["advance"],
         )?;
-        let pipeline = pipelines.remove(0);
         let device = &ctx.device;
         let params = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("params"),
@@ -385,11 +437,18 @@ impl GpuEngine {
         let histogram = Self::histogram_buffer(device, 1);
         let data = Self::data_buffer(device, &model.target);
         let buffers = Self::chain_buffers(&ctx, chains)?;
-        let bind_group = Self::bind_group(device, &layout, &params, &buffers, &histogram, &data);
+        let bind_group = Self::bind_group(
+            device,
+            &program.layout,
+            &params,
+            &buffers,
+            &histogram,
+            &data,
+        );
         let mut engine = Self {
             ctx,
-            pipeline,
-            layout,
+            program,
+            pipelines: std::collections::HashMap::new(),
             params,
             histogram,
             histogram_slots: 1,
@@ -507,7 +566,7 @@ impl GpuEngine {
     fn rebind(&mut self) {
         self.bind_group = Self::bind_group(
             &self.ctx.device,
-            &self.layout,
+            &self.program.layout,
             &self.params,
             &self.buffers,
             &self.histogram,
@@ -601,6 +660,21 @@ impl Engine for GpuEngine {
             self.histogram_slots = slots;
             self.rebind();
         }
+        let key = (
+            self.model.sampler.kind.gpu_code(),
+            self.model.target.gpu_constants().0.gpu_code(),
+        );
+        if !self.pipelines.contains_key(&key) {
+            let pipeline = self.program.pipeline(
+                &self.ctx,
+                "advance",
+                &[
+                    ("SPECIALISED_SAMPLER", f64::from(key.0)),
+                    ("SPECIALISED_TARGET", f64::from(key.1)),
+                ],
+            )?;
+            self.pipelines.insert(key, pipeline);
+        }
         let per_dispatch =
             (LOOP_BUDGET / loop_iterations_per_step(&self.model)).clamp(1, MAX_STEPS_PER_DISPATCH);
         let chunks = steps.div_ceil(per_dispatch).max(1);
@@ -622,7 +696,7 @@ impl Engine for GpuEngine {
             }
             {
                 let mut pass = encoder.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&self.pipeline);
+                pass.set_pipeline(&self.pipelines[&key]);
                 pass.set_bind_group(0, &self.bind_group, &[]);
                 let [gx, gy] = self.buffers.groups;
                 pass.dispatch_workgroups(gx, gy, 1);

@@ -9,9 +9,7 @@
 
 use super::{MlpEngine, MlpReport, ParameterStates, Prediction};
 use crate::engine::BackendInfo;
-use crate::engine::gpu::{
-    GpuContext, compute_pipelines, params_entry, storage_entry, uniform_entry,
-};
+use crate::engine::gpu::{GpuContext, ShaderProgram, params_entry, storage_entry, uniform_entry};
 use crate::engine::shader_interface::{
     self, GpuParams, MLP_PARTIALS, MLP_WORKGROUP, MlpRegion, MlpSlice as Slice,
 };
@@ -119,7 +117,7 @@ fn example_iterations(arch: &Architecture) -> usize {
 pub struct MlpGpuEngine {
     ctx: GpuContext,
     pipelines: Vec<(Entry, wgpu::ComputePipeline)>,
-    layout: wgpu::BindGroupLayout,
+    program: ShaderProgram,
     params: wgpu::Buffer,
     slices: wgpu::Buffer,
     slice_capacity: u64,
@@ -159,6 +157,30 @@ fn uniform_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer
 }
 
 impl MlpGpuEngine {
+    /// Every entry point compiled for the model's sampler and activation (the shader's
+    /// override constants): their switches sit in the innermost loops, and llvmpipe would run
+    /// every branch of a switch it cannot prove uniform.
+    fn specialised(
+        program: &ShaderProgram,
+        ctx: &GpuContext,
+        model: &MlpModel,
+    ) -> anyhow::Result<Vec<(Entry, wgpu::ComputePipeline)>> {
+        let constants = [
+            (
+                "SPECIALISED_SAMPLER",
+                f64::from(model.sampler.kind.gpu_code()),
+            ),
+            (
+                "SPECIALISED_ACTIVATION",
+                f64::from(model.posterior.arch.activation.gpu_code()),
+            ),
+        ];
+        Entry::ALL
+            .iter()
+            .map(|&e| Ok((e, program.pipeline(ctx, e.name(), &constants)?)))
+            .collect()
+    }
+
     /// `chains` networks on an existing device.
     pub fn with_context(
         ctx: GpuContext,
@@ -181,8 +203,7 @@ impl MlpGpuEngine {
             );
         }
         let slice_size = std::mem::size_of::<Slice>() as u64;
-        let names: Vec<&str> = Entry::ALL.iter().map(|e| e.name()).collect();
-        let (layout, compiled) = compute_pipelines(
+        let program = ShaderProgram::new(
             &ctx,
             "MLP",
             MLP_SHADER_SOURCE.as_str(),
@@ -196,9 +217,8 @@ impl MlpGpuEngine {
                 storage_entry(6, false),
                 uniform_entry(7, true, slice_size),
             ],
-            &names,
         )?;
-        let pipelines = Entry::ALL.iter().copied().zip(compiled).collect();
+        let pipelines = Self::specialised(&program, &ctx, &model)?;
         let params = uniform_buffer(
             device,
             "mlp params",
@@ -217,7 +237,7 @@ impl MlpGpuEngine {
         let predictions = storage_buffer(device, "mlp predictions", 4 * 25);
         let bind_group = Self::bind_group(
             device,
-            &layout,
+            &program.layout,
             [
                 &params,
                 &state,
@@ -232,7 +252,7 @@ impl MlpGpuEngine {
         let mut engine = Self {
             ctx,
             pipelines,
-            layout,
+            program,
             params,
             slices,
             slice_capacity,
@@ -301,7 +321,7 @@ impl MlpGpuEngine {
     fn rebind(&mut self) {
         self.bind_group = Self::bind_group(
             &self.ctx.device,
-            &self.layout,
+            &self.program.layout,
             [
                 &self.params,
                 &self.state,
@@ -449,6 +469,9 @@ impl MlpEngine for MlpGpuEngine {
             model.posterior.arch == self.model.posterior.arch,
             "the architecture changed: make a new engine"
         );
+        if model.sampler.kind != self.model.sampler.kind {
+            self.pipelines = Self::specialised(&self.program, &self.ctx, &model)?;
+        }
         let data_changed = model.posterior.inputs != self.model.posterior.inputs
             || model.posterior.labels != self.model.posterior.labels;
         self.model = model;
