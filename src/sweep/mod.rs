@@ -562,6 +562,77 @@ pub fn read_merged(path: &Path) -> anyhow::Result<Merged> {
     Ok(Merged { header, records })
 }
 
+/// Follows a results file a run is appending to: each [`Follower::poll`] parses only the
+/// lines added since the last one (whole lines: one being written waits for the next poll),
+/// so a view that polls every few hundred milliseconds does not parse a 100,000-point file
+/// again each time. A file that became shorter (rewritten) is read again from the start.
+#[derive(Debug)]
+pub struct Follower {
+    path: PathBuf,
+    offset: u64,
+    line: usize,
+    merged: Option<Merged>,
+}
+
+impl Follower {
+    /// A follower of `path`, which need not exist yet.
+    pub fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_owned(),
+            offset: 0,
+            line: 0,
+            merged: None,
+        }
+    }
+
+    /// The header and records read so far.
+    pub fn merged(&self) -> Option<&Merged> {
+        self.merged.as_ref()
+    }
+
+    /// Reads what was appended since the last call; true when the header or records were
+    /// added.
+    pub fn poll(&mut self) -> anyhow::Result<bool> {
+        use std::io::{Seek, SeekFrom};
+        let path = &self.path;
+        let mut file =
+            std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+        if file.metadata()?.len() < self.offset {
+            (self.offset, self.line, self.merged) = (0, 0, None);
+        }
+        file.seek(SeekFrom::Start(self.offset))?;
+        let mut reader = std::io::BufReader::new(file);
+        let mut line = String::new();
+        let mut grew = false;
+        loop {
+            line.clear();
+            let n = reader.read_line(&mut line)?;
+            if n == 0 || !line.ends_with('\n') {
+                break;
+            }
+            self.line += 1;
+            let text = line.trim_end();
+            match &mut self.merged {
+                None => {
+                    let header: Header = serde_json::from_str(text).with_context(|| {
+                        format!("{}:1: not a sweep shard header", path.display())
+                    })?;
+                    self.merged = Some(Merged {
+                        header,
+                        records: Vec::new(),
+                    });
+                }
+                Some(m) => m.records.push(serde_json::from_str(text).with_context(|| {
+                    format!("{}:{}: not a sweep record", path.display(), self.line)
+                })?),
+            }
+            self.offset += n as u64;
+            grew = true;
+        }
+        Ok(grew)
+    }
+}
+
 /// The records as CSV: index, the axes, the seed, then every scalar of the run JSON (arrays
 /// flattened as `mean.0`, `cov.0.1`; nulls empty).
 pub fn csv_table(merged: &Merged) -> String {
@@ -752,6 +823,44 @@ mod tests {
         assert!(!is_log_spaced(&lin));
         assert_eq!(cell_position(&lin, 0.75), Some(1.5));
         assert_eq!(cell_position(&lin, 2.0), None);
+    }
+
+    #[test]
+    fn a_follower_reads_whole_appended_lines_once() {
+        let dir = std::env::temp_dir().join(format!("atmc-follow-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("shard.jsonl");
+        let header = r#"{"sweep":"s","description":"","sweep_hash":"0","base_hash":"0","points":3,"shard":{"index":0,"count":1},"fields":["a"],"axis_values":[[1.0,2.0,3.0]],"base_kind":"toy","base":null,"seeds":"same","measure":"run"}"#;
+        let record = |i: usize| format!(r#"{{"index":{i},"coords":[{i}.0],"seed":1,"run":{{}}}}"#);
+        let mut follower = Follower::new(&path);
+        assert!(follower.poll().is_err(), "no file yet");
+        let r1 = record(1);
+        let (first, rest) = r1.split_at(10);
+        std::fs::write(&path, format!("{header}\n{}\n{first}", record(0))).unwrap();
+        assert!(follower.poll().unwrap());
+        assert_eq!(
+            follower.merged().unwrap().records.len(),
+            1,
+            "the partial line waits"
+        );
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        writeln!(f, "{rest}\n{}", record(2)).unwrap();
+        assert!(follower.poll().unwrap());
+        assert!(!follower.poll().unwrap(), "nothing new");
+        let m = follower.merged().unwrap();
+        assert_eq!(
+            m.records.iter().map(|r| r.index).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        assert_eq!(m.records.len(), read_merged(&path).unwrap().records.len());
+        // Rewritten shorter: read again from the start.
+        std::fs::write(&path, format!("{header}\n{}\n", record(0))).unwrap();
+        assert!(follower.poll().unwrap());
+        assert_eq!(follower.merged().unwrap().records.len(), 1);
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -121,8 +121,10 @@ impl Drop for BackgroundSweep {
 
 /// The sweep view.
 pub struct SweepView {
-    /// The shard or merged file shown (re-read while a local run fills it).
+    /// The shard or merged file shown (followed while a local run fills it).
     file: Option<PathBuf>,
+    /// Reads what a local run appends to `file`, line by line.
+    follower: Option<sweep::Follower>,
     table: Option<Merged>,
     statistics: Vec<String>,
     /// The statistic coloured.
@@ -158,6 +160,7 @@ impl SweepView {
     pub fn new(backend: BackendChoice) -> Self {
         Self {
             file: None,
+            follower: None,
             table: None,
             statistics: Vec::new(),
             statistic: String::new(),
@@ -203,6 +206,7 @@ impl SweepView {
         let header = sweep::header(&loaded, Shard::ALL);
         let run = BackgroundSweep::start(loaded, name, self.backend)?;
         self.file = Some(run.file.clone());
+        self.follower = Some(sweep::Follower::new(&run.file));
         self.run = Some(run);
         // The header is written before the first point: show the empty map at once.
         self.show(Merged {
@@ -271,16 +275,13 @@ impl SweepView {
         }
         if self.last_read.elapsed() > Duration::from_millis(400) {
             self.last_read = Instant::now();
-            if let Some(file) = &self.file
-                && let Ok(table) = sweep::read_merged(file)
-            {
-                let grew = self
-                    .table
-                    .as_ref()
-                    .is_none_or(|t| t.records.len() != table.records.len());
-                if grew {
-                    self.show(table);
-                }
+            let appended = self
+                .follower
+                .as_mut()
+                .and_then(|f| f.poll().unwrap_or(false).then(|| f.merged().cloned()))
+                .flatten();
+            if let Some(table) = appended {
+                self.show(table);
             }
         }
         let Some(result) = self.run.as_mut().and_then(BackgroundSweep::finished) else {

@@ -56,6 +56,8 @@ pub struct ThermoView {
     pub points: u32,
     run: Option<BackgroundSweep>,
     file: Option<std::path::PathBuf>,
+    /// Reads what the run appends to `file`, line by line.
+    follower: Option<sweep::Follower>,
     merged: Option<Merged>,
     /// The table drawn.
     pub table: Option<Table>,
@@ -81,6 +83,7 @@ impl ThermoView {
             points: 12,
             run: None,
             file: None,
+            follower: None,
             merged: None,
             table: None,
             selected: 0,
@@ -140,6 +143,7 @@ impl ThermoView {
         let run =
             BackgroundSweep::start(loaded, &format!("thermo-{}", self.problem), self.backend)?;
         self.file = Some(run.file.clone());
+        self.follower = Some(sweep::Follower::new(&run.file));
         self.run = Some(run);
         self.show(Merged {
             header,
@@ -185,13 +189,12 @@ impl ThermoView {
         }
         if self.last_read.elapsed() > Duration::from_millis(400) {
             self.last_read = Instant::now();
-            if let Some(file) = &self.file
-                && let Ok(m) = sweep::read_merged(file)
-                && self
-                    .merged
-                    .as_ref()
-                    .is_none_or(|old| old.records.len() != m.records.len())
-            {
+            let appended = self
+                .follower
+                .as_mut()
+                .and_then(|f| f.poll().unwrap_or(false).then(|| f.merged().cloned()))
+                .flatten();
+            if let Some(m) = appended {
                 self.show(m);
             }
         }
