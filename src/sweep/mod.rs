@@ -590,6 +590,16 @@ impl Follower {
         self.merged.as_ref()
     }
 
+    /// [`Follower::poll`], then the table when it grew (a read error counts as no growth:
+    /// the run's own end reports errors).
+    pub fn grown(&mut self) -> Option<Merged> {
+        if self.poll().unwrap_or(false) {
+            self.merged.clone()
+        } else {
+            None
+        }
+    }
+
     /// Reads what was appended since the last call; true when the header or records were
     /// added.
     pub fn poll(&mut self) -> anyhow::Result<bool> {

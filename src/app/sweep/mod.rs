@@ -275,11 +275,7 @@ impl SweepView {
         }
         if self.last_read.elapsed() > Duration::from_millis(400) {
             self.last_read = Instant::now();
-            let appended = self
-                .follower
-                .as_mut()
-                .and_then(|f| f.poll().unwrap_or(false).then(|| f.merged().cloned()))
-                .flatten();
+            let appended = self.follower.as_mut().and_then(sweep::Follower::grown);
             if let Some(table) = appended {
                 self.show(table);
             }
