@@ -25,6 +25,53 @@ impl OverlayImage {
 
     /// Paints `color` over the pixels of the box `[x0, y0, x1, y1]` with coverage
     /// `cover(pixel centre)`.
+    /// `image` (premultiplied, rows from the top) stretched over the pixel box
+    /// `[x0, y0, x1, y1]` with bilinear filtering and clamped edges, as a GPU draws a LINEAR
+    /// texture; pixels outside the box stay as they are.
+    pub fn stretch(&mut self, image: &egui::ColorImage, bbox: [f32; 4]) {
+        let [w, h] = image.size;
+        if w == 0 || h == 0 || bbox[2] <= bbox[0] || bbox[3] <= bbox[1] {
+            return;
+        }
+        let texel = |x: usize, y: usize| -> [f32; 4] {
+            let c = image.pixels[y.min(h - 1) * w + x.min(w - 1)];
+            [c.r(), c.g(), c.b(), c.a()].map(|v| f32::from(v) / 255.0)
+        };
+        let from = |lo: f32| (lo.floor().max(0.0) as usize).min(self.side);
+        let to = |hi: f32| (hi.ceil().max(0.0) as usize).min(self.side);
+        for y in from(bbox[1])..to(bbox[3]) {
+            let v = (y as f32 + 0.5 - bbox[1]) / (bbox[3] - bbox[1]);
+            if !(0.0..=1.0).contains(&v) {
+                continue;
+            }
+            let ty = (v * h as f32 - 0.5).max(0.0);
+            let (y0, fy) = (ty.floor() as usize, ty.fract());
+            for x in from(bbox[0])..to(bbox[2]) {
+                let u = (x as f32 + 0.5 - bbox[0]) / (bbox[2] - bbox[0]);
+                if !(0.0..=1.0).contains(&u) {
+                    continue;
+                }
+                let tx = (u * w as f32 - 0.5).max(0.0);
+                let (x0, fx) = (tx.floor() as usize, tx.fract());
+                let (a, b, c, d) = (
+                    texel(x0, y0),
+                    texel(x0 + 1, y0),
+                    texel(x0, y0 + 1),
+                    texel(x0 + 1, y0 + 1),
+                );
+                let src: [f32; 4] = std::array::from_fn(|k| {
+                    (a[k] * (1.0 - fx) + b[k] * fx) * (1.0 - fy)
+                        + (c[k] * (1.0 - fx) + d[k] * fx) * fy
+                });
+                let px = &mut self.rgba[y * self.side + x];
+                // "Over" with a premultiplied source.
+                for k in 0..4 {
+                    px[k] = src[k] + px[k] * (1.0 - src[3]);
+                }
+            }
+        }
+    }
+
     /// A colour as straight (not premultiplied) gamma-space RGB and alpha.
     fn straight(color: Color32) -> [f32; 4] {
         let [r, g, b, a] = color.to_normalized_gamma_f32();
@@ -161,6 +208,15 @@ mod tests {
         let c = img.into_image().pixels[2 * 4 + 2];
         assert_eq!(c.a(), 128);
         assert!(c.r().abs_diff(100) <= 1 && c.g().abs_diff(50) <= 1, "{c:?}");
+        // A stretched 2×1 image: its texels' colours at their centres, blended between.
+        let mut img = OverlayImage::new(8);
+        let two = egui::ColorImage::new([2, 1], vec![Color32::RED, Color32::BLUE]);
+        img.stretch(&two, [0.0, 0.0, 8.0, 8.0]);
+        let image = img.into_image();
+        assert_eq!(image.pixels[0], Color32::RED);
+        assert_eq!(image.pixels[7], Color32::BLUE);
+        let mid = image.pixels[4];
+        assert!(mid.r() > 50 && mid.b() > 50, "{mid:?}");
         // A steep segment is drawn row by row, as wide as a flat one.
         let mut img = OverlayImage::new(10);
         img.segment([4.5, 0.0], [4.5, 10.0], 1.0, Color32::WHITE);

@@ -110,11 +110,9 @@ pub struct PortraitData<'a> {
     pub note: Option<&'a str>,
 }
 
-/// The textures a portrait keeps between frames: the density and the overlay of contours and
-/// trails.
+/// The texture a portrait keeps between frames: its density, contours and trails composed.
 #[derive(Default)]
 pub struct PortraitTextures {
-    density: CachedTexture,
     overlay: CachedTexture,
 }
 
@@ -137,38 +135,10 @@ pub fn show(
     // A panel whose axes the sampler does not have (SGLD has no p and no ξ) shows only its
     // note: a histogram of the never-moving zeros would look like data.
     let empty = data.note.is_some();
-    if let Some((grid, counts)) = data.histogram.filter(|_| !empty) {
-        // Uploaded again only when the histogram (or how it is coloured) changed.
-        let key = key_of(&(
-            counts,
-            grid.nx,
-            grid.ny,
-            data.log_scale,
-            colormap.fingerprint(),
-        ));
-        let t = textures.density.show(
-            ui.ctx(),
-            &format!("portrait {}", data.title),
-            key,
-            // Linear filtering smooths the cells into a density; the grid is fine enough.
-            egui::TextureOptions::LINEAR,
-            || colormap.density_image(counts, grid.nx as usize, grid.ny as usize, data.log_scale),
-        );
-        let r = Rect::from_two_pos(
-            to_screen(grid.x[0], grid.y[1]),
-            to_screen(grid.x[1], grid.y[0]),
-        );
-        painter.image(
-            t.id(),
-            r,
-            Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0)),
-            Color32::WHITE,
-        );
-    }
-
-    // Contours, trails and the trails' heads are drawn on the CPU into one overlay image
-    // (see `super::overlay`), uploaded again only when something in it moved: as egui shapes
-    // they were a third of what a frame cost on a software rasteriser.
+    // The density, the contours, the trails and their heads are composed on the CPU into one
+    // image (see `super::overlay`), uploaded again only when something in it changed: as
+    // egui shapes and two textures they were half of what a frame cost on a software
+    // rasteriser.
     let ppp = ui.ctx().pixels_per_point();
     let pixels = (side * ppp).round().max(1.0) as usize;
     let to_pixel = |p: Pos2| -> [f32; 2] {
@@ -206,8 +176,19 @@ pub fn show(
                 .collect(),
         );
     }
+    let density = data.histogram.filter(|_| !empty).map(|(grid, counts)| {
+        let r = Rect::from_two_pos(
+            to_screen(grid.x[0], grid.y[1]),
+            to_screen(grid.x[1], grid.y[0]),
+        );
+        let (a, b) = (to_pixel(r.min), to_pixel(r.max));
+        (grid, counts, [a[0], a[1], b[0], b[1]])
+    });
     let bits = |p: &[f32; 2]| [p[0].to_bits(), p[1].to_bits()];
     let key = key_of(&(
+        density.map(|(g, counts, bbox)| (counts, g.nx, g.ny, bbox.map(f32::to_bits))),
+        data.log_scale,
+        colormap.fingerprint(),
         pixels,
         contours
             .iter()
@@ -225,6 +206,15 @@ pub fn show(
         egui::TextureOptions::LINEAR,
         || {
             let mut img = OverlayImage::new(pixels);
+            if let Some((grid, counts, bbox)) = density {
+                let cells = colormap.density_image(
+                    counts,
+                    grid.nx as usize,
+                    grid.ny as usize,
+                    data.log_scale,
+                );
+                img.stretch(&cells, bbox);
+            }
             let contour = Color32::from_rgba_unmultiplied(120, 200, 255, 150);
             for [a, b] in &contours {
                 img.segment(*a, *b, ppp, contour);
