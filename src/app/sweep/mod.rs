@@ -44,6 +44,17 @@ pub struct BackgroundSweep {
     progress: Arc<Mutex<(usize, usize)>>,
     /// The shard file it writes.
     pub file: PathBuf,
+    /// Reads what the thread appends to `file`.
+    follower: sweep::Follower,
+    last_read: Instant,
+}
+
+/// What [`BackgroundSweep::poll`] found.
+pub struct Polled {
+    /// The table, when records were appended since the last poll.
+    pub grown: Option<sweep::Merged>,
+    /// Once, when the thread has ended: points done and total, or the error.
+    pub finished: Option<Result<(usize, usize), String>>,
 }
 
 impl BackgroundSweep {
@@ -72,12 +83,29 @@ impl BackgroundSweep {
                 })
             })
             .map_err(|e| format!("cannot start the sweep: {e}"))?;
+        let file = Shard::ALL.file(&dir);
         Ok(Self {
             thread: Some(thread),
             cancel,
             progress,
-            file: Shard::ALL.file(&dir),
+            follower: sweep::Follower::new(&file),
+            file,
+            last_read: Instant::now(),
         })
+    }
+
+    /// Reads what was appended to the file (every 400 ms, and once more at the end) and
+    /// notices the thread's end.
+    pub fn poll(&mut self) -> Polled {
+        let finished = self.finished();
+        let due = self.last_read.elapsed() > Duration::from_millis(400);
+        let grown = (due || finished.is_some())
+            .then(|| {
+                self.last_read = Instant::now();
+                self.follower.grown()
+            })
+            .flatten();
+        Polled { grown, finished }
     }
 
     /// Asks the thread to stop after its current point.
@@ -93,7 +121,7 @@ impl BackgroundSweep {
     }
 
     /// The thread's result once it has ended (once): points done and total, or the error.
-    pub fn finished(&mut self) -> Option<Result<(usize, usize), String>> {
+    fn finished(&mut self) -> Option<Result<(usize, usize), String>> {
         if !self.thread.as_ref().is_some_and(|t| t.is_finished()) {
             return None;
         }
@@ -123,8 +151,6 @@ impl Drop for BackgroundSweep {
 pub struct SweepView {
     /// The shard or merged file shown (followed while a local run fills it).
     file: Option<PathBuf>,
-    /// Reads what a local run appends to `file`, line by line.
-    follower: Option<sweep::Follower>,
     table: Option<Merged>,
     statistics: Vec<String>,
     /// The statistic coloured.
@@ -135,7 +161,6 @@ pub struct SweepView {
     slice: Vec<usize>,
     log_colour: bool,
     run: Option<BackgroundSweep>,
-    last_read: Instant,
     error: Option<String>,
     colormap: Colormap,
     plot_rect: Option<Rect>,
@@ -160,7 +185,6 @@ impl SweepView {
     pub fn new(backend: BackendChoice) -> Self {
         Self {
             file: None,
-            follower: None,
             table: None,
             statistics: Vec::new(),
             statistic: String::new(),
@@ -168,7 +192,6 @@ impl SweepView {
             slice: Vec::new(),
             log_colour: false,
             run: None,
-            last_read: Instant::now(),
             error: None,
             colormap: Colormap::viridis(),
             plot_rect: None,
@@ -206,7 +229,6 @@ impl SweepView {
         let header = sweep::header(&loaded, Shard::ALL);
         let run = BackgroundSweep::start(loaded, name, self.backend)?;
         self.file = Some(run.file.clone());
-        self.follower = Some(sweep::Follower::new(&run.file));
         self.run = Some(run);
         // The header is written before the first point: show the empty map at once.
         self.show(Merged {
@@ -268,19 +290,16 @@ impl SweepView {
         self.error = None;
     }
 
-    /// Re-reads the file a local run is writing, and notices the run's end.
+    /// Shows what a local run appended, and notices its end.
     fn poll(&mut self, shell: &mut Shell) {
-        if self.run.is_none() {
+        let Some(run) = &mut self.run else {
             return;
+        };
+        let Polled { grown, finished } = run.poll();
+        if let Some(table) = grown {
+            self.show(table);
         }
-        if self.last_read.elapsed() > Duration::from_millis(400) {
-            self.last_read = Instant::now();
-            let appended = self.follower.as_mut().and_then(sweep::Follower::grown);
-            if let Some(table) = appended {
-                self.show(table);
-            }
-        }
-        let Some(result) = self.run.as_mut().and_then(BackgroundSweep::finished) else {
+        let Some(result) = finished else {
             return;
         };
         shell.status = Some(match result {
@@ -290,11 +309,6 @@ impl SweepView {
             )),
             Err(e) => Status::error(e),
         });
-        if let Some(file) = &self.file
-            && let Ok(table) = sweep::read_merged(file)
-        {
-            self.show(table);
-        }
         self.run = None;
     }
 

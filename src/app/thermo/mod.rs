@@ -5,7 +5,7 @@
 //! globe and an equal-area map with the signal-to-noise ratio over time.
 
 use super::colormap::Colormap;
-use super::sweep::BackgroundSweep;
+use super::sweep::{BackgroundSweep, Polled};
 use super::view::{Action, Shell, Status, View};
 use crate::diagnostics::thermo::{
     plane_cells, plane_gibbs_on_grid, sphere_gibbs_on_grid, sphere_quadrature,
@@ -22,7 +22,7 @@ use egui::{Color32, Rect, RichText, Ui};
 use egui_plot::{Legend, Line, LineStyle, PlotImage, PlotPoint, PlotPoints, Points};
 use std::any::Any;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The problems offered, by shipped preset name.
 const PROBLEMS: [(&str, &str); 7] = [
@@ -55,15 +55,11 @@ pub struct ThermoView {
     /// Learning rates on the grid.
     pub points: u32,
     run: Option<BackgroundSweep>,
-    file: Option<std::path::PathBuf>,
-    /// Reads what the run appends to `file`, line by line.
-    follower: Option<sweep::Follower>,
     merged: Option<Merged>,
     /// The table drawn.
     pub table: Option<Table>,
     /// The row of the Gibbs test.
     pub selected: usize,
-    last_read: Instant,
     error: Option<String>,
     backend: BackendChoice,
     globe: (f32, f32),
@@ -82,12 +78,9 @@ impl ThermoView {
             lr: (0.18, 1.8),
             points: 12,
             run: None,
-            file: None,
-            follower: None,
             merged: None,
             table: None,
             selected: 0,
-            last_read: Instant::now(),
             error: None,
             backend,
             globe: (0.6, 0.5),
@@ -142,8 +135,6 @@ impl ThermoView {
         let header = sweep::header(&loaded, sweep::Shard::ALL);
         let run =
             BackgroundSweep::start(loaded, &format!("thermo-{}", self.problem), self.backend)?;
-        self.file = Some(run.file.clone());
-        self.follower = Some(sweep::Follower::new(&run.file));
         self.run = Some(run);
         self.show(Merged {
             header,
@@ -184,17 +175,14 @@ impl ThermoView {
     }
 
     fn poll(&mut self, shell: &mut Shell) {
-        if self.run.is_none() {
+        let Some(run) = &mut self.run else {
             return;
+        };
+        let Polled { grown, finished } = run.poll();
+        if let Some(m) = grown {
+            self.show(m);
         }
-        if self.last_read.elapsed() > Duration::from_millis(400) {
-            self.last_read = Instant::now();
-            let appended = self.follower.as_mut().and_then(sweep::Follower::grown);
-            if let Some(m) = appended {
-                self.show(m);
-            }
-        }
-        let Some(result) = self.run.as_mut().and_then(BackgroundSweep::finished) else {
+        let Some(result) = finished else {
             return;
         };
         shell.status = Some(match result {
@@ -206,11 +194,6 @@ impl ThermoView {
             )),
             Err(e) => Status::error(e),
         });
-        if let Some(file) = &self.file
-            && let Ok(m) = sweep::read_merged(file)
-        {
-            self.show(m);
-        }
         self.run = None;
     }
 
