@@ -114,18 +114,21 @@ pub fn knn_entropy<const D: usize>(points: &[[f64; D]], k: usize) -> Option<f64>
     }
     let tree = KdTree::new(points);
     let sum_log: f64 = (0..n)
-        .map(|i| {
-            0.5 * tree
-                .kth_distance_sq(i, k)
-                .max(MIN_DISTANCE * MIN_DISTANCE)
-                .ln()
-        })
+        .map(|i| ln_distance(tree.kth_distance_sq(i, k)))
         .sum();
-    Some(
-        digamma(n as f64) - digamma(k as f64)
-            + ln_unit_ball_volume(D)
-            + D as f64 * sum_log / n as f64,
-    )
+    Some(estimate(n, k, D, sum_log))
+}
+
+/// ln of a k-th neighbour distance from its square, floored at [`MIN_DISTANCE`].
+fn ln_distance(squared: f64) -> f64 {
+    0.5 * squared.max(MIN_DISTANCE * MIN_DISTANCE).ln()
+}
+
+/// The estimator ψ(N) − ψ(k) + ln V_d + (d/N) Σᵢ ln εᵢ from the sum of the log distances.
+fn estimate(n: usize, k: usize, dim: usize, sum_log: f64) -> f64 {
+    digamma(n as f64) - digamma(k as f64)
+        + ln_unit_ball_volume(dim)
+        + dim as f64 * sum_log / n as f64
 }
 
 /// Kozachenko–Leonenko entropy (nats) of `points.len() / dim` points in `dim` dimensions
@@ -160,14 +163,10 @@ pub fn knn_entropy_dense(points: &[f32], dim: usize, k: usize) -> Option<f64> {
                     nearest.pop();
                 }
             }
-            0.5 * nearest[k - 1].max(MIN_DISTANCE * MIN_DISTANCE).ln()
+            ln_distance(nearest[k - 1])
         })
         .sum();
-    Some(
-        digamma(n as f64) - digamma(k as f64)
-            + ln_unit_ball_volume(dim)
-            + dim as f64 * sum_log / n as f64,
-    )
+    Some(estimate(n, k, dim, sum_log))
 }
 
 /// The geodesic Kozachenko–Leonenko entropy (nats, with respect to area) of points on the
