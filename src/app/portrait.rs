@@ -4,7 +4,7 @@
 use super::axes::round_ticks;
 use super::colormap::Colormap;
 use super::overlay::OverlayImage;
-use super::texture::{CachedTexture, key_of};
+use super::texture::CachedTexture;
 use crate::diagnostics::views::Segment;
 use crate::engine::Axis;
 use crate::math::{Chain2, Grid2};
@@ -184,21 +184,21 @@ pub fn show(
         let (a, b) = (to_pixel(r.min), to_pixel(r.max));
         (grid, counts, [a[0], a[1], b[0], b[1]])
     });
-    let bits = |p: &[f32; 2]| [p[0].to_bits(), p[1].to_bits()];
-    let key = key_of(&(
-        density.map(|(g, counts, bbox)| (counts, g.nx, g.ny, bbox.map(f32::to_bits))),
-        data.log_scale,
-        colormap.fingerprint(),
-        pixels,
-        contours
-            .iter()
-            .map(|s| s.map(|p| bits(&p)))
-            .collect::<Vec<_>>(),
-        alive
-            .iter()
-            .map(|t| t.iter().map(bits).collect::<Vec<_>>())
-            .collect::<Vec<_>>(),
-    ));
+    // The key hashes the screen positions as they are, without copying them.
+    let key = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        density
+            .map(|(g, counts, bbox)| (counts, g.nx, g.ny, bbox.map(f32::to_bits)))
+            .hash(&mut h);
+        (data.log_scale, colormap.fingerprint(), pixels).hash(&mut h);
+        h.write(bytemuck::cast_slice(&contours));
+        for trail in &alive {
+            h.write_usize(trail.len());
+            h.write(bytemuck::cast_slice(trail));
+        }
+        h.finish()
+    };
     let t = textures.overlay.show(
         ui.ctx(),
         &format!("portrait overlay {}", data.title),
