@@ -74,14 +74,16 @@ pub(super) fn measure_mlp(
     let per_example = |w: &[f32]| posterior.neg_log_posterior(w) / points as f64;
     let (mut u_trace, mut s_trace, mut snr_trace) = (Vec::new(), Vec::new(), Vec::new());
     let mut done = 0;
-    let mut last = (Vec::new(), 0);
+    // The last block's ensemble and what was measured on it: the point reports these.
+    let mut last = None;
     for end in block_ends(preset.steps) {
         engine.advance(end - done)?;
         done = end;
         progress(done);
         let (weights, alive) = alive_weights(engine.as_mut(), d)?;
         if alive == 0 {
-            break;
+            last = None;
+            continue;
         }
         let losses: Vec<f64> = weights.par_chunks_exact(d).map(per_example).collect();
         u_trace.push((done, mean_and_se(&losses).0));
@@ -92,17 +94,38 @@ pub(super) fn measure_mlp(
         if noise > 0.0 {
             snr_trace.push((done, signal / noise));
         }
-        last = (weights, alive);
+        last = Some((weights, alive, losses, signal, noise));
     }
-    let (weights, alive) = last;
-    if alive == 0 {
-        anyhow::bail!(
-            "{}: every network diverged at η = {}: lower the learning rate",
-            preset.name,
-            preset.sampler.h
-        );
-    }
-    let losses: Vec<f64> = weights.par_chunks_exact(d).map(per_example).collect();
+    let problem = format!(
+        "MLP {} ({d} weights, {points} points: {})",
+        posterior.arch.describe(),
+        parameterisation(d, points)
+    );
+    // As in the plane: a point where more than half the networks diverged is left out.
+    let Some((weights, alive, losses, signal, noise)) =
+        last.filter(|l| l.1 >= 2 * KNN_K + 2 && 2 * l.1 >= preset.chains as usize)
+    else {
+        let alive = alive_weights(engine.as_mut(), d)?.1;
+        return Ok(ThermoPoint {
+            problem,
+            sampler: preset.sampler.kind.name().into(),
+            eta: preset.sampler.h,
+            chains: preset.chains,
+            steps: preset.steps,
+            alive: alive as u32,
+            u: f64::NAN,
+            u_se: f64::NAN,
+            excluded: Some(format!(
+                "{} of {} networks diverged",
+                preset.chains as usize - alive,
+                preset.chains
+            )),
+            u_trace,
+            s_trace,
+            snr_trace,
+            ..ThermoPoint::default()
+        });
+    };
     let (u, u_se) = mean_and_se(&losses);
     // Var θ averaged over the weights: one number for the spread of the ensemble.
     let nets = weights.chunks_exact(d);
@@ -118,14 +141,9 @@ pub(super) fn measure_mlp(
         })
         .sum::<f64>()
         / d as f64;
-    let (signal, noise) = signal_and_noise(&posterior, &weights, batch);
     let (stationary, excluded) = stationarity(&u_trace, u_se);
     Ok(ThermoPoint {
-        problem: format!(
-            "MLP {} ({d} weights, {points} points: {})",
-            posterior.arch.describe(),
-            parameterisation(d, points)
-        ),
+        problem,
         sampler: preset.sampler.kind.name().into(),
         eta: preset.sampler.h,
         chains: preset.chains,

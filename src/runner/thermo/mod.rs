@@ -56,6 +56,20 @@ fn exclusion(s_knn: Option<f64>, trace: &[(u32, f64)], u_se: f64) -> (bool, Opti
     stationarity(trace, u_se)
 }
 
+/// JSON has no NaN: serde_json writes a NaN (a point whose chains diverged has no U) as
+/// null, and this reads it back as NaN, so a results file with such a point still loads.
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// [`null_as_nan`] for the values of a trace.
+fn trace_nulls_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(u32, f64)>, D::Error> {
+    Ok(Vec::<(u32, Option<f64>)>::deserialize(d)?
+        .into_iter()
+        .map(|(s, v)| (s, v.unwrap_or(f64::NAN)))
+        .collect())
+}
+
 /// A histogram of the ensemble on a grid.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Histogram {
@@ -81,11 +95,13 @@ pub struct ThermoPoint {
     /// Chains alive at the end (the others diverged and are left out).
     pub alive: u32,
     /// Mean training loss over the final ensemble.
+    #[serde(deserialize_with = "null_as_nan")]
     pub u: f64,
     /// The smallest loss of the problem (over the quadrature cells): U − u_min is the excess
     /// loss.
     pub u_min: Option<f64>,
     /// Its standard error (the chains are independent).
+    #[serde(deserialize_with = "null_as_nan")]
     pub u_se: f64,
     /// Var of each coordinate of the final ensemble.
     pub var: Vec<f64>,
@@ -120,10 +136,13 @@ pub struct ThermoPoint {
     /// Why the point is left out of slopes and fits, if it is.
     pub excluded: Option<String>,
     /// (step, U) at each block end.
+    #[serde(deserialize_with = "trace_nulls_as_nan")]
     pub u_trace: Vec<(u32, f64)>,
     /// (step, S) at each block end (the sphere; the plane records it at the end only).
+    #[serde(deserialize_with = "trace_nulls_as_nan")]
     pub s_trace: Vec<(u32, f64)>,
     /// (step, SNR) at each block end (the sphere).
+    #[serde(deserialize_with = "trace_nulls_as_nan")]
     pub snr_trace: Vec<(u32, f64)>,
     /// The final ensemble's histogram.
     pub histogram: Option<Histogram>,
@@ -528,4 +547,27 @@ pub fn measured(points: &[ThermoPoint]) -> Vec<thermo::Measured> {
             included: p.excluded.is_none() && p.s_knn.is_some_and(f64::is_finite),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A left-out point has no U: it is written as null and read back, so the sweep's table
+    /// still loads (it failed with "invalid type: null, expected f64").
+    #[test]
+    fn a_point_without_u_survives_its_results_file() {
+        let point = ThermoPoint {
+            u: f64::NAN,
+            u_se: f64::NAN,
+            u_trace: vec![(10, f64::INFINITY), (20, 1.5)],
+            excluded: Some("64 of 64 networks diverged".into()),
+            ..ThermoPoint::default()
+        };
+        let text = serde_json::to_string(&point).unwrap();
+        let back: ThermoPoint = serde_json::from_str(&text).unwrap();
+        assert!(back.u.is_nan() && back.u_se.is_nan());
+        assert!(back.u_trace[0].1.is_nan() && back.u_trace[1].1 == 1.5);
+        assert_eq!(back.excluded, point.excluded);
+    }
 }
