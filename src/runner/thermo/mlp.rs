@@ -96,25 +96,28 @@ pub(super) fn measure_mlp(
         }
         last = Some((weights, alive, losses, signal, noise));
     }
-    let problem = format!(
-        "MLP {} ({d} weights, {points} points: {})",
-        posterior.arch.describe(),
-        parameterisation(d, points)
-    );
+    // What every outcome reports; no Gibbs fit, histogram or known answer in weight space.
+    let point = ThermoPoint {
+        problem: format!(
+            "MLP {} ({d} weights, {points} points: {})",
+            posterior.arch.describe(),
+            parameterisation(d, points)
+        ),
+        sampler: preset.sampler.kind.name().into(),
+        eta: preset.sampler.h,
+        chains: preset.chains,
+        steps: preset.steps,
+        u: f64::NAN,
+        u_se: f64::NAN,
+        ..ThermoPoint::default()
+    };
     // As in the plane: a point where more than half the networks diverged is left out.
     let Some((weights, alive, losses, signal, noise)) =
         last.filter(|l| l.1 >= 2 * KNN_K + 2 && 2 * l.1 >= preset.chains as usize)
     else {
         let alive = alive_weights(engine.as_mut(), d)?.1;
         return Ok(ThermoPoint {
-            problem,
-            sampler: preset.sampler.kind.name().into(),
-            eta: preset.sampler.h,
-            chains: preset.chains,
-            steps: preset.steps,
             alive: alive as u32,
-            u: f64::NAN,
-            u_se: f64::NAN,
             excluded: Some(format!(
                 "{} of {} networks diverged",
                 preset.chains as usize - alive,
@@ -123,7 +126,7 @@ pub(super) fn measure_mlp(
             u_trace,
             s_trace,
             snr_trace,
-            ..ThermoPoint::default()
+            ..point
         });
     };
     let (u, u_se) = mean_and_se(&losses);
@@ -143,11 +146,6 @@ pub(super) fn measure_mlp(
         / d as f64;
     let (stationary, excluded) = stationarity(&u_trace, u_se);
     Ok(ThermoPoint {
-        problem,
-        sampler: preset.sampler.kind.name().into(),
-        eta: preset.sampler.h,
-        chains: preset.chains,
-        steps: preset.steps,
         alive: alive as u32,
         u,
         u_se,
@@ -161,7 +159,6 @@ pub(super) fn measure_mlp(
         u_trace,
         s_trace,
         snr_trace,
-        // No Gibbs fit, histogram or known answer in weight space.
-        ..ThermoPoint::default()
+        ..point
     })
 }
