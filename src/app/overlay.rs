@@ -23,6 +23,44 @@ impl OverlayImage {
         }
     }
 
+    /// An opaque square image `side` pixels wide in `background`: a panel drawn as this one
+    /// image needs no background rectangle of its own beneath it (on a software rasteriser
+    /// every pixel a frame covers twice costs twice).
+    pub fn filled(side: usize, background: Color32) -> Self {
+        let [r, g, b, a] = background.to_normalized_gamma_f32();
+        Self {
+            side,
+            rgba: vec![[r, g, b, a]; side * side],
+        }
+    }
+
+    /// Cuts the four corners round with `radius` pixels (anti-aliased), as egui rounds a
+    /// rectangle's corners.
+    pub fn round_corners(&mut self, radius: f32) {
+        let reach = ceil_index(radius).min(self.side / 2);
+        let side = self.side;
+        for dy in 0..reach {
+            for dx in 0..reach {
+                // Distance of this pixel's centre from the corner circle's centre.
+                let (u, v) = (radius - dx as f32 - 0.5, radius - dy as f32 - 0.5);
+                if u <= 0.0 || v <= 0.0 {
+                    continue;
+                }
+                let keep = (radius + 0.5 - (u * u + v * v).sqrt()).clamp(0.0, 1.0);
+                for (x, y) in [
+                    (dx, dy),
+                    (side - 1 - dx, dy),
+                    (dx, side - 1 - dy),
+                    (side - 1 - dx, side - 1 - dy),
+                ] {
+                    for c in &mut self.rgba[y * side + x] {
+                        *c *= keep;
+                    }
+                }
+            }
+        }
+    }
+
     /// Paints `color` over the pixels of the box `[x0, y0, x1, y1]` with coverage
     /// `cover(pixel centre)`.
     /// `image` (premultiplied, rows from the top) stretched over the pixel box
@@ -33,38 +71,43 @@ impl OverlayImage {
         if w == 0 || h == 0 || bbox[2] <= bbox[0] || bbox[3] <= bbox[1] {
             return;
         }
-        let texel = |x: usize, y: usize| -> [f32; 4] {
-            let c = image.pixels[y.min(h - 1) * w + x.min(w - 1)];
-            [c.r(), c.g(), c.b(), c.a()].map(|v| f32::from(v) / 255.0)
-        };
-        let from = |lo: f32| (lo.floor().max(0.0) as usize).min(self.side);
-        let to = |hi: f32| (hi.ceil().max(0.0) as usize).min(self.side);
-        for y in from(bbox[1])..to(bbox[3]) {
-            let v = (y as f32 + 0.5 - bbox[1]) / (bbox[3] - bbox[1]);
-            if !(0.0..=1.0).contains(&v) {
-                continue;
+        let texels: Vec<[f32; 4]> = image
+            .pixels
+            .iter()
+            .map(|c| [c.r(), c.g(), c.b(), c.a()].map(|v| f32::from(v) / 255.0))
+            .collect();
+        // Where a pixel centre lands between two texels along one axis: the lower texel, the
+        // upper one (clamped) and the weight of the upper; None outside the box.
+        let taps = |p: usize, lo: f32, hi: f32, n: usize| -> Option<(usize, usize, f32)> {
+            let t = (p as f32 + 0.5 - lo) / (hi - lo);
+            if !(0.0..=1.0).contains(&t) {
+                return None;
             }
-            let ty = (v * h as f32 - 0.5).max(0.0);
-            let (y0, fy) = (ty.floor() as usize, ty.fract());
-            for x in from(bbox[0])..to(bbox[2]) {
-                let u = (x as f32 + 0.5 - bbox[0]) / (bbox[2] - bbox[0]);
-                if !(0.0..=1.0).contains(&u) {
-                    continue;
-                }
-                let tx = (u * w as f32 - 0.5).max(0.0);
-                let (x0, fx) = (tx.floor() as usize, tx.fract());
-                let (a, b, c, d) = (
-                    texel(x0, y0),
-                    texel(x0 + 1, y0),
-                    texel(x0, y0 + 1),
-                    texel(x0 + 1, y0 + 1),
-                );
-                let src: [f32; 4] = std::array::from_fn(|k| {
-                    (a[k] * (1.0 - fx) + b[k] * fx) * (1.0 - fy)
-                        + (c[k] * (1.0 - fx) + d[k] * fx) * fy
-                });
-                let px = &mut self.rgba[y * self.side + x];
+            let s = (t * n as f32 - 0.5).max(0.0);
+            let i = floor_index(s);
+            Some((i.min(n - 1), (i + 1).min(n - 1), s - i as f32))
+        };
+        // The columns' taps once for every row: the filter is separable.
+        let columns: Vec<(usize, (usize, usize, f32))> = (floor_index(bbox[0]).min(self.side)
+            ..ceil_index(bbox[2]).min(self.side))
+            .filter_map(|x| Some((x, taps(x, bbox[0], bbox[2], w)?)))
+            .collect();
+        let mut row = vec![[0.0f32; 4]; w];
+        for y in floor_index(bbox[1]).min(self.side)..ceil_index(bbox[3]).min(self.side) {
+            let Some((y0, y1, fy)) = taps(y, bbox[1], bbox[3], h) else {
+                continue;
+            };
+            // The two texel rows blended first, then each pixel between two of its texels.
+            let (top, bottom) = (&texels[y0 * w..][..w], &texels[y1 * w..][..w]);
+            for ((r, a), b) in row.iter_mut().zip(top).zip(bottom) {
+                *r = std::array::from_fn(|k| a[k] + (b[k] - a[k]) * fy);
+            }
+            let pixels = &mut self.rgba[y * self.side..][..self.side];
+            for &(x, (x0, x1, fx)) in &columns {
+                let (a, b) = (row[x0], row[x1]);
+                let src: [f32; 4] = std::array::from_fn(|k| a[k] + (b[k] - a[k]) * fx);
                 // "Over" with a premultiplied source.
+                let px = &mut pixels[x];
                 for k in 0..4 {
                     px[k] = src[k] + px[k] * (1.0 - src[3]);
                 }
@@ -92,8 +135,8 @@ impl OverlayImage {
     fn paint(&mut self, bbox: [f32; 4], color: Color32, cover: impl Fn([f32; 2]) -> f32) {
         let [r, g, b, a] = Self::straight(color);
         let range = |lo: f32, hi: f32| {
-            let lo = (lo - 1.0).floor().max(0.0) as usize;
-            let hi = ((hi + 1.0).ceil().max(0.0) as usize).min(self.side);
+            let lo = floor_index(lo - 1.0);
+            let hi = ceil_index(hi + 1.0).min(self.side);
             lo..hi
         };
         for y in range(bbox[1], bbox[3]) {
@@ -147,13 +190,13 @@ impl OverlayImage {
         let half = width / 2.0;
         let reach = (half + 1.0) / cos.max(1e-3);
         let [r, g, bl, alpha] = Self::straight(color);
-        let first = (lo - 0.5).ceil().max(0.0) as usize;
-        let last = ((hi - 0.5).ceil().max(0.0) as usize).min(self.side);
+        let first = ceil_index(lo - 0.5);
+        let last = ceil_index(hi - 0.5).min(self.side);
         for u in first..last {
             let uc = u as f32 + 0.5;
             let vc = a[minor] + (uc - a[major]) * dv / du;
-            let from = (vc - reach).floor().max(0.0) as usize;
-            let to = ((vc + reach).ceil().max(0.0) as usize).min(self.side);
+            let from = floor_index(vc - reach);
+            let to = ceil_index(vc + reach).min(self.side);
             for v in from..to {
                 let distance = (v as f32 + 0.5 - vc).abs() * cos;
                 let k = (half + 0.5 - distance).clamp(0.0, 1.0) * alpha;
@@ -167,7 +210,8 @@ impl OverlayImage {
 
     /// The image, for a texture.
     pub fn into_image(self) -> egui::ColorImage {
-        let to = |v: f32| (v * 255.0).round().clamp(0.0, 255.0) as u8;
+        // Not f32::round: without SSE4.1 (baseline x86-64) it is a library call per channel.
+        let to = |v: f32| (v.clamp(0.0, 1.0) * 255.0 + 0.5) as u8;
         egui::ColorImage::new(
             [self.side, self.side],
             self.rgba
@@ -176,6 +220,18 @@ impl OverlayImage {
                 .collect(),
         )
     }
+}
+
+/// ⌊x⌋ as an index, 0 for negative x (and NaN). Casts, not f32::floor: that is a library
+/// call on baseline x86-64, and these run for every pixel of a portrait.
+fn floor_index(x: f32) -> usize {
+    x.max(0.0) as usize
+}
+
+/// ⌈x⌉ as an index, 0 for negative x (and NaN).
+fn ceil_index(x: f32) -> usize {
+    let i = floor_index(x);
+    if (i as f32) < x { i + 1 } else { i }
 }
 
 #[cfg(test)]
@@ -223,5 +279,27 @@ mod tests {
         let image = img.into_image();
         assert!((0..10).all(|y| image.pixels[y * 10 + 4] == Color32::WHITE));
         assert!((0..10).all(|y| image.pixels[y * 10 + 6].a() == 0));
+    }
+
+    #[test]
+    fn a_filled_image_is_opaque_but_for_its_rounded_corners() {
+        let mut img = OverlayImage::filled(16, Color32::from_rgb(8, 8, 16));
+        img.round_corners(4.0);
+        let image = img.into_image();
+        let at = |x: usize, y: usize| image.pixels[y * 16 + x];
+        assert_eq!(at(8, 8), Color32::from_rgb(8, 8, 16));
+        for (x, y) in [(0, 0), (15, 0), (0, 15), (15, 15)] {
+            assert_eq!(at(x, y).a(), 0, "corner ({x}, {y})");
+        }
+        // The edges between the corners stay, and so does the corner circle's inside.
+        assert_eq!(at(8, 0).a(), 255);
+        assert_eq!(at(0, 8).a(), 255);
+        assert_eq!(at(3, 3).a(), 255);
+    }
+
+    #[test]
+    fn pixel_indices_round_like_floor_and_ceil_and_stop_at_zero() {
+        assert_eq!([2.0, 2.7, -0.5, f32::NAN].map(floor_index), [2, 2, 0, 0]);
+        assert_eq!([2.0, 2.1, -0.5, 0.0].map(ceil_index), [2, 3, 0, 0]);
     }
 }

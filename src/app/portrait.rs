@@ -90,6 +90,11 @@ impl ViewTransform {
     }
 }
 
+/// A portrait's background.
+const BACKGROUND: Color32 = Color32::from_rgb(8, 8, 16);
+/// The radius of a portrait's rounded corners, in points.
+const CORNER_RADIUS: f32 = 4.0;
+
 /// What one portrait draws this frame.
 pub struct PortraitData<'a> {
     /// Panel title.
@@ -130,7 +135,6 @@ pub fn show(
     let painter = ui.painter_at(rect);
     let transform = view.transform(rect);
     let to_screen = |x: f64, y: f64| transform.to_screen(DVec2::new(x, y));
-    painter.rect_filled(rect, 4.0, Color32::from_rgb(8, 8, 16));
 
     // A panel whose axes the sampler does not have (SGLD has no p and no ξ) shows only its
     // note: a histogram of the never-moving zeros would look like data.
@@ -203,9 +207,11 @@ pub fn show(
         ui.ctx(),
         &format!("portrait overlay {}", data.title),
         key,
-        egui::TextureOptions::LINEAR,
+        // One texel per pixel: NEAREST samples one texel where LINEAR blends four.
+        egui::TextureOptions::NEAREST,
         || {
-            let mut img = OverlayImage::new(pixels);
+            // The panel's background is in the image (no rectangle beneath it to fill).
+            let mut img = OverlayImage::filled(pixels, BACKGROUND);
             if let Some((grid, counts, bbox)) = density {
                 let cells = colormap.density_image(
                     counts,
@@ -235,6 +241,7 @@ pub fn show(
                     img.disc(*head, 2.0 * ppp, Color32::from_rgb(190, 255, 205));
                 }
             }
+            img.round_corners(CORNER_RADIUS * ppp);
             img.into_image()
         },
     );
@@ -317,7 +324,7 @@ pub fn show(
     }
     painter.add(Shape::rect_stroke(
         rect,
-        4.0,
+        CORNER_RADIUS,
         Stroke::new(1.0, Color32::from_gray(70)),
         egui::StrokeKind::Inside,
     ));

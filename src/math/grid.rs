@@ -35,9 +35,12 @@ impl BinRule {
     /// (non-finite values are outside).
     #[inline(always)]
     pub fn bin(&self, x: f32, y: f32) -> Option<usize> {
-        let fx = ((x - self.origin[0]) * self.scale[0]).floor();
-        let fy = ((y - self.origin[1]) * self.scale[1]).floor();
-        // Comparisons are false for NaN, so NaN falls outside.
+        let fx = (x - self.origin[0]) * self.scale[0];
+        let fy = (y - self.origin[1]) * self.scale[1];
+        // The same cells as floor (WGSL's rule) without it: for u ≥ 0, ⌊u⌋ ≥ 0 always,
+        // ⌊u⌋ < n exactly when u < n, and the cast truncates to ⌊u⌋ (f32::floor is a library
+        // call on baseline x86-64, once per chain and histogram). Comparisons are false for
+        // NaN, so NaN falls outside.
         if fx >= 0.0 && fy >= 0.0 && fx < self.size[0] as f32 && fy < self.size[1] as f32 {
             Some(fy as usize * self.size[0] as usize + fx as usize)
         } else {
