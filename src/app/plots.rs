@@ -20,6 +20,37 @@ pub(crate) fn fixed_plot(id: &str, width: f32, height: f32) -> Plot<'static> {
         .allow_zoom(false)
         .allow_drag(false)
         .allow_boxed_zoom(false)
+        .show_background(false)
+}
+
+/// Shows a plot with the outline egui_plot draws with its background, but not the filled
+/// background itself ([`fixed_plot`] turns it off): on a software rasteriser a frame costs
+/// the pixels its shapes cover, and the backgrounds of the six plots under the portraits
+/// were a sixth of them. The window's colour shows through instead.
+pub(crate) trait Outlined<'a> {
+    /// [`Plot::show`], then the outline of the plot's frame.
+    fn show_outlined<R>(
+        self,
+        ui: &mut Ui,
+        build: impl FnOnce(&mut PlotUi<'a>) -> R + 'a,
+    ) -> egui_plot::PlotResponse<R>;
+}
+
+impl<'a> Outlined<'a> for Plot<'a> {
+    fn show_outlined<R>(
+        self,
+        ui: &mut Ui,
+        build: impl FnOnce(&mut PlotUi<'a>) -> R + 'a,
+    ) -> egui_plot::PlotResponse<R> {
+        let response = self.show(ui, build);
+        ui.painter().rect_stroke(
+            *response.transform.frame(),
+            2.0,
+            ui.visuals().widgets.noninteractive.bg_stroke,
+            egui::StrokeKind::Inside,
+        );
+        response
+    }
 }
 
 /// [`fixed_plot`] with a legend.
@@ -196,7 +227,7 @@ pub fn time_series(
                 .x_axis_label("step")
                 .y_axis_label(format!("kinetic temperature{}", scale.note()))
                 .include_y(scale.to_plot(0.0).max(0.0).min(target))
-                .show(ui, |p| {
+                .show_outlined(ui, |p| {
                     shade_exploration(p, &explore);
                     p.line(Line::new("⟨p K'(p)⟩", PlotPoints::from(curve)).color(ACCENT));
                     p.hline(HLine::new("target T", target).color(TRUTH));
@@ -217,7 +248,7 @@ pub fn time_series(
                 .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .y_axis_label(format!("mean ξ{}", scale.note()))
-                .show(ui, |p| {
+                .show_outlined(ui, |p| {
                     shade_exploration(p, &explore);
                     p.line(Line::new("mean ξ", PlotPoints::from(curve)).color(ACCENT));
                 });
@@ -237,7 +268,7 @@ pub fn time_series(
         .x_grid_spacer(crate::app::axes::x_marks)
         .x_axis_label("step")
         .include_y(0.0)
-        .show(ui, |p| {
+        .show_outlined(ui, |p| {
             shade_exploration(p, &explore);
             p.line(
                 Line::new("diverged %", PlotPoints::from(d)).color(Color32::from_rgb(255, 90, 80)),
@@ -249,7 +280,7 @@ pub fn time_series(
             .x_grid_spacer(crate::app::axes::x_marks)
             .x_axis_label("step")
             .include_y(0.0)
-            .show(ui, |p| {
+            .show_outlined(ui, |p| {
                 shade_exploration(p, &explore);
                 p.line(
                     Line::new("step size h", PlotPoints::from(h))
@@ -377,7 +408,7 @@ pub fn growth(
                 .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .y_axis_label(format!("{label}{}", scale.note()))
-                .show(ui, |p| {
+                .show_outlined(ui, |p| {
                     for (k, path) in history.paths.iter().take(GROWTH_LINES).enumerate() {
                         let points: PlotPoints<'static> = path
                             .iter()
@@ -476,7 +507,7 @@ pub fn marginal(
     small_plot(id, size.x, size.y)
         .include_y(0.0)
         .x_grid_spacer(crate::app::axes::x_marks)
-        .show(ui, |p| {
+        .show_outlined(ui, |p| {
             p.line(Line::new(format!("chains {label}"), steps(counts, total)).color(ACCENT));
             if truth_total > 0.0 {
                 // The exact marginal restricted to the view, normalised like the histogram.
@@ -510,7 +541,7 @@ pub(crate) fn reliability_diagram(
         .include_y(1.0)
         .x_axis_label("confidence (test set)")
         .y_axis_label("accuracy")
-        .show(ui, |plot| {
+        .show_outlined(ui, |plot| {
             plot.bar_chart(egui_plot::BarChart::new("accuracy", bars).color(ACCENT));
             plot.line(
                 Line::new(

@@ -70,6 +70,8 @@ struct FrameReport {
     render_ms: f64,
     vertices: f64,
     triangles: f64,
+    /// Pixels inside the frame's triangles (overdraw counted), each shaded by the rasteriser.
+    shaded_pixels: f64,
     texture_uploads: f64,
     texture_bytes: f64,
     ticks_per_s: f64,
@@ -96,6 +98,7 @@ impl FrameReport {
             "render_and_readback_ms": self.render_ms,
             "vertices_per_frame": self.vertices,
             "triangles_per_frame": self.triangles,
+            "shaded_pixels_per_frame": self.shaded_pixels,
             "texture_uploads_per_frame": self.texture_uploads,
             "texture_bytes_per_frame": self.texture_bytes,
             "engine_ticks_per_s": self.ticks_per_s,
@@ -164,6 +167,7 @@ fn bench_view(args: &BenchArgs, view: UiView, chains: u32) -> anyhow::Result<Fra
     let mut frame_ms = Vec::new();
     let (mut ui_time, mut render_time) = (0.0, 0.0);
     let (mut counted, mut vertices, mut triangles) = (0u64, 0usize, 0usize);
+    let mut shaded = 0.0f64;
     let uploads0 = crate::app::texture::uploads();
     let mut untimed = 0.0;
     while start.elapsed().as_secs_f64() - untimed < args.seconds {
@@ -182,6 +186,12 @@ fn bench_view(args: &BenchArgs, view: UiView, chains: u32) -> anyhow::Result<Fra
                 if let egui::epaint::Primitive::Mesh(mesh) = prim.primitive {
                     vertices += mesh.vertices.len();
                     triangles += mesh.indices.len() / 3;
+                    let mut a = 0.0;
+                    for t in mesh.indices.chunks_exact(3) {
+                        let p = [0, 1, 2].map(|k| mesh.vertices[t[k] as usize].pos);
+                        a += f64::from(clipped_area(p, prim.clip_rect));
+                    }
+                    shaded += a;
                 }
             }
             counted += 1;
@@ -209,6 +219,7 @@ fn bench_view(args: &BenchArgs, view: UiView, chains: u32) -> anyhow::Result<Fra
         render_ms: 1e3 * render_time / frames as f64,
         vertices: vertices as f64 / counted,
         triangles: triangles as f64 / counted,
+        shaded_pixels: shaded / counted,
         texture_uploads: uploads as f64 / frames as f64,
         texture_bytes: upload_bytes as f64 / frames as f64,
         ticks_per_s: ticks / seconds,
@@ -227,7 +238,7 @@ fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
     for view in views {
         let r = bench_view(args, view, chains)?;
         println!(
-            "ui   {:<9} {:.1} frames/s (frame p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms; UI logic {:.1} ms, render and readback {:.1} ms), {:.0} vertices and {:.0} triangles per frame, {:.2} texture uploads ({:.0} kB) per frame; engine {:.1} ticks/s = {:.2e} chain-steps/s on {}",
+            "ui   {:<9} {:.1} frames/s (frame p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms; UI logic {:.1} ms, render and readback {:.1} ms), {:.0} vertices and {:.0} triangles covering {:.2e} pixels per frame, {:.2} texture uploads ({:.0} kB) per frame; engine {:.1} ticks/s = {:.2e} chain-steps/s on {}",
             r.view,
             r.frames as f64 / r.seconds,
             r.percentile(0.5),
@@ -237,6 +248,7 @@ fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
             r.render_ms,
             r.vertices,
             r.triangles,
+            r.shaded_pixels,
             r.texture_uploads,
             r.texture_bytes / 1e3,
             r.ticks_per_s,
@@ -505,4 +517,62 @@ fn bench_mlp(networks: u32, steps: u32) -> anyhow::Result<()> {
         })
     );
     Ok(())
+}
+
+/// The area in pixels of the triangle `t` inside `clip` (Sutherland–Hodgman against the
+/// four edges, then the shoelace formula).
+fn clipped_area(t: [egui::Pos2; 3], clip: egui::Rect) -> f32 {
+    let mut poly: Vec<egui::Pos2> = t.to_vec();
+    let edges: [(usize, f32, bool); 4] = [
+        (0, clip.min.x, true),
+        (0, clip.max.x, false),
+        (1, clip.min.y, true),
+        (1, clip.max.y, false),
+    ];
+    for (axis, bound, keep_above) in edges {
+        let inside = |p: &egui::Pos2| (p[axis] >= bound) == keep_above || p[axis] == bound;
+        let mut out = Vec::with_capacity(poly.len() + 2);
+        for i in 0..poly.len() {
+            let (a, b) = (poly[i], poly[(i + 1) % poly.len()]);
+            if inside(&a) {
+                out.push(a);
+            }
+            if inside(&a) != inside(&b) {
+                let s = (bound - a[axis]) / (b[axis] - a[axis]);
+                out.push(a + (b - a) * s);
+            }
+        }
+        poly = out;
+        if poly.is_empty() {
+            return 0.0;
+        }
+    }
+    let mut twice = 0.0;
+    for i in 0..poly.len() {
+        let (a, b) = (poly[i], poly[(i + 1) % poly.len()]);
+        twice += a.x * b.y - b.x * a.y;
+    }
+    twice.abs() / 2.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clipped_area;
+    use egui::{Rect, pos2};
+
+    #[test]
+    fn a_triangle_counts_the_pixels_inside_its_clip_rectangle() {
+        let clip = Rect::from_min_max(pos2(0.0, 0.0), pos2(10.0, 10.0));
+        let inside = [pos2(0.0, 0.0), pos2(10.0, 0.0), pos2(0.0, 10.0)];
+        assert!((clipped_area(inside, clip) - 50.0).abs() < 1e-4);
+        // Half of a right triangle hangs out to the left: a quarter of its area is kept.
+        let across = [pos2(-10.0, 0.0), pos2(10.0, 0.0), pos2(-10.0, 20.0)];
+        assert!(
+            (clipped_area(across, clip) - 50.0).abs() < 1e-4,
+            "{}",
+            clipped_area(across, clip)
+        );
+        let outside = [pos2(20.0, 0.0), pos2(30.0, 0.0), pos2(20.0, 10.0)];
+        assert_eq!(clipped_area(outside, clip), 0.0);
+    }
 }

@@ -10,6 +10,7 @@ use super::portrait::{self, PortraitData, ViewRange};
 use super::posterior::session::{Command, Session, Snapshot};
 use super::view::{Action, Shell, View};
 use super::worker::Control;
+use crate::app::plots::Outlined;
 use crate::diagnostics::views::{Segment, hpd_contours, portrait_ranges};
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
 use crate::preset::{AnyPreset, Comparison};
@@ -369,7 +370,7 @@ impl CompareView {
                 .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .y_axis_label(format!("energy distance to truth{}", s.note()))
-                .show(ui, |p| {
+                .show_outlined(ui, |p| {
                     for k in 0..self.columns.len() {
                         p.line(line(k, distance, s));
                     }
@@ -381,7 +382,7 @@ impl CompareView {
                 .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .y_axis_label(format!("kinetic temperature{}", s.note()))
-                .show(ui, |p| {
+                .show_outlined(ui, |p| {
                     for k in 0..self.columns.len() {
                         if momentum(k) {
                             p.line(line(k, temperature, s));

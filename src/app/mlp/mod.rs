@@ -13,6 +13,7 @@ use super::plots::{reliability_diagram, small_plot};
 use super::texture::{CachedTexture, key_of};
 use super::view::{Action, Shell, View, simulation_status};
 use super::worker::Control;
+use crate::app::plots::Outlined;
 use crate::diagnostics::classification::ClassMetrics;
 use crate::diagnostics::mlp::{Uncertainty, uncertainty};
 use crate::diagnostics::views::Histogram;
@@ -355,7 +356,7 @@ impl MlpView {
         small_plot("mlp theta-p", w, height)
             .x_axis_label(format!("θ {name}"))
             .y_axis_label("p")
-            .show(ui, |plot| {
+            .show_outlined(ui, |plot| {
                 if has_momentum {
                     plot.points(
                         Points::new("networks", pairs(&states.theta, &states.p))
@@ -367,7 +368,7 @@ impl MlpView {
         small_plot("mlp p-xi", w, height)
             .x_axis_label(format!("p {name}"))
             .y_axis_label("ξ")
-            .show(ui, |plot| {
+            .show_outlined(ui, |plot| {
                 if has_momentum {
                     plot.points(
                         Points::new("networks", pairs(&states.p, &states.xi))
@@ -380,7 +381,7 @@ impl MlpView {
         small_plot("mlp weight histogram", w, height)
             .x_axis_label(format!("θ {name} across networks"))
             .include_y(0.0)
-            .show(ui, |plot| {
+            .show_outlined(ui, |plot| {
                 if let Some(h) = Histogram::of(&thetas, 40) {
                     let bars = h
                         .density
@@ -667,7 +668,7 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
             "kinetic temperature, mean ξ",
             &[kt.clone(), xi.clone(), level],
         )
-        .show(ui, |p| {
+        .show_outlined(ui, |p| {
             p.line(Line::new("⟨p K'(p)⟩", PlotPoints::from(kt)).color(ACCENT));
             p.line(Line::new("mean ξ", PlotPoints::from(xi)).color(SINGLE));
             p.hline(HLine::new("target T", target).color(TRUTH));
@@ -682,7 +683,7 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
             "test accuracy",
             &[e.clone(), one.clone(), sgd.clone()],
         )
-        .show(ui, |p| {
+        .show_outlined(ui, |p| {
             p.line(Line::new("posterior predictive", PlotPoints::from(e)).color(ACCENT));
             p.line(Line::new("one network", PlotPoints::from(one)).color(SINGLE));
             p.line(Line::new("SGD network", PlotPoints::from(sgd)).color(SGD));
@@ -698,7 +699,7 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
             &[e.clone(), one.clone(), sgd.clone()],
         )
         .include_y(0.0)
-        .show(ui, |p| {
+        .show_outlined(ui, |p| {
             p.line(Line::new("posterior predictive", PlotPoints::from(e)).color(ACCENT));
             p.line(Line::new("one network", PlotPoints::from(one)).color(SINGLE));
             p.line(Line::new("SGD network", PlotPoints::from(sgd)).color(SGD));

@@ -4,6 +4,7 @@
 
 use super::colormap::Colormap;
 use super::view::{Action, Shell, Status, View};
+use crate::app::plots::Outlined;
 use crate::diagnostics::growth::thermostat_blowup_step_size;
 use crate::engine::BackendChoice;
 use crate::preset::sphere::SpherePreset;
@@ -516,7 +517,7 @@ impl SweepView {
                 .include_x(nx as f64 - 0.5)
                 .include_y(-0.5)
                 .include_y(ny as f64 - 0.5)
-                .show(ui, |p| {
+                .show_outlined(ui, |p| {
                     p.image(PlotImage::new(
                         "cells",
                         texture,
@@ -689,7 +690,7 @@ impl SweepView {
                 field
             })
             .y_axis_label(self.statistic.clone())
-            .show(ui, |p| {
+            .show_outlined(ui, |p| {
                 let pts: Vec<[f64; 2]> = points
                     .iter()
                     .map(|&[x, v]| [if log { x.log10() } else { x }, v])

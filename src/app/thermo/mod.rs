@@ -7,6 +7,7 @@
 use super::colormap::Colormap;
 use super::sweep::{BackgroundSweep, Polled};
 use super::view::{Action, Shell, Status, View};
+use crate::app::plots::Outlined;
 use crate::diagnostics::thermo::{
     plane_cells, plane_gibbs_on_grid, sphere_gibbs_on_grid, sphere_quadrature,
 };
@@ -244,7 +245,7 @@ impl ThermoView {
                 .x_axis_formatter(|m, _| super::axes::short(10f64.powf(m.value)))
         };
         ui.horizontal(|ui| {
-            let r = plot("thermo U", "U: mean training loss").show(ui, |p| {
+            let r = plot("thermo U", "U: mean training loss").show_outlined(ui, |p| {
                 p.line(Self::line(pick(&|r| Some(r.point.u), true), "U", GIBBS));
                 p.points(
                     Points::new("", pick(&|r| Some(r.point.u), true))
@@ -257,7 +258,7 @@ impl ThermoView {
                 p.points(held_out(pick(&|r| r.u_predicted, true)));
             });
             self.panels.push(("U(η) panel".into(), r.response.rect));
-            let r = plot("thermo S", "S: entropy (nats)").show(ui, |p| {
+            let r = plot("thermo S", "S: entropy (nats)").show_outlined(ui, |p| {
                 // The known answer first and thin, so the measurements show on top of it.
                 let theory = pick(&|r| r.point.s_theory, true);
                 if !theory.is_empty() {
@@ -279,7 +280,7 @@ impl ThermoView {
                 p.points(held_out(pick(&|r| r.s_predicted, true)));
             });
             self.panels.push(("S(η) panel".into(), r.response.rect));
-            let r = plot("thermo T", "T: temperature").show(ui, |p| {
+            let r = plot("thermo T", "T: temperature").show_outlined(ui, |p| {
                 let theory = pick(&|r| r.point.t_theory, true);
                 if !theory.is_empty() {
                     p.line(
@@ -303,7 +304,7 @@ impl ThermoView {
             self.panels.push(("T(η) panel".into(), r.response.rect));
             let r = plot("thermo F", "F = U − T·S (slope T)")
                 .legend(Legend::default().position(egui_plot::Corner::RightTop))
-                .show(ui, |p| {
+                .show_outlined(ui, |p| {
                     p.line(Self::line(pick(&|r| r.free_energy, true), "F", GIBBS));
                     p.points(
                         Points::new("", pick(&|r| r.free_energy, true))
@@ -401,7 +402,7 @@ impl ThermoView {
                         .include_x(g.x[1])
                         .include_y(g.y[0])
                         .include_y(g.y[1])
-                        .show(ui, |p| {
+                        .show_outlined(ui, |p| {
                             p.image(PlotImage::new(
                                 *label,
                                 texture,
@@ -562,7 +563,7 @@ impl ThermoView {
             .x_axis_label("step")
             .include_x(0.0)
             .y_axis_label(label)
-            .show(ui, |p| p.line(Self::line(pts, label, color)));
+            .show_outlined(ui, |p| p.line(Self::line(pts, label, color)));
         self.panels.push((label.to_owned(), r.response.rect));
     }
 

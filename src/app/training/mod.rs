@@ -9,6 +9,7 @@ use super::controls::slider;
 use super::files::{FileRequest, PickKind};
 use super::plots::{reliability_diagram, small_plot};
 use super::view::{Action, Shell, View};
+use crate::app::plots::Outlined;
 use crate::math::{Kinetic, NoiseMass, XiUpdate, ranges};
 use crate::preset::AnyPreset;
 use crate::train::data::{DEBIAN_FASHION_MNIST, DatasetKind};
@@ -412,7 +413,7 @@ impl TrainingView {
                 .x_axis_label("step")
                 .y_axis_label("training loss (minibatch)")
                 .include_y(0.0)
-                .show(ui, |p| {
+                .show_outlined(ui, |p| {
                     p.line(
                         Line::new("training loss", PlotPoints::from(s.losses.clone()))
                             .color(ACCENT),
@@ -422,7 +423,7 @@ impl TrainingView {
                 .legend(egui_plot::Legend::default().position(egui_plot::Corner::RightBottom))
                 .x_axis_label("epoch")
                 .y_axis_label("test accuracy")
-                .show(ui, |p| {
+                .show_outlined(ui, |p| {
                     p.line(
                         Line::new(progress_label.clone(), progress(|r| r.accuracy))
                             .color(SINGLE)
@@ -444,7 +445,7 @@ impl TrainingView {
                 .x_axis_label("epoch")
                 .y_axis_label("test NLL")
                 .include_y(0.0)
-                .show(ui, |p| {
+                .show_outlined(ui, |p| {
                     p.line(
                         Line::new(progress_label.clone(), progress(|r| r.nll))
                             .color(SINGLE)
@@ -480,7 +481,7 @@ impl TrainingView {
             };
             small_plot("layer temperature", w, h)
                 .x_axis_label("epoch")
-                .show(ui, |p| {
+                .show_outlined(ui, |p| {
                     layer_lines(p, "⟨pK'⟩", |x| x.1);
                     if s.history.last().is_some_and(|r| !r.layers.is_empty()) {
                         p.hline(HLine::new("target T", c.atmc.temperature).color(TRUTH));
@@ -488,7 +489,7 @@ impl TrainingView {
                 });
             small_plot("layer xi", w, h)
                 .x_axis_label("epoch")
-                .show(ui, |p| layer_lines(p, "ξ", |x| x.2));
+                .show_outlined(ui, |p| layer_lines(p, "ξ", |x| x.2));
             reliability_diagram(ui, "train reliability", &s.reliability, w, h);
         });
         if let Some(last) = s.history.last() {
