@@ -67,9 +67,8 @@ impl Activation {
     #[inline(always)]
     pub fn apply(self, a: f32) -> f32 {
         match self {
-            // Clamped: tanh(±15) is ±1 in f32 already, and some GPU tanh implementations
-            // return NaN for large arguments (e^{2x} overflows).
-            Activation::Tanh => a.clamp(-15.0, 15.0).tanh(),
+            // Rational, as on the GPU: no exponential (and no NaN for large arguments).
+            Activation::Tanh => super::real::tanh_rational(a),
             Activation::Relu => a.max(0.0),
             Activation::Selu => {
                 if a > 0.0 {
@@ -339,13 +338,14 @@ impl MlpPosterior {
         for l in 0..layers {
             let layout = self.arch.layer(l);
             let output = input + layout.inputs;
-            for o in 0..layout.outputs {
-                let row = &theta[layout.weights + o * layout.inputs..][..layout.inputs];
-                let mut a = theta[layout.biases + o];
-                for (w, v) in row.iter().zip(&ws.activations[input..output]) {
-                    a += w * v;
+            let (before, after) = ws.activations.split_at_mut(output);
+            let inputs = &before[input..];
+            let sums = &mut after[..layout.outputs];
+            layer_sums(theta, layout, inputs, sums);
+            if l + 1 < layers {
+                for a in sums.iter_mut() {
+                    *a = act.apply(*a);
                 }
-                ws.activations[output + o] = if l + 1 < layers { act.apply(a) } else { a };
             }
             input = output;
         }
@@ -390,12 +390,17 @@ impl MlpPosterior {
                 }
             }
             if l > 0 {
-                for i in 0..layout.inputs {
-                    let mut back = 0.0;
-                    for o in 0..layout.outputs {
-                        back += theta[layout.weights + o * layout.inputs + i] * ws.delta[o];
-                    }
-                    ws.delta_prev[i] = back * act.derivative_from_output(ws.activations[input + i]);
+                back_sums(
+                    theta,
+                    layout,
+                    &ws.delta[..layout.outputs],
+                    &mut ws.delta_prev,
+                );
+                for (d, y) in ws.delta_prev[..layout.inputs]
+                    .iter_mut()
+                    .zip(&ws.activations[input..output])
+                {
+                    *d *= act.derivative_from_output(*y);
                 }
                 ws.delta[..layout.inputs].copy_from_slice(&ws.delta_prev[..layout.inputs]);
             }
@@ -488,6 +493,66 @@ impl MlpPosterior {
             total += lse - f64::from(z[y as usize]);
         }
         total
+    }
+}
+
+/// Outputs summed together in [`layer_sums`] and inputs in [`back_sums`]: independent running
+/// sums the core overlaps, where one sum at a time waits on each addition. Every sum keeps
+/// its own order of additions, so the results are the same to the bit as one at a time.
+const BLOCK: usize = 8;
+
+/// `sums[o] = b[o] + Σ_i W[o][i] inputs[i]` for one layer, in the order i = 0, 1, …
+#[inline]
+fn layer_sums(theta: &[f32], layout: LayerLayout, inputs: &[f32], sums: &mut [f32]) {
+    let n = layout.inputs;
+    let inputs = &inputs[..n];
+    let weights = &theta[layout.weights..][..layout.outputs * n];
+    let biases = &theta[layout.biases..][..layout.outputs];
+    let mut o = 0;
+    while o + BLOCK <= layout.outputs {
+        let rows: [&[f32]; BLOCK] = std::array::from_fn(|k| &weights[(o + k) * n..][..n]);
+        let mut a: [f32; BLOCK] = std::array::from_fn(|k| biases[o + k]);
+        for (i, v) in inputs.iter().enumerate() {
+            for k in 0..BLOCK {
+                a[k] += rows[k][i] * v;
+            }
+        }
+        sums[o..o + BLOCK].copy_from_slice(&a);
+        o += BLOCK;
+    }
+    for o in o..layout.outputs {
+        let mut a = biases[o];
+        for (w, v) in weights[o * n..][..n].iter().zip(inputs) {
+            a += w * v;
+        }
+        sums[o] = a;
+    }
+}
+
+/// `back[i] = Σ_o W[o][i] delta[o]` for one layer (the error sent back to its inputs), in
+/// the order o = 0, 1, …
+#[inline]
+fn back_sums(theta: &[f32], layout: LayerLayout, delta: &[f32], back: &mut [f32]) {
+    let n = layout.inputs;
+    let weights = &theta[layout.weights..][..layout.outputs * n];
+    let mut i = 0;
+    while i + BLOCK <= n {
+        let mut b = [0.0f32; BLOCK];
+        for (o, d) in delta.iter().enumerate() {
+            let w = &weights[o * n + i..][..BLOCK];
+            for k in 0..BLOCK {
+                b[k] += w[k] * d;
+            }
+        }
+        back[i..i + BLOCK].copy_from_slice(&b);
+        i += BLOCK;
+    }
+    for i in i..n {
+        let mut b = 0.0;
+        for (o, d) in delta.iter().enumerate() {
+            b += weights[o * n + i] * d;
+        }
+        back[i] = b;
     }
 }
 
