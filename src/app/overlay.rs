@@ -115,6 +115,16 @@ impl OverlayImage {
         }
     }
 
+    /// Lays `top` (the same size) over this image: "over" with premultiplied colours.
+    pub fn draw_over(&mut self, top: &OverlayImage) {
+        debug_assert_eq!(self.side, top.side);
+        for (px, src) in self.rgba.iter_mut().zip(&top.rgba) {
+            for k in 0..4 {
+                px[k] = src[k] + px[k] * (1.0 - src[3]);
+            }
+        }
+    }
+
     /// A colour as straight (not premultiplied) gamma-space RGB and alpha.
     fn straight(color: Color32) -> [f32; 4] {
         let [r, g, b, a] = color.to_normalized_gamma_f32();
@@ -295,6 +305,14 @@ mod tests {
         assert_eq!(at(8, 0).a(), 255);
         assert_eq!(at(0, 8).a(), 255);
         assert_eq!(at(3, 3).a(), 255);
+        // A layer laid over it covers it where the layer is opaque and nowhere else.
+        let mut base = OverlayImage::filled(8, Color32::from_rgb(8, 8, 16));
+        let mut top = OverlayImage::new(8);
+        top.disc([4.0, 4.0], 2.0, Color32::RED);
+        base.draw_over(&top);
+        let image = base.into_image();
+        assert_eq!(image.pixels[4 * 8 + 4], Color32::RED);
+        assert_eq!(image.pixels[0], Color32::from_rgb(8, 8, 16));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::math::{Dataset, SamplerKind};
 use serde::Serialize;
 
 /// How uncertain the posterior predictive is at a point.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Uncertainty {
     /// Entropy of the posterior predictive, in units of ln K (0: certain, 1: uniform).
     Entropy,

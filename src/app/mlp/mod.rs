@@ -21,7 +21,7 @@ use crate::engine::BackendChoice;
 use crate::math::mlp::{Activation, Architecture, MAX_HIDDEN_LAYERS, MAX_WIDTH};
 use crate::math::{DataSource, Dataset, ranges};
 use crate::preset::{AnyPreset, MlpPreset};
-use egui::{Color32, Pos2, Rect, RichText, Sense, Slider, Ui, Vec2, pos2};
+use egui::{Color32, Rect, RichText, Sense, Slider, Ui, Vec2, pos2};
 use egui_plot::{Bar, BarChart, HLine, Legend, Line, PlotPoints, Points, VLine};
 use session::{MapData, MlpCommand, MlpSession, MlpSnapshot};
 use std::any::Any;
@@ -50,12 +50,12 @@ pub struct MlpView {
     pub preset: MlpPreset,
     applied: MlpPreset,
     snapshot: MlpSnapshot,
-    textures: [Option<egui::TextureHandle>; 3],
-    /// The data drawn over each map, kept until the data or the map's size change.
-    overlays: [CachedTexture; 3],
-    /// What the textures show: (map step, resolution, uncertainty kind), to upload only
-    /// when it changes.
-    texture_key: Option<(u32, u32, Uncertainty, u32)>,
+    /// Each map with the data over it, composed on the CPU into one texture (one textured
+    /// quad a map: on a software rasteriser a frame costs the pixels it covers).
+    maps: [CachedTexture; 3],
+    /// The data points at display resolution and the key of what they show, drawn once and
+    /// laid over every new map.
+    dots: Option<(u64, OverlayImage)>,
     uncertainty: Uncertainty,
     colormap: Colormap,
     /// Where the maps are on screen (for panel PNG export).
@@ -79,9 +79,8 @@ impl MlpView {
             applied: preset.clone(),
             preset,
             snapshot: MlpSnapshot::default(),
-            textures: [None, None, None],
-            overlays: Default::default(),
-            texture_key: None,
+            maps: Default::default(),
+            dots: None,
             uncertainty: Uncertainty::Entropy,
             colormap: Colormap::inferno(),
             panel_rects: Vec::new(),
@@ -269,28 +268,37 @@ impl MlpView {
             ui.allocate_exact_size(Vec2::new(3.0 * side, side), Sense::hover());
             return;
         };
-        let key = (
+        let ppp = ui.ctx().pixels_per_point();
+        let pixels = (side * ppp).round().max(1.0) as usize;
+        let dots_key = self.dots_layer(map, data, side, ppp, pixels);
+        let dots = &self.dots.as_ref().expect("made by dots_layer").1;
+        let key = key_of(&(
             map.step,
             map.grid.nx,
             self.uncertainty,
             self.preset.view.focus_chain,
-        );
-        if self.texture_key != Some(key) || self.textures.iter().any(Option::is_none) {
-            let images = map_images(map, self.uncertainty, &self.colormap);
-            for (k, image) in images.into_iter().enumerate() {
-                crate::app::texture::record_upload(&image);
-                match &mut self.textures[k] {
-                    Some(t) => t.set(image, egui::TextureOptions::LINEAR),
-                    slot => {
-                        *slot = Some(ui.ctx().load_texture(
-                            format!("mlp map {k}"),
-                            image,
-                            egui::TextureOptions::LINEAR,
-                        ))
-                    }
-                }
-            }
-            self.texture_key = Some(key);
+            dots_key,
+        ));
+        // The three maps change together: their images are made once, if any is stale.
+        let mut images: Option<[egui::ColorImage; 3]> = None;
+        let mut textures = Vec::with_capacity(3);
+        for (k, texture) in self.maps.iter_mut().enumerate() {
+            let t = texture.show(
+                ui.ctx(),
+                &format!("mlp map {k}"),
+                key_of(&(key, k)),
+                egui::TextureOptions::NEAREST,
+                || {
+                    let maps = images
+                        .get_or_insert_with(|| map_images(map, self.uncertainty, &self.colormap));
+                    let mut img = OverlayImage::filled(pixels, NEUTRAL);
+                    let n = pixels as f32;
+                    img.stretch(&maps[k], [0.0, 0.0, n, n]);
+                    img.draw_over(dots);
+                    img.into_image()
+                },
+            );
+            textures.push(t.clone());
         }
         let used = map.prediction.chains_used;
         let total = s.chains;
@@ -317,17 +325,58 @@ impl MlpView {
                 // than pushing the table beside it out of the window.
                 ui.set_max_width(side);
                 ui.add(egui::Label::new(RichText::new(title).small()).truncate());
-                let rect = map_view(
-                    ui,
-                    side,
-                    map,
-                    data,
-                    self.textures[k].as_ref(),
-                    &mut self.overlays[k],
-                );
+                let rect = map_view(ui, side, map, &textures[k]);
                 self.panel_rects.push(rect);
             });
         }
+    }
+
+    /// Makes `self.dots`, the data over a map of `pixels` pixels a side (training points
+    /// filled, test points as rings), and returns its key. The data do not change while the maps do: drawn once, and again only when
+    /// the data, the grid or the size change (a thousand circles redrawn every frame were
+    /// most of what a frame cost on a software rasteriser).
+    fn dots_layer(
+        &mut self,
+        map: &MapData,
+        data: &Dataset,
+        side: f32,
+        ppp: f32,
+        pixels: usize,
+    ) -> u64 {
+        let g = &map.grid;
+        let radius = (side / 110.0).clamp(1.5, 3.5) * ppp;
+        let key = key_of(&(
+            pixels,
+            radius.to_bits(),
+            g.x.map(f64::to_bits),
+            g.y.map(f64::to_bits),
+            data_key(data),
+        ));
+        if self.dots.as_ref().is_none_or(|(k, _)| *k != key) {
+            let n = pixels as f32;
+            let to_pixel = |x: [f32; 2]| -> [f32; 2] {
+                [
+                    ((f64::from(x[0]) - g.x[0]) / (g.x[1] - g.x[0])) as f32 * n,
+                    (1.0 - (f64::from(x[1]) - g.y[0]) / (g.y[1] - g.y[0])) as f32 * n,
+                ]
+            };
+            let mut dots = OverlayImage::new(pixels);
+            for (x, &y) in data.test_x.iter().zip(&data.test_y) {
+                dots.ring(
+                    to_pixel(*x),
+                    radius,
+                    ppp,
+                    CLASS_COLORS[y as usize % CLASS_COLORS.len()],
+                );
+            }
+            for (x, &y) in data.train_x.iter().zip(&data.train_y) {
+                let p = to_pixel(*x);
+                dots.disc(p, radius + 0.8 * ppp, Color32::BLACK);
+                dots.disc(p, radius, CLASS_COLORS[y as usize % CLASS_COLORS.len()]);
+            }
+            self.dots = Some((key, dots));
+        }
+        key
     }
 
     fn parameter_views(&mut self, ui: &mut Ui, s: &MlpSnapshot, width: f32, height: f32) {
@@ -467,79 +516,16 @@ fn data_key(data: &Dataset) -> u64 {
     ))
 }
 
-/// One map with the data drawn over it: training points filled, test points as rings.
-fn map_view(
-    ui: &mut Ui,
-    side: f32,
-    map: &MapData,
-    data: &Dataset,
-    texture: Option<&egui::TextureHandle>,
-    overlay: &mut CachedTexture,
-) -> Rect {
+/// One map, its data drawn over it (see [`MlpView::dots_layer`]).
+fn map_view(ui: &mut Ui, side: f32, map: &MapData, texture: &egui::TextureHandle) -> Rect {
     let (rect, response) = ui.allocate_exact_size(Vec2::splat(side), Sense::hover());
-    let painter = ui.painter_at(rect);
-    painter.rect_filled(rect, 2.0, NEUTRAL);
-    if let Some(t) = texture {
-        painter.image(
-            t.id(),
-            rect,
-            Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0)),
-            Color32::WHITE,
-        );
-    }
-    let g = &map.grid;
-    let to_screen = |x: f32, y: f32| -> Pos2 {
-        pos2(
-            rect.left() + ((f64::from(x) - g.x[0]) / (g.x[1] - g.x[0])) as f32 * rect.width(),
-            rect.bottom() - ((f64::from(y) - g.y[0]) / (g.y[1] - g.y[0])) as f32 * rect.height(),
-        )
-    };
-    // The data do not change while the map does: drawn once into a texture at display
-    // resolution and laid over the map as one quad (a thousand circles a map, redrawn every
-    // frame, were most of what a frame cost on a software rasteriser).
-    let ppp = ui.ctx().pixels_per_point();
-    let pixels = (side * ppp).round().max(1.0) as usize;
-    let radius = (side / 110.0).clamp(1.5, 3.5) * ppp;
-    let key = key_of(&(
-        pixels,
-        radius.to_bits(),
-        g.x.map(f64::to_bits),
-        g.y.map(f64::to_bits),
-        data_key(data),
-    ));
-    let t = overlay.show(
-        ui.ctx(),
-        "mlp data",
-        key,
-        egui::TextureOptions::LINEAR,
-        || {
-            let to_pixel = |x: [f32; 2]| -> [f32; 2] {
-                let p = to_screen(x[0], x[1]) - rect.min;
-                [p.x * ppp, p.y * ppp]
-            };
-            let mut dots = OverlayImage::new(pixels);
-            for (x, &y) in data.test_x.iter().zip(&data.test_y) {
-                dots.ring(
-                    to_pixel(*x),
-                    radius,
-                    ppp,
-                    CLASS_COLORS[y as usize % CLASS_COLORS.len()],
-                );
-            }
-            for (x, &y) in data.train_x.iter().zip(&data.train_y) {
-                let p = to_pixel(*x);
-                dots.disc(p, radius + 0.8 * ppp, Color32::BLACK);
-                dots.disc(p, radius, CLASS_COLORS[y as usize % CLASS_COLORS.len()]);
-            }
-            dots.into_image()
-        },
-    );
-    painter.image(
-        t.id(),
+    ui.painter_at(rect).image(
+        texture.id(),
         rect,
         Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0)),
         Color32::WHITE,
     );
+    let g = &map.grid;
     response.on_hover_ui(|ui| {
         ui.label(format!(
             "x ∈ [{:.2}, {:.2}], y ∈ [{:.2}, {:.2}]\nfilled: training points, rings: test points",
