@@ -2,9 +2,13 @@
 // per-coordinate updates of samplers.wgsl in the same order. `Chain` (one chain's θ, p, ξ)
 // is generated from `GpuChain` in src/engine/shader_interface.rs.
 
+// Whether the preset has synthetic gradient noise (`Features`): without, the second Philox
+// block and its Box-Muller pair are compiled out rather than run beside a false branch.
+override MAY_HAVE_GRADIENT_NOISE: bool = true;
+
 fn stochastic_gradient(theta: vec2<f32>, rng: RngCounter) -> vec2<f32> {
     var g = target_gradient(theta, rng);
-    if (params.noise_sigma0 != 0.0 || params.noise_sigma1 != 0.0) {
+    if (MAY_HAVE_GRADIENT_NOISE && (params.noise_sigma0 != 0.0 || params.noise_sigma1 != 0.0)) {
         let z = rng_normal2(rng, STREAM_GRADIENT_NOISE, 0u);
         let factor = 1.0 + params.noise_kappa * sqrt(theta.x * theta.x + theta.y * theta.y);
         let sigma = vec2<f32>(params.noise_sigma0 * factor, params.noise_sigma1 * factor);

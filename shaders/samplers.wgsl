@@ -2,6 +2,15 @@
 // src/math/samplers.rs function by function. The 2-D chains (chain2.wgsl) and the MLP
 // posteriors (mlp.wgsl) both call these, so every formula of MATH.md §1–3 is written once.
 
+// What a pipeline may meet, set by the host from the preset (`Features` in
+// src/engine/gpu.rs): with one off, its branch is compiled out. llvmpipe runs both sides of a
+// branch on a value it cannot prove uniform, so a cyclical schedule's cosine, the hyperbolic
+// kinetic energy's square roots and the overwrite would cost every step of every preset.
+// The defaults keep the run-time tests.
+override MAY_BE_CYCLICAL: bool = true;
+override MAY_BE_HYPERBOLIC: bool = true;
+override MAY_OVERWRITE_XI: bool = true;
+
 // One step of the schedule: `StepPhase` in src/math/samplers.rs. While a cyclical schedule
 // explores, no noise is injected and the thermostat is frozen (MATH.md §3).
 struct StepPhase {
@@ -13,7 +22,7 @@ struct StepPhase {
 
 // `SamplerParams::phase`.
 fn step_phase(step: u32) -> StepPhase {
-    if (params.cycle_len == 0u) {
+    if (!MAY_BE_CYCLICAL || params.cycle_len == 0u) {
         return StepPhase(params.h, params.temperature, params.temperature, false);
     }
     let r = f32(step % params.cycle_len) / f32(params.cycle_len);
@@ -36,7 +45,7 @@ struct Kinetic {
 }
 
 fn kinetic_derivatives(p: f32, mass: f32, inv_mass: f32, speed: f32) -> Kinetic {
-    if (speed == 0.0) {
+    if (!MAY_BE_HYPERBOLIC || speed == 0.0) {
         return Kinetic(p * inv_mass, inv_mass, 1.0);
     }
     let q = p / (mass * speed);
@@ -57,7 +66,7 @@ fn thermostat_half_step(xi: f32, k: Kinetic, phase: StepPhase) -> f32 {
         return xi;
     }
     let heat = params.mass * (k.k1 * k.k1 - phase.temperature * k.k2);
-    if ((params.flags & FLAG_XI_OVERWRITE) != 0u) {
+    if (MAY_OVERWRITE_XI && (params.flags & FLAG_XI_OVERWRITE) != 0u) {
         return phase.h * heat;
     }
     return xi + 0.5 * phase.h * heat;
@@ -80,7 +89,7 @@ fn atmc_second_half(c: Coord, g: f32, z: f32, phase: StepPhase) -> Coord {
     let alpha = max(params.friction_floor - c.xi, 0.0);
     // Exact OU step with friction φβ/s (s frozen over the step for hyperbolic K).
     var x = params.friction_sign * beta * h;
-    if (params.speed != 0.0) {
+    if (MAY_BE_HYPERBOLIC && params.speed != 0.0) {
         x = x / c.s;
     }
     let decay = exp(-x);

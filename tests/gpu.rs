@@ -104,6 +104,72 @@ fn gpu_matches_cpu_for_every_sampler_and_target() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// One GPU engine follows live changes of the features its pipelines are specialised on
+/// (gradient noise, hyperbolic kinetic energy, overwritten thermostat, cyclical schedule: each
+/// compiled out when off), switching each on and off again, in step with the CPU engine.
+#[test]
+fn gpu_follows_live_changes_of_every_specialised_feature() {
+    use atmc_lab::math::{Kinetic, NoiseSpec, ScheduleSpec, XiUpdate};
+    let mut p = preset(SamplerKind::Atmc, "gaussian", 0.0);
+    p.chains = 2000;
+    p.sampler.h = 0.01;
+    let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
+    let mut gpu = gpu_engine(&p);
+    let plain = p.clone();
+    type Change = fn(&mut atmc_lab::preset::Preset);
+    let changes: [(&str, Change); 4] = [
+        ("gradient noise", |p| {
+            p.noise = NoiseSpec::Isotropic { sigma: 1.0 };
+        }),
+        ("hyperbolic kinetic energy", |p| {
+            p.sampler.kinetic = Kinetic::Hyperbolic { c: 2.0 };
+        }),
+        ("overwritten thermostat", |p| {
+            p.sampler.xi_update = XiUpdate::Overwrite;
+        }),
+        ("cyclical schedule", |p| {
+            p.schedule = ScheduleSpec::Cyclical {
+                total_steps: 40,
+                cycles: 2,
+                explore_fraction: 0.5,
+            };
+        }),
+    ];
+    let mut problems = Vec::new();
+    for (name, change) in changes {
+        for on in [true, false] {
+            let mut q = plain.clone();
+            if on {
+                change(&mut q);
+            }
+            cpu.set_model(q.model());
+            gpu.set_model(q.model());
+            cpu.advance(20, &[]).unwrap();
+            gpu.advance(20, &[]).unwrap();
+            let a = cpu.read_chains(0, p.chains).unwrap();
+            let b = gpu.read_chains(0, p.chains).unwrap();
+            let worst = a
+                .chains
+                .iter()
+                .zip(&b.chains)
+                .flat_map(|(x, y)| {
+                    (0..2).map(move |c| {
+                        ((x.theta[c] - y.theta[c]).abs() / (1.0 + x.theta[c].abs()))
+                            .max((x.p[c] - y.p[c]).abs() / (1.0 + x.p[c].abs()))
+                    })
+                })
+                .fold(0.0f32, f32::max);
+            if worst > 1e-3 {
+                problems.push(format!(
+                    "{name} {}: worst relative deviation {worst}",
+                    if on { "on" } else { "off again" }
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// GPU histograms of (θ₁, θ₂), (θ₂, p₂) and (p₂, ξ₂) equal the CPU's binning of the
 /// read-back state exactly (same bin rule), and the CPU engine's own histograms too.
 #[test]

@@ -9,7 +9,9 @@
 
 use super::{MlpEngine, MlpReport, ParameterStates, Prediction};
 use crate::engine::BackendInfo;
-use crate::engine::gpu::{GpuContext, ShaderProgram, params_entry, storage_entry, uniform_entry};
+use crate::engine::gpu::{
+    Features, GpuContext, ShaderProgram, params_entry, storage_entry, uniform_entry,
+};
 use crate::engine::shader_interface::{
     self, GpuParams, MLP_PARTIALS, MLP_WORKGROUP, MlpRegion, MlpSlice as Slice,
 };
@@ -157,15 +159,15 @@ fn uniform_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer
 }
 
 impl MlpGpuEngine {
-    /// Every entry point compiled for the model's sampler and activation (the shader's
-    /// override constants): their switches sit in the innermost loops, and llvmpipe would run
+    /// Every entry point compiled for the model's sampler, activation and [`Features`] (the
+    /// shader's override constants): their switches sit in the innermost loops, and llvmpipe would run
     /// every branch of a switch it cannot prove uniform.
     fn specialised(
         program: &ShaderProgram,
         ctx: &GpuContext,
         model: &MlpModel,
     ) -> anyhow::Result<Vec<(Entry, wgpu::ComputePipeline)>> {
-        let constants = [
+        let mut constants = vec![
             (
                 "SPECIALISED_SAMPLER",
                 f64::from(model.sampler.kind.gpu_code()),
@@ -175,6 +177,7 @@ impl MlpGpuEngine {
                 f64::from(model.posterior.arch.activation.gpu_code()),
             ),
         ];
+        constants.extend(Features::of(&model.sampler, &model.schedule).constants());
         Entry::ALL
             .iter()
             .map(|&e| Ok((e, program.pipeline(ctx, e.name(), &constants)?)))
@@ -469,7 +472,10 @@ impl MlpEngine for MlpGpuEngine {
             model.posterior.arch == self.model.posterior.arch,
             "the architecture changed: make a new engine"
         );
-        if model.sampler.kind != self.model.sampler.kind {
+        if model.sampler.kind != self.model.sampler.kind
+            || Features::of(&model.sampler, &model.schedule)
+                != Features::of(&self.model.sampler, &self.model.schedule)
+        {
             self.pipelines = Self::specialised(&self.program, &self.ctx, &model)?;
         }
         let data_changed = model.posterior.inputs != self.model.posterior.inputs
