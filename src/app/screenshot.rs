@@ -148,7 +148,19 @@ pub fn harness_with(
                     app.set_appearance(ui.ctx(), appearance);
                     app
                 });
-                app.ui(ui);
+                // kittest lays a UI out inside an 8-point margin over a transparent clear; the
+                // window has neither, and its clear colour (the panel fill, see
+                // `AtmcApp::clear_color`) is the app's background. Paint that background over
+                // the whole picture and give the app all of it, as the window does.
+                let screen = ui.ctx().content_rect();
+                ui.painter().with_clip_rect(screen).rect_filled(
+                    screen,
+                    0.0,
+                    ui.visuals().panel_fill,
+                );
+                let mut window = ui.new_child(egui::UiBuilder::new().max_rect(screen));
+                window.set_clip_rect(screen);
+                app.ui(&mut window);
             },
             None,
         );
