@@ -140,6 +140,22 @@ fn snapshot_of_the_printed_preset() {
     );
     run_to_step(&mut h, 40).unwrap();
     h.snapshot_options("printed_preset", &snapshot_options());
+    // Every highlighted chain diverged: each has its red mark in the strip along the top of
+    // every portrait, over the portrait's image.
+    let image = h.render().unwrap();
+    for (label, rect) in app(&h).active().panels() {
+        let y = (rect.top() + 34.0).round() as u32;
+        let red = (rect.left() as u32..rect.right() as u32)
+            .filter(|&x| {
+                let p = image.get_pixel(x, y);
+                p[0] > 200 && p[1] < 130 && p[2] < 110
+            })
+            .count();
+        assert!(
+            red > 100,
+            "{label}: {red} red pixels in the strip of diverged chains"
+        );
+    }
 }
 
 #[test]

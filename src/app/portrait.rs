@@ -158,14 +158,16 @@ pub fn show(
     // chain order.
     let n_trails = data.trails.len().max(1) as f32;
     let strip_y = rect.top() + 34.0;
-    let mut diverged = 0;
+    // Where the marks go (drawn over the portrait's image below).
+    let mut marks = Vec::new();
     let trails = if empty { &[][..] } else { data.trails };
     let mut alive: Vec<Vec<[f32; 2]>> = Vec::with_capacity(trails.len());
     for (i, trail) in trails.iter().enumerate() {
         if data.trail_diverged_at.get(i).copied().unwrap_or(0) != 0 {
-            diverged += 1;
-            let x = rect.left() + 10.0 + (rect.width() - 20.0) * i as f32 / n_trails;
-            painter.circle_filled(pos2(x, strip_y), 2.5, Color32::from_rgb(255, 80, 60));
+            marks.push(pos2(
+                rect.left() + 10.0 + (rect.width() - 20.0) * i as f32 / n_trails,
+                strip_y,
+            ));
             continue;
         }
         alive.push(
@@ -251,6 +253,10 @@ pub fn show(
         Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0)),
         Color32::WHITE,
     );
+    for &mark in &marks {
+        painter.circle_filled(mark, 2.5, Color32::from_rgb(255, 80, 60));
+    }
+    let diverged = marks.len();
 
     if let Some(note) = data.note {
         painter.text(
@@ -283,9 +289,15 @@ pub fn show(
             label_color,
         );
     }
+    // Below the title, and below the line about diverged chains when there is one.
+    let labels_top = if diverged > 0 {
+        strip_y + 26.0
+    } else {
+        rect.top() + 28.0
+    };
     for t in round_ticks(view.y[0], view.y[1], about) {
         let p = to_screen(view.x[0], t);
-        if p.y > rect.bottom() - 22.0 || p.y < rect.top() + 28.0 {
+        if p.y > rect.bottom() - 22.0 || p.y < labels_top {
             continue;
         }
         painter.line_segment([p, p + Vec2::new(5.0, 0.0)], Stroke::new(1.0, label_color));
@@ -305,13 +317,19 @@ pub fn show(
         Color32::WHITE,
     );
     if diverged > 0 {
-        painter.text(
-            pos2(rect.left() + 8.0, strip_y + 6.0),
-            egui::Align2::LEFT_TOP,
+        // The longest wording that fits the portrait (small ones side by side cut it off).
+        let color = Color32::from_rgb(255, 110, 90);
+        let room = rect.width() - 16.0;
+        let galley = [
             format!("{diverged} highlighted chains diverged: frozen, shown apart"),
-            font.clone(),
-            Color32::from_rgb(255, 110, 90),
-        );
+            format!("{diverged} diverged: frozen, shown apart"),
+            format!("{diverged} diverged"),
+        ]
+        .into_iter()
+        .map(|text| painter.layout_no_wrap(text, font.clone(), color))
+        .reduce(|fits, shorter| if fits.size().x <= room { fits } else { shorter })
+        .expect("three wordings");
+        painter.galley(pos2(rect.left() + 8.0, strip_y + 6.0), galley, color);
     }
     if !view.auto {
         painter.text(
