@@ -138,3 +138,61 @@ fn snapshot_of_the_two_moons_preset() {
             .max_failed_pixels(2000),
     );
 }
+
+/// Paused, another focus network: the worker makes a new map at the same step, and the
+/// third map (one network alone) shows the new network, not the old one kept under a key
+/// that only named the step.
+#[test]
+fn a_new_focus_network_shows_its_own_map_while_paused() {
+    let mut h = harness(two_moons(64), [1280, 720], 1.0, BackendChoice::Cpu);
+    run_to_step(&mut h, 40).unwrap();
+    h.run_steps(2);
+    let one_network = |h: &mut AppHarness| {
+        let image = h.render().unwrap();
+        let rect = app(h)
+            .active()
+            .panels()
+            .into_iter()
+            .find(|(label, _)| label == "one network's map")
+            .expect("the third map")
+            .1;
+        image::imageops::crop_imm(
+            &image,
+            rect.left() as u32,
+            rect.top() as u32,
+            rect.width() as u32,
+            rect.height() as u32,
+        )
+        .to_image()
+    };
+    let before = one_network(&mut h);
+    let serial = |s: &atmc_lab::app::mlp::session::MlpSnapshot| s.map.as_ref().map(|m| m.serial);
+    let old = app(&h)
+        .get::<MlpView>()
+        .unwrap()
+        .session()
+        .with_snapshot(serial);
+    h.state_mut()
+        .as_mut()
+        .unwrap()
+        .get_mut::<MlpView>()
+        .unwrap()
+        .preset
+        .view
+        .focus_chain = 5;
+    h.step();
+    run_until(&mut h, 60, "the new network's map", |s| {
+        serial(s).is_some_and(|n| Some(n) != old) && s.step == 40
+    });
+    h.run_steps(2);
+    let after = one_network(&mut h);
+    assert!(
+        before
+            .pixels()
+            .zip(after.pixels())
+            .filter(|(a, b)| a != b)
+            .count()
+            > 1000,
+        "the map of network #5 looks like the map of network #0"
+    );
+}

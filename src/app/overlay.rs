@@ -241,7 +241,11 @@ fn floor_index(x: f32) -> usize {
 /// ⌈x⌉ as an index, 0 for negative x (and NaN).
 fn ceil_index(x: f32) -> usize {
     let i = floor_index(x);
-    if (i as f32) < x { i + 1 } else { i }
+    if (i as f32) < x {
+        i.saturating_add(1)
+    } else {
+        i
+    }
 }
 
 #[cfg(test)]
@@ -319,5 +323,8 @@ mod tests {
     fn pixel_indices_round_like_floor_and_ceil_and_stop_at_zero() {
         assert_eq!([2.0, 2.7, -0.5, f32::NAN].map(floor_index), [2, 2, 0, 0]);
         assert_eq!([2.0, 2.1, -0.5, 0.0].map(ceil_index), [2, 3, 0, 0]);
+        // Far beyond any image (a chain zoomed out of view): saturated, not wrapped to 0.
+        assert_eq!([1e20, f32::INFINITY].map(ceil_index), [usize::MAX; 2]);
+        assert_eq!(floor_index(f32::INFINITY), usize::MAX);
     }
 }

@@ -272,13 +272,8 @@ impl MlpView {
         let pixels = (side * ppp).round().max(1.0) as usize;
         let dots_key = self.dots_layer(map, data, side, ppp, pixels);
         let dots = &self.dots.as_ref().expect("made by dots_layer").1;
-        let key = key_of(&(
-            map.step,
-            map.grid.nx,
-            self.uncertainty,
-            self.preset.view.focus_chain,
-            dots_key,
-        ));
+        // The map's serial, not its step: a live change makes a new map at the same step.
+        let key = key_of(&(map.serial, self.uncertainty, dots_key));
         // The three maps change together: their images are made once, if any is stale.
         let mut images: Option<[egui::ColorImage; 3]> = None;
         let mut textures = Vec::with_capacity(3);

@@ -25,6 +25,9 @@ pub struct MapData {
     pub prediction: Prediction,
     /// The step they were computed at.
     pub step: u32,
+    /// Which of the worker's maps this is: a new map has a new number even at the same step
+    /// (after a live change of the focus network, the predictive networks or the seed).
+    pub serial: u64,
 }
 
 /// What the MLP views draw, replaced after every tick.
@@ -125,6 +128,8 @@ struct Worker<R: Fn()> {
     series: BoundedSeries<MlpSeriesRow>,
     first_divergence: Option<u32>,
     map: Option<MapData>,
+    /// Maps made so far (the next map's serial).
+    maps_made: u64,
     evaluation: Option<EnsembleEvaluation>,
     baseline_eval: Option<Evaluation>,
     report: MlpReport,
@@ -152,6 +157,7 @@ impl<R: Fn()> Worker<R> {
             series: BoundedSeries::new(MAX_SERIES_ROWS),
             first_divergence: None,
             map: None,
+            maps_made: 0,
             evaluation: None,
             baseline_eval: None,
             report: MlpReport::default(),
@@ -343,10 +349,12 @@ impl<R: Fn()> Worker<R> {
         } else {
             self.series.replace_last(row);
         }
+        self.maps_made += 1;
         self.map = Some(MapData {
             grid,
             prediction,
             step,
+            serial: self.maps_made,
         });
         self.evaluation = Some(evaluation);
         self.baseline_eval = Some(baseline.ensemble);

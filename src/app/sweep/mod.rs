@@ -517,7 +517,7 @@ impl SweepView {
                 .include_x(nx as f64 - 0.5)
                 .include_y(-0.5)
                 .include_y(ny as f64 - 0.5)
-                .show_outlined(ui, |p| {
+                .show(ui, |p| {
                     p.image(PlotImage::new(
                         "cells",
                         texture,
