@@ -475,6 +475,27 @@ fn the_sweep_view_shows_a_merged_sweep_and_a_click_opens_its_point_live() {
     );
     assert!([-1.0, -0.2, 0.5, 1.0].contains(&opened.sampler.friction_sign));
 
+    // Without divergences anywhere (the points of positive friction sign alone) the map
+    // colours by a statistic that varies, not by a flat diverged fraction.
+    let text = std::fs::read_to_string(&merged).unwrap();
+    let calm: Vec<&str> = text
+        .lines()
+        .enumerate()
+        .filter(|(i, line)| *i == 0 || line.contains("\"diverged_fraction\":0.0,"))
+        .map(|(_, line)| line)
+        .collect();
+    assert!(
+        calm.len() > 2,
+        "points without divergence: {}",
+        calm.len() - 1
+    );
+    let calm_path = dir.join("calm.jsonl");
+    std::fs::write(&calm_path, calm.join("\n") + "\n").unwrap();
+    let mut calm_view = SweepView::new(BackendChoice::Cpu);
+    calm_view.open(&calm_path).unwrap();
+    assert_ne!(calm_view.statistic, "diverged_fraction");
+    assert!(!calm_view.statistic.is_empty());
+
     // A file that is not a sweep is refused with a message, and the view stays.
     std::fs::write(dir.join("bad.jsonl"), "not json\n").unwrap();
     let mut bad = SweepView::new(BackendChoice::Cpu);

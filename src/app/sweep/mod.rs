@@ -156,6 +156,9 @@ pub struct SweepView {
     statistics: Vec<String>,
     /// The statistic coloured.
     pub statistic: String,
+    /// Whether the user chose the statistic (else the view picks one that varies, again as
+    /// a running sweep's points arrive).
+    statistic_picked: bool,
     /// The horizontal and vertical axes.
     pub axes: (usize, usize),
     /// The value index at which each other axis is held.
@@ -189,6 +192,7 @@ impl SweepView {
             table: None,
             statistics: Vec::new(),
             statistic: String::new(),
+            statistic_picked: false,
             axes: (0, 1),
             slice: Vec::new(),
             log_colour: false,
@@ -237,6 +241,7 @@ impl SweepView {
             records: Vec::new(),
         });
         self.statistic.clear();
+        self.statistic_picked = false;
         Ok(())
     }
 
@@ -263,7 +268,17 @@ impl SweepView {
             self.axes = (0, 1.min(axes.saturating_sub(1)));
         }
         self.statistics = sweep::statistics(&table);
-        if !self.statistics.contains(&self.statistic) {
+        let varies = |p: &str| {
+            let mut values = table.records.iter().filter_map(|r| sweep::statistic(r, p));
+            values
+                .next()
+                .is_some_and(|first| values.any(|v| v != first))
+        };
+        // A statistic the view picked itself is picked again while it is flat: a running
+        // sweep's first points may not vary in it yet.
+        if !self.statistics.contains(&self.statistic)
+            || (!self.statistic_picked && !varies(&self.statistic))
+        {
             // The first preferred statistic that varies over the table (a map of zeros says
             // nothing), else the first preferred one there.
             let present: Vec<&str> = PREFERRED
@@ -271,12 +286,6 @@ impl SweepView {
                 .copied()
                 .filter(|p| self.statistics.iter().any(|s| s == p))
                 .collect();
-            let varies = |p: &str| {
-                let mut values = table.records.iter().filter_map(|r| sweep::statistic(r, p));
-                values
-                    .next()
-                    .is_some_and(|first| values.any(|v| v != first))
-            };
             self.statistic = present
                 .iter()
                 .find(|p| varies(p))
@@ -826,6 +835,7 @@ impl View for SweepView {
                         .changed()
                     {
                         self.texture = None;
+                        self.statistic_picked = true;
                         self.log_colour = self.table.as_ref().is_some_and(|t| spans_decades(t, s));
                     }
                 }
@@ -923,5 +933,47 @@ impl View for SweepView {
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table of the shipped friction-sign sweep with these (diverged fraction, energy
+    /// distance) points.
+    fn table(points: &[(f64, f64)]) -> Merged {
+        let loaded = Sweep::load(Path::new("friction-sign-explosion")).expect("shipped sweep");
+        Merged {
+            header: sweep::header(&loaded, Shard::ALL),
+            records: points
+                .iter()
+                .enumerate()
+                .map(|(index, &(diverged, energy))| sweep::Record {
+                    index,
+                    coords: vec![0.5, 0.01],
+                    seed: 1,
+                    run: serde_json::json!({
+                        "diverged_fraction": diverged,
+                        "energy_distance": energy,
+                    }),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_view_picks_again_while_its_own_pick_is_flat_but_keeps_the_users() {
+        let mut view = SweepView::new(BackendChoice::Cpu);
+        // A running sweep's first point: nothing varies yet.
+        view.show(table(&[(0.0, 0.1)]));
+        assert_eq!(view.statistic, "diverged_fraction");
+        view.show(table(&[(0.0, 0.1), (0.0, 0.3)]));
+        assert_eq!(view.statistic, "energy_distance");
+        // What the user chose stays, flat or not.
+        view.statistic = "diverged_fraction".to_owned();
+        view.statistic_picked = true;
+        view.show(table(&[(0.0, 0.1), (0.0, 0.3), (0.0, 0.2)]));
+        assert_eq!(view.statistic, "diverged_fraction");
     }
 }
