@@ -630,8 +630,13 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
             }
         })
     };
+    // Steps from 0 to at least one evaluation: at step 0 a lone point would centre the axis
+    // on it, with negative steps.
+    let first_evaluation = f64::from(preset.view.map_every.max(1));
     let plot = |id: &str, y: &str, curves: &[Vec<[f64; 2]>]| {
         super::plots::fixed_plot(id, w, height)
+            .include_x(0.0)
+            .include_x(first_evaluation)
             .legend(Legend::default().position(legend_corner(curves)))
             .x_grid_spacer(crate::app::axes::x_marks)
             .x_axis_label("step")
