@@ -273,7 +273,7 @@ pub fn time_series(
             p.line(
                 Line::new("diverged %", PlotPoints::from(d)).color(Color32::from_rgb(255, 90, 80)),
             );
-            p.line(Line::new("energy distance ×100", PlotPoints::from(e)).color(TRUTH));
+            p.line(Line::new("energy dist. ×100", PlotPoints::from(e)).color(TRUTH));
         });
         let h = series(rows, Scale::Linear, at, step_size);
         series_plot("step size", w, height, &[h.clone(), level(0.0)])
