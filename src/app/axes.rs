@@ -168,13 +168,12 @@ fn symlog_marks(input: GridInput, unit: f64) -> Vec<GridMark> {
         step_size: f64::from(every),
     }];
     for k in bottom..=top {
-        let step_size = if k % every == 0 {
-            f64::from(every)
-        } else {
-            0.5
-        };
         for sign in [-1.0, 1.0] {
             let value = scale.to_plot(sign * 10f64.powi(k));
+            // Labelled on every k-th decade, unless it sits too close to 0's label (±unit on
+            // an axis spanning many decades is a pixel or two from 0).
+            let labelled = k % every == 0 && value.abs() >= 4.0 * input.base_step_size;
+            let step_size = if labelled { f64::from(every) } else { 0.5 };
             if value >= lo && value <= hi {
                 marks.push(GridMark { value, step_size });
             }
@@ -316,6 +315,26 @@ mod tests {
             narrow.iter().map(|m| m.value).collect::<Vec<_>>(),
             vec![0.0, 2000.0]
         );
+    }
+
+    #[test]
+    fn symlog_labels_keep_apart_on_an_axis_of_many_decades() {
+        let scale = Scale::SymLog { unit: 1.0 };
+        let input = GridInput {
+            bounds: (scale.to_plot(-10.0), scale.to_plot(1e21)),
+            base_step_size: 0.2,
+        };
+        let mut labelled: Vec<f64> = symlog_marks(input, 1.0)
+            .into_iter()
+            .filter(|m| m.step_size >= 1.0)
+            .map(|m| m.value)
+            .collect();
+        labelled.sort_by(f64::total_cmp);
+        assert!(labelled.contains(&0.0), "{labelled:?}");
+        assert!(labelled.len() >= 3, "{labelled:?}");
+        for pair in labelled.windows(2) {
+            assert!(pair[1] - pair[0] >= 0.8 - 1e-9, "{labelled:?}");
+        }
     }
 
     #[test]
