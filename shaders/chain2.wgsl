@@ -2,7 +2,7 @@
 // per-coordinate updates of samplers.wgsl in the same order. `Chain` (one chain's θ, p, ξ)
 // is generated from `GpuChain` in src/engine/shader_interface.rs.
 
-// Whether the preset has synthetic gradient noise (`Features`): without, the second Philox
+// Whether the preset has synthetic gradient noise (`PipelineKey`): without, the second Philox
 // block and its Box-Muller pair are compiled out rather than run beside a false branch.
 override MAY_HAVE_GRADIENT_NOISE: bool = true;
 
@@ -26,8 +26,8 @@ fn chain_of(a: Coord, b: Coord) -> Chain {
 }
 
 // The sampler this pipeline runs (`SamplerKind::gpu_code`), set when the host compiles it: the
-// other samplers' branches are compiled out (`GpuEngine` keeps one pipeline per sampler and
-// target; a run-time switch costs llvmpipe every branch).
+// other samplers' branches are compiled out (`GpuEngine` keeps one pipeline per
+// `PipelineKey`; a run-time switch costs llvmpipe every branch).
 override SPECIALISED_SAMPLER: u32;
 
 // Advances one chain by one step; returns true when it diverged.

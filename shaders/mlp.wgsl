@@ -59,7 +59,7 @@ fn layer_offset(l: u32) -> u32 {
 // The activation and the sampler this pipeline runs (`Activation::gpu_code`,
 // `SamplerKind::gpu_code`), set when the host compiles it: their switches sit in the innermost
 // loops, and with the values known the other branches are compiled out (`MlpGpuEngine` makes
-// new pipelines when the sampler changes).
+// new pipelines when the sampler or its `Features` change).
 override SPECIALISED_ACTIVATION: u32;
 override SPECIALISED_SAMPLER: u32;
 

@@ -61,8 +61,6 @@ impl OverlayImage {
         }
     }
 
-    /// Paints `color` over the pixels of the box `[x0, y0, x1, y1]` with coverage
-    /// `cover(pixel centre)`.
     /// `image` (premultiplied, rows from the top) stretched over the pixel box
     /// `[x0, y0, x1, y1]` with bilinear filtering and clamped edges, as a GPU draws a LINEAR
     /// texture; pixels outside the box stay as they are.
@@ -105,12 +103,8 @@ impl OverlayImage {
             let pixels = &mut self.rgba[y * self.side..][..self.side];
             for &(x, (x0, x1, fx)) in &columns {
                 let (a, b) = (row[x0], row[x1]);
-                let src: [f32; 4] = std::array::from_fn(|k| a[k] + (b[k] - a[k]) * fx);
-                // "Over" with a premultiplied source.
-                let px = &mut pixels[x];
-                for k in 0..4 {
-                    px[k] = src[k] + px[k] * (1.0 - src[3]);
-                }
+                let src = std::array::from_fn(|k| a[k] + (b[k] - a[k]) * fx);
+                Self::over_premultiplied(&mut pixels[x], src);
             }
         }
     }
@@ -119,9 +113,7 @@ impl OverlayImage {
     pub fn draw_over(&mut self, top: &OverlayImage) {
         debug_assert_eq!(self.side, top.side);
         for (px, src) in self.rgba.iter_mut().zip(&top.rgba) {
-            for k in 0..4 {
-                px[k] = src[k] + px[k] * (1.0 - src[3]);
-            }
+            Self::over_premultiplied(px, *src);
         }
     }
 
@@ -137,11 +129,19 @@ impl OverlayImage {
 
     /// "Over", premultiplied: the source is the colour times `k` (coverage × alpha).
     fn over(px: &mut [f32; 4], rgb: [f32; 3], k: f32) {
-        for (c, s) in px.iter_mut().zip([rgb[0], rgb[1], rgb[2], 1.0]) {
-            *c = s * k + *c * (1.0 - k);
+        Self::over_premultiplied(px, [rgb[0] * k, rgb[1] * k, rgb[2] * k, k]);
+    }
+
+    /// "Over" with a premultiplied source `src`.
+    #[inline(always)]
+    fn over_premultiplied(px: &mut [f32; 4], src: [f32; 4]) {
+        for (c, s) in px.iter_mut().zip(src) {
+            *c = s + *c * (1.0 - src[3]);
         }
     }
 
+    /// Paints `color` over the pixels of the box `[x0, y0, x1, y1]` with coverage
+    /// `cover(pixel centre)`.
     fn paint(&mut self, bbox: [f32; 4], color: Color32, cover: impl Fn([f32; 2]) -> f32) {
         let [r, g, b, a] = Self::straight(color);
         let range = |lo: f32, hi: f32| {

@@ -530,7 +530,13 @@ fn clipped_area(t: [egui::Pos2; 3], clip: egui::Rect) -> f32 {
         (1, clip.max.y, false),
     ];
     for (axis, bound, keep_above) in edges {
-        let inside = |p: &egui::Pos2| (p[axis] >= bound) == keep_above || p[axis] == bound;
+        let inside = |p: &egui::Pos2| {
+            if keep_above {
+                p[axis] >= bound
+            } else {
+                p[axis] <= bound
+            }
+        };
         let mut out = Vec::with_capacity(poly.len() + 2);
         for i in 0..poly.len() {
             let (a, b) = (poly[i], poly[(i + 1) % poly.len()]);

@@ -249,12 +249,10 @@ struct ChainBuffers {
 pub struct GpuEngine {
     ctx: GpuContext,
     program: ShaderProgram,
-    /// One pipeline per (sampler, target) code pair and [`Features`], compiled when first
-    /// stepped: the shader
-    /// is specialised through its override constants, so the other samplers' and targets'
-    /// branches are compiled out (4× on llvmpipe, which runs every branch of a switch it
-    /// cannot prove uniform).
-    pipelines: std::collections::HashMap<(u32, u32, Features), wgpu::ComputePipeline>,
+    /// One pipeline per [`PipelineKey`], compiled when first stepped: the shader is
+    /// specialised through its override constants, so the branches the preset cannot take
+    /// are compiled out (llvmpipe runs every branch of a switch it cannot prove uniform).
+    pipelines: std::collections::HashMap<PipelineKey, wgpu::ComputePipeline>,
     params: wgpu::Buffer,
     histogram: wgpu::Buffer,
     histogram_slots: u32,
@@ -290,20 +288,22 @@ pub(crate) fn params_entry() -> wgpu::BindGroupLayoutEntry {
     )
 }
 
-/// What a pipeline may meet besides its sampler and target: the WGSL override constants
-/// `MAY_*` (shaders/samplers.wgsl, chain2.wgsl). A pipeline built with a feature off has
-/// that feature's branch compiled out and runs only presets without it; the engines key
-/// their pipelines by it. llvmpipe runs both sides of a branch on a value it cannot prove
-/// uniform: a cyclical schedule's cosine, the hyperbolic kinetic energy's square roots and
-/// a second Philox block for gradient noise cost every step of every preset, and the 2-D
-/// kernel ran 2× faster without them.
+/// What a sampler step may meet besides its sampler: the override constants `MAY_*` of
+/// shaders/samplers.wgsl. A pipeline built with a feature off has that feature's branch
+/// compiled out and runs only presets without it; the engines key their pipelines by it.
+/// llvmpipe runs both sides of a branch on a value it cannot prove uniform: a cyclical
+/// schedule's cosine and the hyperbolic kinetic energy's square roots cost every step of
+/// every preset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Features {
     cyclical: bool,
     hyperbolic: bool,
     xi_overwrite: bool,
-    /// `None` for programs without synthetic gradient noise (the MLPs').
-    gradient_noise: Option<bool>,
+}
+
+/// 1.0 or 0.0: a boolean override constant.
+fn flag(on: bool) -> f64 {
+    if on { 1.0 } else { 0.0 }
 }
 
 impl Features {
@@ -313,29 +313,48 @@ impl Features {
             cyclical: schedule.cycle_len != 0,
             hyperbolic: sp.speed != 0.0,
             xi_overwrite: sp.xi_overwrite,
-            gradient_noise: None,
-        }
-    }
-
-    /// With synthetic gradient noise on or off (the 2-D program).
-    pub(crate) fn with_gradient_noise(self, on: bool) -> Self {
-        Self {
-            gradient_noise: Some(on),
-            ..self
         }
     }
 
     /// The override constants.
-    pub(crate) fn constants(self) -> Vec<(&'static str, f64)> {
-        let flag = |on: bool| if on { 1.0 } else { 0.0 };
-        let mut constants = vec![
+    pub(crate) fn constants(self) -> [(&'static str, f64); 3] {
+        [
             ("MAY_BE_CYCLICAL", flag(self.cyclical)),
             ("MAY_BE_HYPERBOLIC", flag(self.hyperbolic)),
             ("MAY_OVERWRITE_XI", flag(self.xi_overwrite)),
-        ];
-        if let Some(on) = self.gradient_noise {
-            constants.push(("MAY_HAVE_GRADIENT_NOISE", flag(on)));
+        ]
+    }
+}
+
+/// What a 2-D pipeline is specialised on: the sampler and target codes, the [`Features`],
+/// and whether there is synthetic gradient noise (`MAY_HAVE_GRADIENT_NOISE` in chain2.wgsl:
+/// without it the second Philox block and its Box–Muller pair are compiled out; with all of
+/// it the kernel ran 2× faster on llvmpipe).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct PipelineKey {
+    sampler: u32,
+    target: u32,
+    features: Features,
+    gradient_noise: bool,
+}
+
+impl PipelineKey {
+    fn of(model: &Model) -> Self {
+        Self {
+            sampler: model.sampler.kind.gpu_code(),
+            target: model.target.gpu_constants().0.gpu_code(),
+            features: Features::of(&model.sampler, &model.schedule),
+            gradient_noise: model.noise.is_active(),
         }
+    }
+
+    fn constants(self) -> Vec<(&'static str, f64)> {
+        let mut constants = vec![
+            ("SPECIALISED_SAMPLER", f64::from(self.sampler)),
+            ("SPECIALISED_TARGET", f64::from(self.target)),
+            ("MAY_HAVE_GRADIENT_NOISE", flag(self.gradient_noise)),
+        ];
+        constants.extend(self.features.constants());
         constants
     }
 }
@@ -711,20 +730,11 @@ impl Engine for GpuEngine {
             self.histogram_slots = slots;
             self.rebind();
         }
-        let noise = &self.model.noise.sigma;
-        let key = (
-            self.model.sampler.kind.gpu_code(),
-            self.model.target.gpu_constants().0.gpu_code(),
-            Features::of(&self.model.sampler, &self.model.schedule)
-                .with_gradient_noise(noise[0] != 0.0 || noise[1] != 0.0),
-        );
+        let key = PipelineKey::of(&self.model);
         if !self.pipelines.contains_key(&key) {
-            let mut constants = vec![
-                ("SPECIALISED_SAMPLER", f64::from(key.0)),
-                ("SPECIALISED_TARGET", f64::from(key.1)),
-            ];
-            constants.extend(key.2.constants());
-            let pipeline = self.program.pipeline(&self.ctx, "advance", &constants)?;
+            let pipeline = self
+                .program
+                .pipeline(&self.ctx, "advance", &key.constants())?;
             self.pipelines.insert(key, pipeline);
         }
         let per_dispatch =

@@ -327,9 +327,10 @@ impl MlpView {
     }
 
     /// Makes `self.dots`, the data over a map of `pixels` pixels a side (training points
-    /// filled, test points as rings), and returns its key. The data do not change while the maps do: drawn once, and again only when
-    /// the data, the grid or the size change (a thousand circles redrawn every frame were
-    /// most of what a frame cost on a software rasteriser).
+    /// filled, test points as rings), and returns its key. The data do not change while the
+    /// maps do: drawn once, and again only when the data, the grid or the size change (a
+    /// thousand circles redrawn every frame were most of what a frame cost on a software
+    /// rasteriser).
     fn dots_layer(
         &mut self,
         map: &MapData,
@@ -498,17 +499,15 @@ fn map_images(map: &MapData, kind: Uncertainty, colormap: &Colormap) -> [egui::C
 
 /// A key of the data set's points and labels, for the overlay's texture.
 fn data_key(data: &Dataset) -> u64 {
-    let bits = |xs: &[[f32; 2]]| -> Vec<u64> {
-        xs.iter()
-            .map(|x| u64::from(x[0].to_bits()) << 32 | u64::from(x[1].to_bits()))
-            .collect()
-    };
-    key_of(&(
-        bits(&data.train_x),
-        &data.train_y,
-        bits(&data.test_x),
-        &data.test_y,
-    ))
+    use std::hash::{Hash, Hasher};
+    // Hashed in place: asked every frame, and the points do not need copying for it.
+    let mut h = std::hash::DefaultHasher::new();
+    for (x, y) in [(&data.train_x, &data.train_y), (&data.test_x, &data.test_y)] {
+        h.write_usize(x.len());
+        h.write(bytemuck::cast_slice(x));
+        y.hash(&mut h);
+    }
+    h.finish()
 }
 
 /// One map, its data drawn over it (see [`MlpView::dots_layer`]).

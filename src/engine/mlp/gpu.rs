@@ -160,8 +160,8 @@ fn uniform_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer
 
 impl MlpGpuEngine {
     /// Every entry point compiled for the model's sampler, activation and [`Features`] (the
-    /// shader's override constants): their switches sit in the innermost loops, and llvmpipe would run
-    /// every branch of a switch it cannot prove uniform.
+    /// shader's override constants): their switches sit in the innermost loops, and llvmpipe
+    /// would run every branch of a switch it cannot prove uniform.
     fn specialised(
         program: &ShaderProgram,
         ctx: &GpuContext,
