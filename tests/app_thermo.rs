@@ -4,7 +4,7 @@
 //! a scratch directory, where the view writes its sweep.)
 
 use atmc_lab::app::screenshot::{AppHarness, harness, run_to_step};
-use atmc_lab::app::thermo::ThermoView;
+use atmc_lab::app::thermo_view::ThermoView;
 use atmc_lab::app::view::View;
 use atmc_lab::app::{Opening, Tab};
 use atmc_lab::engine::BackendChoice;

@@ -180,7 +180,7 @@ fn run_small(preset: AnyPreset) {
             p.chains = p.chains.min(64);
             p.steps = p.steps.min(60);
             let point =
-                runner::thermo::measure(&AnyPreset::Sphere(p), BackendChoice::Cpu, &mut |_| {})
+                runner::thermo_measure::measure(&AnyPreset::Sphere(p), BackendChoice::Cpu, &mut |_| {})
                     .unwrap();
             assert!(point.u.is_finite() && point.u >= 0.0);
         }

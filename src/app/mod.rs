@@ -18,9 +18,9 @@ pub mod portrait;
 pub mod posterior;
 pub mod record;
 pub mod screenshot;
-pub mod sweep;
+pub mod sweep_view;
 pub mod texture;
-pub mod thermo;
+pub mod thermo_view;
 pub mod training;
 pub mod view;
 pub mod worker;
@@ -58,9 +58,9 @@ pub enum Tab {
     Mlp,
     /// ResNet++ trained in the background ([`training::TrainingView`]).
     Training,
-    /// A statistic of a parameter sweep over its grid ([`sweep::SweepView`]).
+    /// A statistic of a parameter sweep over its grid ([`sweep_view::SweepView`]).
     Sweep,
-    /// The free energy of SGD over learning rates ([`thermo::ThermoView`]).
+    /// The free energy of SGD over learning rates ([`thermo_view::ThermoView`]).
     Thermo,
 }
 
@@ -164,8 +164,8 @@ impl Tab {
                 false,
             )),
             Tab::Training => Box::new(training::TrainingView::new(ctx)),
-            Tab::Sweep => Box::new(sweep::SweepView::new(backend)),
-            Tab::Thermo => Box::new(thermo::ThermoView::new(backend)),
+            Tab::Sweep => Box::new(sweep_view::SweepView::new(backend)),
+            Tab::Thermo => Box::new(thermo_view::ThermoView::new(backend)),
         }
     }
 }
@@ -296,7 +296,7 @@ pub fn is_sweep_path(path: &std::path::Path) -> bool {
     match path.extension().and_then(|e| e.to_str()) {
         Some("jsonl") => true,
         Some("ron") => std::fs::read_to_string(path)
-            .is_ok_and(|text| crate::preset::sweep::is_sweep_text(&text)),
+            .is_ok_and(|text| crate::preset::sweep_file::is_sweep_text(&text)),
         _ => false,
     }
 }
@@ -329,7 +329,7 @@ impl AtmcApp {
                 Box::new(compare::CompareView::new(ctx, p, backend, playing))
             }
             sphere @ AnyPreset::Sphere(_) => {
-                let mut view = thermo::ThermoView::new(backend);
+                let mut view = thermo_view::ThermoView::new(backend);
                 view.load(sphere);
                 Box::new(view)
             }
@@ -472,7 +472,7 @@ impl AtmcApp {
         let view = self
             .view_mut(ctx, Tab::Sweep)
             .as_any_mut()
-            .downcast_mut::<sweep::SweepView>()
+            .downcast_mut::<sweep_view::SweepView>()
             .expect("the Sweeps tab holds the sweep view");
         self.shell.status = Some(match view.open(path) {
             Ok(()) => Status::ok(format!("opened {}", path.display())),
@@ -942,7 +942,7 @@ impl AtmcApp {
              {here}/{}/\nExports and saved presets: where you choose (File menu).\n\
              Shipped presets are built in (Presets menu); their files are in presets/ of \
              the source, with the lectures and sweeps.",
-            sweep::SWEEP_FOLDER
+            sweep_view::SWEEP_FOLDER
         ));
         ui.label(
             "The mathematics: docs/MATH.md; the code: ARCHITECTURE.md; the command line: \

@@ -2,8 +2,8 @@
 //! the window; `screenshot` and `record` render the app offscreen.
 
 mod bench;
-mod sweep;
-mod thermo;
+mod sweep_command;
+mod thermo_command;
 mod train;
 
 use crate::engine::BackendChoice;
@@ -45,11 +45,11 @@ enum Command {
     Train(Box<train::TrainArgs>),
     /// Run a sweep over preset fields (one JSON line per point, resumable, shardable), merge
     /// its shards, or write SLURM scripts for it.
-    Sweep(Box<sweep::SweepArgs>),
+    Sweep(Box<sweep_command::SweepArgs>),
     /// The thermodynamics of SGD (and any 2-D sampler, or the sphere toy) over a log grid of
     /// learning rates: U, S, slope and Gibbs temperatures, the Gibbs test, a held-out
     /// prediction (a sweep underneath: shardable, resumable).
-    Thermo(Box<thermo::ThermoArgs>),
+    Thermo(Box<thermo_command::ThermoArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -265,8 +265,8 @@ pub fn main() -> ExitCode {
             },
             message: format!("{e:#}"),
         }),
-        Some(Command::Sweep(args)) => sweep::sweep(&args),
-        Some(Command::Thermo(args)) => thermo::thermo(&args),
+        Some(Command::Sweep(args)) => sweep_command::sweep(&args),
+        Some(Command::Thermo(args)) => thermo_command::thermo(&args),
         None => open_app("default", BackendChoice::Auto, None),
     };
     match result {
@@ -310,7 +310,7 @@ fn load_opening(path: &str) -> Result<crate::app::Opening, Failure> {
         if file.extension().and_then(|e| e.to_str()) == Some("jsonl") {
             crate::sweep::read_merged(file).map_err(|e| usage(format!("{e:#}")))?;
         } else {
-            crate::preset::sweep::Sweep::load(file).map_err(|e| usage(e.to_string()))?;
+            crate::preset::sweep_file::Sweep::load(file).map_err(|e| usage(e.to_string()))?;
         }
         return Ok(crate::app::Opening::Sweep(file.to_owned()));
     }
@@ -510,7 +510,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
 /// `run` of a sphere preset: its thermodynamic measurement as one JSON line.
 fn execute_sphere(preset: &crate::preset::sphere::SpherePreset) -> Result<(), Failure> {
     let bar = progress_bar(preset.steps, "projected SGD on the sphere".into());
-    let point = runner::thermo::measure(
+    let point = runner::thermo_measure::measure(
         &AnyPreset::Sphere(preset.clone()),
         BackendChoice::Cpu,
         &mut |done| bar.set_position(u64::from(done)),

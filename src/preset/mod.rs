@@ -6,7 +6,7 @@
 pub mod mlp;
 pub mod sphere;
 pub mod story;
-pub mod sweep;
+pub mod sweep_file;
 
 pub use mlp::{AnyPreset, MlpPreset};
 pub use story::{Column, Comparison, ControlGroup, Lecture, Story};

@@ -23,7 +23,7 @@ pub struct RunOutcome {
 }
 
 pub mod mlp;
-pub mod thermo;
+pub mod thermo_measure;
 
 /// Runs every column of a comparison for the base's number of steps, one after the other
 /// (each column is an independent run with the same target, seed and noise). `progress` is

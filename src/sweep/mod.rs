@@ -7,12 +7,12 @@
 //! hash, the base preset, the axes) and holds one [`Record`] per line after it.
 
 pub mod slurm;
-pub mod thermo;
+pub mod thermo_table;
 
 use crate::diagnostics::Truth;
 use crate::engine::BackendChoice;
 use crate::preset::AnyPreset;
-use crate::preset::sweep::{Measure, Sweep, preset_json};
+use crate::preset::sweep_file::{Measure, Sweep, preset_json};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -129,8 +129,8 @@ pub fn header(sweep: &Sweep, shard: Shard) -> Header {
     let base = preset_json(&sweep.base);
     let base_hash = hash(&base.to_string());
     let seeds = match sweep.spec.seeds {
-        crate::preset::sweep::SeedPolicy::Same => "same",
-        crate::preset::sweep::SeedPolicy::PerPoint => "per_point",
+        crate::preset::sweep_file::SeedPolicy::Same => "same",
+        crate::preset::sweep_file::SeedPolicy::PerPoint => "per_point",
     };
     let mut decisive = serde_json::json!({
         "base": base,
@@ -205,7 +205,7 @@ pub fn run_point(
     let (summary, seconds, seed) = match &point.preset {
         preset if is_thermo(sweep) => {
             let started = Instant::now();
-            let measured = crate::runner::thermo::measure(preset, backend, &mut |_| {})?;
+            let measured = crate::runner::thermo_measure::measure(preset, backend, &mut |_| {})?;
             let seconds = started.elapsed().as_secs_f64();
             let seed = match preset {
                 AnyPreset::Toy(p) => p.seed,

@@ -3,12 +3,12 @@
 //! sweep can be sharded (`--shard`), merged (`--merge`) or sent to SLURM (`atmc-lab sweep
 //! DIR/thermo.ron --slurm`).
 
-use super::sweep::failure;
+use super::sweep_command::failure;
 use super::{Failure, usage};
 use crate::engine::BackendChoice;
 use crate::math::ranges::{CHAINS, STEPS, THERMO_LR, THERMO_POINTS};
 use crate::preset::AnyPreset;
-use crate::preset::sweep::Sweep;
+use crate::preset::sweep_file::Sweep;
 use crate::sweep::{self, Shard};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -56,7 +56,7 @@ pub struct ThermoArgs {
 pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
     if let Some(dir) = &args.merge {
         if let Some(csv) = &args.csv {
-            super::sweep::check_writable(csv)?;
+            super::sweep_command::check_writable(csv)?;
         }
         let merged = sweep::merge(dir).map_err(|e| Failure {
             code: 2,
@@ -107,7 +107,7 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
     } else {
         name.to_owned()
     };
-    let spec = sweep::thermo::spec(&base, (lo, hi), args.points, args.chains, args.steps);
+    let spec = sweep::thermo_table::spec(&base, (lo, hi), args.points, args.chains, args.steps);
     // Every learning rate is checked against the preset before anything is written (a
     // sphere's η, say, stops at 10); the generated file's line numbers would mean nothing.
     let text = ron::ser::to_string_pretty(&spec, ron::ser::PrettyConfig::new().struct_names(true))
@@ -131,7 +131,7 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
                 "--csv with --shard: write the table with --merge DIR",
             ));
         }
-        super::sweep::check_writable(csv)?;
+        super::sweep_command::check_writable(csv)?;
     }
     std::fs::create_dir_all(&out)
         .map_err(|e| usage(format!("--out {}: cannot create it: {e}", out.display())))?;
@@ -139,7 +139,7 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
     std::fs::write(&sweep_file, &text)
         .map_err(|e| usage(format!("cannot write {}: {e}", sweep_file.display())))?;
     let shard = args.shard.unwrap_or(Shard::ALL);
-    let bar = super::sweep::progress_bar(&loaded.spec.name);
+    let bar = super::sweep_command::progress_bar(&loaded.spec.name);
     let started = Instant::now();
     let report = sweep::run_shard(&loaded, shard, &out, args.backend, &mut |done, total| {
         bar.set_length(total as u64);
@@ -172,7 +172,7 @@ fn report_table(
     csv: Option<&Path>,
     wall: Option<f64>,
 ) -> Result<(), Failure> {
-    let table = sweep::thermo::table(merged).map_err(|e| usage(format!("{e:#}")))?;
+    let table = sweep::thermo_table::table(merged).map_err(|e| usage(format!("{e:#}")))?;
     let short = |v: Option<f64>| v.map_or("—".to_owned(), |x| format!("{x:.4}"));
     eprintln!(
         "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  stationary",
@@ -196,18 +196,18 @@ fn report_table(
         );
     }
     if let Some(path) = csv {
-        std::fs::write(path, sweep::thermo::csv(&table)).map_err(|e| Failure {
+        std::fs::write(path, sweep::thermo_table::csv(&table)).map_err(|e| Failure {
             code: 1,
             message: format!("cannot write {}: {e}", path.display()),
         })?;
         eprintln!("wrote {}", path.display());
     }
-    let included: Vec<&sweep::thermo::Row> = table
+    let included: Vec<&sweep::thermo_table::Row> = table
         .rows
         .iter()
         .filter(|r| r.point.excluded.is_none())
         .collect();
-    let max_rel = |f: &dyn Fn(&sweep::thermo::Row) -> Option<(f64, f64)>| {
+    let max_rel = |f: &dyn Fn(&sweep::thermo_table::Row) -> Option<(f64, f64)>| {
         included
             .iter()
             .filter_map(|r| f(r))

@@ -4,14 +4,14 @@
 //! predicts T, U and S at the ones left out.
 
 use super::Merged;
-use crate::diagnostics::thermo::{
+use crate::diagnostics::thermodynamics::{
     Cells, fit_temperature_law, plane_cells, slope_temperatures, sphere_quadrature, temperature_law,
 };
 use crate::math::sphere::loss as sphere_loss;
 use crate::preset::sphere::SpherePreset;
-use crate::preset::sweep::{AxisSpec, Combine, Measure, SeedPolicy, SweepSpec, Values};
+use crate::preset::sweep_file::{AxisSpec, Combine, Measure, SeedPolicy, SweepSpec, Values};
 use crate::preset::{AnyPreset, Preset};
-use crate::runner::thermo::{ThermoPoint, measured};
+use crate::runner::thermo_measure::{ThermoPoint, measured};
 use serde::Serialize;
 
 /// The sweep spec of a thermodynamics sweep of `preset` over a log grid of learning rates.
@@ -109,7 +109,7 @@ fn point_preset(merged: &Merged, coords: &[f64]) -> Option<AnyPreset> {
         _ => return None,
     };
     let fields: Vec<&str> = header.fields.iter().map(String::as_str).collect();
-    crate::preset::sweep::apply(&base, &fields, coords, None).ok()
+    crate::preset::sweep_file::apply(&base, &fields, coords, None).ok()
 }
 
 /// The table of a merged thermodynamics sweep; an error when its records are not

@@ -2,14 +2,14 @@
 //! blocks, judge whether the ensemble became stationary, and measure U, S (k-NN and
 //! histogram), the Gibbs-fitted T with its distance to the ensemble, Var θ and the gradient
 //! signal-to-noise ratio. The sweep over η, the slope temperature and the held-out prediction
-//! are [`crate::sweep`]'s and [`crate::diagnostics::thermo`]'s business.
+//! are [`crate::sweep`]'s and [`crate::diagnostics::thermodynamics`]'s business.
 
 mod mlp;
 
 pub use mlp::{SNR_NETWORKS, parameterisation};
 
 use crate::diagnostics::entropy::{histogram_entropy, knn_entropy, sphere_knn_entropy};
-use crate::diagnostics::thermo::{
+use crate::diagnostics::thermodynamics::{
     self, fit_temperature, plane_cells, plane_gibbs_on_grid, quadratic_temperature, sphere_cell,
     sphere_gibbs_on_grid, sphere_quadrature, total_variation,
 };
@@ -536,10 +536,10 @@ fn measure_sphere(
 }
 
 /// The measured points of a sweep, ready for slopes: excluded points are kept but marked.
-pub fn measured(points: &[ThermoPoint]) -> Vec<thermo::Measured> {
+pub fn measured(points: &[ThermoPoint]) -> Vec<thermodynamics::Measured> {
     points
         .iter()
-        .map(|p| thermo::Measured {
+        .map(|p| thermodynamics::Measured {
             eta: p.eta,
             u: p.u,
             s: p.s_knn.unwrap_or(f64::NAN),

@@ -8,7 +8,7 @@ use crate::app::plots::Outlined;
 use crate::diagnostics::growth::thermostat_blowup_step_size;
 use crate::engine::BackendChoice;
 use crate::preset::sphere::SpherePreset;
-use crate::preset::sweep::{SHIPPED_SWEEPS, Sweep, apply};
+use crate::preset::sweep_file::{SHIPPED_SWEEPS, Sweep, apply};
 use crate::preset::{AnyPreset, MlpPreset, Preset};
 use crate::sweep::{self, Merged, Shard, Slice2d};
 use egui::{Color32, Rect, RichText, Ui};

@@ -5,19 +5,19 @@
 //! globe and an equal-area map with the signal-to-noise ratio over time.
 
 use super::colormap::Colormap;
-use super::sweep::{BackgroundSweep, Polled};
+use super::sweep_view::{BackgroundSweep, Polled};
 use super::view::{Action, Shell, Status, View};
 use crate::app::plots::Outlined;
-use crate::diagnostics::thermo::{
+use crate::diagnostics::thermodynamics::{
     plane_cells, plane_gibbs_on_grid, sphere_gibbs_on_grid, sphere_quadrature,
 };
 use crate::engine::BackendChoice;
 use crate::math::sphere::loss as sphere_loss;
 use crate::math::{SamplerKind, Target};
 use crate::preset::AnyPreset;
-use crate::preset::sweep::{Sweep, apply};
-use crate::runner::thermo::Histogram;
-use crate::sweep::thermo::{Row, Table, table};
+use crate::preset::sweep_file::{Sweep, apply};
+use crate::runner::thermo_measure::Histogram;
+use crate::sweep::thermo_table::{Row, Table, table};
 use crate::sweep::{self, Merged};
 use egui::{Color32, Rect, RichText, Ui};
 use egui_plot::{Legend, Line, LineStyle, PlotImage, PlotPoint, PlotPoints, Points};
@@ -113,7 +113,7 @@ impl ThermoView {
     /// Starts the sweep in the background (resuming one with the same settings).
     pub fn start(&mut self) -> Result<(), String> {
         self.cancel();
-        let folder = Path::new(super::sweep::SWEEP_FOLDER);
+        let folder = Path::new(super::sweep_view::SWEEP_FOLDER);
         std::fs::create_dir_all(folder)
             .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
         // The base as edited here, written next to the sweep so the sweep file can name it.
@@ -121,7 +121,7 @@ impl ThermoView {
         std::fs::write(&base_file, self.base.to_ron())
             .map_err(|e| format!("cannot write {}: {e}", base_file.display()))?;
         let base = std::fs::canonicalize(&base_file).map_err(|e| e.to_string())?;
-        let spec = crate::sweep::thermo::spec(
+        let spec = crate::sweep::thermo_table::spec(
             &base.display().to_string(),
             self.lr,
             self.points,
@@ -874,7 +874,7 @@ impl View for ThermoView {
     }
 
     fn series_csv(&self) -> Option<String> {
-        self.table.as_ref().map(crate::sweep::thermo::csv)
+        self.table.as_ref().map(crate::sweep::thermo_table::csv)
     }
 
     fn panels(&self) -> Vec<(String, Rect)> {

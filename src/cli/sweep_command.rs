@@ -3,7 +3,7 @@
 
 use super::{Failure, usage};
 use crate::engine::BackendChoice;
-use crate::preset::sweep::Sweep;
+use crate::preset::sweep_file::Sweep;
 use crate::sweep::{self, Shard, slurm};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
