@@ -1,12 +1,14 @@
 //! atmc-lab: the dynamics of stochastic-gradient MCMC samplers made visible.
 //!
-//! Layers, with dependencies pointing one way (ARCHITECTURE.md draws the graph):
+//! Layers, with dependencies pointing one way; an arrow runs from a layer to the layers built
+//! on it (ARCHITECTURE.md draws the whole graph, and a test holds the code to it):
 //! [`math`] (samplers, targets, RNG, schedules; pure Rust) → [`engine`] (CPU and GPU
 //! backends behind one interface) → [`diagnostics`] (statistics against exact truth) →
-//! [`runner`] (headless runs), [`app`] (the egui desktop app) → [`cli`] (the command line,
-//! which also opens and renders the app). [`preset`] describes a run in RON. [`train`] trains
-//! ResNet++ image classifiers with ATMC or SGD: the data, the input pipeline, the network,
-//! the optimisers and checkpoints.
+//! [`runner`] (headless runs) → [`sweep`] (grids of runs, sharded and merged) → `app` (the
+//! egui desktop app) → [`cli`] (the command line, which also opens and renders the app).
+//! [`preset`] describes a run in RON and knows only `math`. `train` trains ResNet++ image
+//! classifiers with ATMC or SGD: the data, the input pipeline, the network, the optimisers
+//! and checkpoints.
 
 pub mod app;
 pub mod cli;
