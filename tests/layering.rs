@@ -45,7 +45,9 @@ fn without_parentheses(text: &str) -> String {
 /// ARCHITECTURE.md's table: module → the modules it may use.
 fn allowed_edges(modules: &BTreeSet<String>) -> BTreeMap<String, BTreeSet<String>> {
     let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
-    let mut lines = text.lines().skip_while(|l| !l.starts_with("| module | uses |"));
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("| module | uses |"));
     assert!(
         lines.next().is_some(),
         "ARCHITECTURE.md has no table starting with `| module | uses |`"
@@ -114,35 +116,38 @@ fn used_modules(code: &str, modules: &BTreeSet<String>) -> Vec<(String, usize)> 
         let at = rest + offset;
         rest = at + "crate::".len();
         // `atmc_lab::crate::` never occurs; `$crate::` (macros) names the macro's crate.
-        if code[..at].ends_with('$') || code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+        if code[..at].ends_with('$')
+            || code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+        {
             continue;
         }
         let after = &code[rest..];
         if let Some(group) = after.strip_prefix('{') {
-            let end = group.find('}').unwrap_or(group.len());
-            // The first path segment of each member of a brace group (nested groups only add
-            // deeper segments).
+            // The members of the brace group, split at its top-level commas (nested groups
+            // only add deeper segments); each member's first segment is the module it names.
             let mut depth = 0usize;
-            let mut member_start = true;
-            let mut word = String::new();
-            for c in group[..end].chars() {
+            let mut members = vec![String::new()];
+            for c in group.chars() {
                 match c {
                     '{' => depth += 1,
-                    '}' => depth = depth.saturating_sub(1),
-                    ',' if depth == 0 => member_start = true,
-                    c if member_start && (c.is_alphanumeric() || c == '_') => word.push(c),
-                    _ if member_start && !word.is_empty() => {
-                        if modules.contains(&word) {
-                            found.push((word.clone(), line_of(at)));
-                        }
-                        word.clear();
-                        member_start = false;
-                    }
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => members.push(String::new()),
                     _ => {}
                 }
+                if depth == 0 && c != ',' {
+                    members.last_mut().expect("one member at least").push(c);
+                }
             }
-            if member_start && modules.contains(&word) {
-                found.push((word, line_of(at)));
+            for member in members {
+                let word: String = member
+                    .trim_start()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if modules.contains(&word) {
+                    found.push((word, line_of(at)));
+                }
             }
         } else {
             let word: String = after
@@ -199,7 +204,11 @@ fn every_module_uses_only_what_architecture_md_allows() {
         .iter()
         .flat_map(|(module, allowed)| violations_of(module, allowed, &modules))
         .collect();
-    assert!(violations.is_empty(), "layering broken:\n{}", violations.join("\n"));
+    assert!(
+        violations.is_empty(),
+        "layering broken:\n{}",
+        violations.join("\n")
+    );
 }
 
 /// A CPU engine serves as its GPU twin's oracle only while the two share nothing but their
@@ -207,7 +216,11 @@ fn every_module_uses_only_what_architecture_md_allows() {
 #[test]
 fn cpu_and_gpu_engines_do_not_import_each_other() {
     let src = root().join("src/engine");
-    for (folder, prefix) in [("", "crate::engine"), ("mlp", "crate::engine::mlp"), ("sphere", "crate::engine::sphere")] {
+    for (folder, prefix) in [
+        ("", "crate::engine"),
+        ("mlp", "crate::engine::mlp"),
+        ("sphere", "crate::engine::sphere"),
+    ] {
         for (from, to) in [("cpu", "gpu"), ("gpu", "cpu")] {
             let file = src.join(folder).join(format!("{from}.rs"));
             let code = code_of(&std::fs::read_to_string(&file).expect("an engine file"));
@@ -259,11 +272,23 @@ fn the_check_catches_a_forbidden_import_in_each_form_it_can_take() {
             .map(|(m, _)| m)
             .collect()
     };
-    assert_eq!(seen("use crate::runner::thermo_measure::Histogram;"), ["runner"]);
-    assert_eq!(seen("use crate::{math::Grid2, runner::run};"), ["math", "runner"]);
-    assert_eq!(seen("use crate::{\n    math,\n    sweep::{self, Shard},\n};"), ["math", "sweep"]);
+    assert_eq!(
+        seen("use crate::runner::thermo_measure::Histogram;"),
+        ["runner"]
+    );
+    assert_eq!(
+        seen("use crate::{math::Grid2, runner::run};"),
+        ["math", "runner"]
+    );
+    assert_eq!(
+        seen("use crate::{\n    math,\n    sweep::{self, Shard},\n};"),
+        ["math", "sweep"]
+    );
     assert_eq!(seen("let x = crate::app::run_native(a, b);"), ["app"]);
-    assert_eq!(seen("/// See [`crate::runner`].\nfn f() {}"), Vec::<String>::new());
+    assert_eq!(
+        seen("/// See [`crate::runner`].\nfn f() {}"),
+        Vec::<String>::new()
+    );
     assert_eq!(seen("$crate::math::x!()"), Vec::<String>::new());
     assert_eq!(
         without_parentheses("diagnostics (classifier metrics), math (reads `runner`)"),
