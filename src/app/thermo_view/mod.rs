@@ -337,14 +337,14 @@ impl ThermoView {
             ui.label("No histogram for this point (every chain diverged).");
             return;
         };
-        let Some(fitted) = row.point.gibbs_probabilities.clone() else {
+        let Some(fitted) = &row.point.gibbs_probabilities else {
             ui.label(
                 "This record holds no fitted Gibbs law (it was written before records stored \
                  it): run the sweep again to see the Gibbs test.",
             );
             return;
         };
-        if self.gibbs_images(ui.ctx(), &row, &hist, &fitted).is_none() {
+        if self.gibbs_images(ui.ctx(), &row, &hist, fitted).is_none() {
             ui.label("The Gibbs fit is not available for this point.");
             return;
         }
