@@ -132,9 +132,10 @@ fn the_sphere_collapses_when_overparameterised_and_keeps_its_spread_when_not() {
 /// data (U two orders of magnitude lower) and its SNR stays where it was.
 #[test]
 fn mlps_with_fewer_and_more_weights_than_points_behave_as_up_and_op() {
+    use atmc_lab::diagnostics::thermodynamics::ThermoPoint;
     use atmc_lab::engine::BackendChoice;
     use atmc_lab::preset::AnyPreset;
-    use atmc_lab::runner::thermo_measure::{ThermoPoint, measure};
+    use atmc_lab::runner::thermo_measure::measure;
     let show = |p: &ThermoPoint| {
         eprintln!(
             "{} η {:.1e}: U {:.4} S {:.2} SNR {:.3} {:?}",

@@ -207,8 +207,14 @@ pub fn histogram_entropy(points: &[[f64; 2]], grid: &Grid2) -> Option<(f64, f64)
         return None;
     }
     let [dx, dy] = grid.cell_size();
-    let area = dx * dy;
     let n = inside as f64;
+    let outside = 1.0 - n / points.len() as f64;
+    Some((plug_in_entropy(&counts, dx * dy, n), outside))
+}
+
+/// The plug-in entropy (nats) of `n` points counted in cells of equal `area`, −Σ pᵢ ln(pᵢ/Δ),
+/// with the Miller–Madow correction (occupied cells − 1)/(2N) (MATH.md §5.2).
+pub fn plug_in_entropy(counts: &[u32], area: f64, n: f64) -> f64 {
     let occupied = counts.iter().filter(|&&c| c > 0).count() as f64;
     let plug_in: f64 = counts
         .iter()
@@ -218,8 +224,7 @@ pub fn histogram_entropy(points: &[[f64; 2]], grid: &Grid2) -> Option<(f64, f64)
             -p * (p / area).ln()
         })
         .sum();
-    let outside = 1.0 - n / points.len() as f64;
-    Some((plug_in + (occupied - 1.0) / (2.0 * n), outside))
+    plug_in + (occupied - 1.0) / (2.0 * n)
 }
 
 #[cfg(test)]

@@ -5,13 +5,13 @@
 
 use super::Merged;
 use crate::diagnostics::thermodynamics::{
-    Cells, fit_temperature_law, plane_cells, slope_temperatures, sphere_quadrature, temperature_law,
+    Cells, ThermoPoint, fit_temperature_law, measured, plane_cells, plane_quadrature_start,
+    slope_temperatures, sphere_quadrature, temperature_law,
 };
 use crate::math::sphere::loss as sphere_loss;
 use crate::preset::sphere::SpherePreset;
 use crate::preset::sweep_file::{AxisSpec, Combine, Measure, SeedPolicy, SweepSpec, Values};
 use crate::preset::{AnyPreset, Preset};
-use crate::runner::thermo_measure::{ThermoPoint, measured};
 use serde::Serialize;
 
 /// The sweep spec of a thermodynamics sweep of `preset` over a log grid of learning rates.
@@ -87,7 +87,7 @@ fn cells_for(preset: &AnyPreset, t: f64) -> Option<Cells> {
     match preset {
         AnyPreset::Toy(p) => {
             let target = p.target.build();
-            let start = target.default_grid().with_resolution(160, 160);
+            let start = plane_quadrature_start(&target);
             Some(plane_cells(&|x| target.neg_log_density(x), start, t).1)
         }
         AnyPreset::Sphere(p) => {
@@ -126,7 +126,7 @@ pub fn table(merged: &Merged) -> anyhow::Result<Table> {
         .map(|(k, r)| {
             Ok(Row {
                 record: k,
-                point: serde_json::from_value(r.run.clone())?,
+                point: ThermoPoint::from_record(r.run.clone())?,
                 t_slope: None,
                 free_energy: None,
                 t_predicted: None,

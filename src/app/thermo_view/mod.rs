@@ -8,15 +8,11 @@ use super::colormap::Colormap;
 use super::sweep_view::{BackgroundSweep, Polled};
 use super::view::{Action, Shell, Status, View};
 use crate::app::plots::Outlined;
-use crate::diagnostics::thermodynamics::{
-    plane_cells, plane_gibbs_on_grid, sphere_gibbs_on_grid, sphere_quadrature,
-};
+use crate::diagnostics::thermodynamics::Histogram;
 use crate::engine::BackendChoice;
-use crate::math::sphere::loss as sphere_loss;
-use crate::math::{SamplerKind, Target};
+use crate::math::SamplerKind;
 use crate::preset::AnyPreset;
-use crate::preset::sweep_file::{Sweep, apply};
-use crate::runner::thermo_measure::Histogram;
+use crate::preset::sweep_file::Sweep;
 use crate::sweep::thermo_table::{Row, Table, table};
 use crate::sweep::{self, Merged};
 use egui::{Color32, Rect, RichText, Ui};
@@ -56,7 +52,6 @@ pub struct ThermoView {
     /// Learning rates on the grid.
     pub points: u32,
     run: Option<BackgroundSweep>,
-    merged: Option<Merged>,
     /// The table drawn.
     pub table: Option<Table>,
     /// The row of the Gibbs test.
@@ -79,7 +74,6 @@ impl ThermoView {
             lr: (0.18, 1.8),
             points: 12,
             run: None,
-            merged: None,
             table: None,
             selected: 0,
             error: None,
@@ -171,7 +165,6 @@ impl ThermoView {
             }
             Err(e) => self.error = Some(format!("{e:#}")),
         }
-        self.merged = Some(merged);
         self.texture_key = None;
     }
 
@@ -201,19 +194,6 @@ impl ThermoView {
     /// The row chosen for the details below the curves.
     fn selected_row(&self) -> Option<Row> {
         self.table.as_ref()?.rows.get(self.selected).cloned()
-    }
-
-    /// The preset of row `k` (the base at its learning rate).
-    fn row_preset(&self, row: &Row) -> Option<AnyPreset> {
-        let merged = self.merged.as_ref()?;
-        let fields: Vec<&str> = merged.header.fields.iter().map(String::as_str).collect();
-        apply(
-            &self.base,
-            &fields,
-            &merged.records.get(row.record)?.coords,
-            None,
-        )
-        .ok()
     }
 
     fn line(points: Vec<[f64; 2]>, name: &str, color: Color32) -> Line<'static> {
@@ -316,30 +296,20 @@ impl ThermoView {
         });
     }
 
-    /// Images of the chosen row: the ensemble's histogram and the fitted Gibbs law.
-    fn gibbs_images(&mut self, ctx: &egui::Context, row: &Row, hist: &Histogram) -> Option<()> {
+    /// Images of the chosen row: the ensemble's histogram and the fitted Gibbs law its
+    /// record stores (`p`, on the histogram's grid).
+    fn gibbs_images(
+        &mut self,
+        ctx: &egui::Context,
+        row: &Row,
+        hist: &Histogram,
+        p: &[f64],
+    ) -> Option<()> {
         let key = (row.record, self.table.as_ref()?.rows.len());
         if self.texture_key == Some(key) && self.textures.len() == 2 {
             return Some(());
         }
-        let t = row.point.t_gibbs?;
-        let preset = self.row_preset(row)?;
         let grid = hist.grid;
-        let p: Vec<f64> = match &preset {
-            AnyPreset::Toy(p) => {
-                let target: Target = p.target.build();
-                let start = target.default_grid().with_resolution(160, 160);
-                let loss = |x: [f64; 2]| target.neg_log_density(x);
-                let (_, cells) = plane_cells(&loss, start, t);
-                plane_gibbs_on_grid(&loss, &cells, t, &grid)
-            }
-            AnyPreset::Sphere(p) => {
-                let objects = p.problem.objects();
-                let fine = sphere_quadrature(&|x| sphere_loss(&objects, x));
-                sphere_gibbs_on_grid(&fine, t, grid.nx, grid.ny)
-            }
-            _ => return None,
-        };
         let n: f64 = hist.counts.iter().map(|&c| f64::from(c)).sum();
         let expected: Vec<u32> = p.iter().map(|v| (v * n * 1000.0).round() as u32).collect();
         let map = Colormap::inferno();
@@ -367,7 +337,14 @@ impl ThermoView {
             ui.label("No histogram for this point (every chain diverged).");
             return;
         };
-        if self.gibbs_images(ui.ctx(), &row, &hist).is_none() {
+        let Some(fitted) = &row.point.gibbs_probabilities else {
+            ui.label(
+                "This record holds no fitted Gibbs law (it was written before records stored \
+                 it): run the sweep again to see the Gibbs test.",
+            );
+            return;
+        };
+        if self.gibbs_images(ui.ctx(), &row, &hist, fitted).is_none() {
             ui.label("The Gibbs fit is not available for this point.");
             return;
         }
@@ -429,15 +406,13 @@ impl ThermoView {
                     short(p.gibbs_tv),
                     short(p.gibbs_tv_baseline)
                 ));
-                let verdict = match (p.gibbs_tv, p.gibbs_tv_baseline) {
-                    (Some(tv), Some(b)) if tv <= 2.0 * b => (
+                let verdict = match p.gibbs_consistent {
+                    Some(true) => (
                         "Gibbs at this T: consistent",
                         Color32::from_rgb(140, 220, 140),
                     ),
-                    (Some(_), Some(_)) => {
-                        ("not a Gibbs law at any T", Color32::from_rgb(255, 140, 100))
-                    }
-                    _ => ("", Color32::GRAY),
+                    Some(false) => ("not a Gibbs law at any T", Color32::from_rgb(255, 140, 100)),
+                    None => ("", Color32::GRAY),
                 };
                 ui.colored_label(verdict.1, verdict.0);
                 ui.label(format!(

@@ -6,8 +6,11 @@
 //! training points is underparameterised (UP), one with more is overparameterised (OP). There
 //! is no Gibbs fit: its normaliser would be an integral over thousands of dimensions.
 
-use super::{KNN_K, ThermoPoint, block_ends, mean_and_se, stationarity};
+use super::block_ends;
 use crate::diagnostics::entropy::knn_entropy_dense;
+use crate::diagnostics::thermodynamics::{
+    KNN_K, ThermoPoint, diverged_note, enough_alive, mean_and_se, network_point,
+};
 use crate::engine::mlp::MlpEngine;
 use crate::engine::{BackendChoice, create_mlp_engine};
 use crate::math::mlp::MlpPosterior;
@@ -96,69 +99,32 @@ pub(super) fn measure_mlp(
         }
         last = Some((weights, alive, losses, signal, noise));
     }
-    // What every outcome reports; no Gibbs fit, histogram or known answer in weight space.
     let point = ThermoPoint {
-        problem: format!(
-            "MLP {} ({d} weights, {points} points: {})",
-            posterior.arch.describe(),
-            parameterisation(d, points)
-        ),
-        sampler: preset.sampler.kind.name().into(),
-        eta: preset.sampler.h,
-        chains: preset.chains,
-        steps: preset.steps,
-        u: f64::NAN,
-        u_se: f64::NAN,
-        ..ThermoPoint::default()
+        u_trace,
+        s_trace,
+        snr_trace,
+        ..ThermoPoint::unmeasured(
+            format!(
+                "MLP {} ({d} weights, {points} points: {})",
+                posterior.arch.describe(),
+                parameterisation(d, points)
+            ),
+            preset.sampler.kind.name().into(),
+            preset.sampler.h,
+            preset.chains,
+            preset.steps,
+        )
     };
     // As in the plane: a point where more than half the networks diverged is left out.
-    let Some((weights, alive, losses, signal, noise)) =
-        last.filter(|l| l.1 >= 2 * KNN_K + 2 && 2 * l.1 >= preset.chains as usize)
+    let Some((weights, _, losses, signal, noise)) =
+        last.filter(|l| enough_alive(l.1, preset.chains))
     else {
         let alive = alive_weights(engine.as_mut(), d)?.1;
         return Ok(ThermoPoint {
             alive: alive as u32,
-            excluded: Some(format!(
-                "{} of {} networks diverged",
-                preset.chains as usize - alive,
-                preset.chains
-            )),
-            u_trace,
-            s_trace,
-            snr_trace,
+            excluded: Some(diverged_note(alive, preset.chains, "networks")),
             ..point
         });
     };
-    let (u, u_se) = mean_and_se(&losses);
-    // Var θ averaged over the weights: one number for the spread of the ensemble.
-    let nets = weights.chunks_exact(d);
-    let mean: Vec<f64> = (0..d)
-        .map(|j| nets.clone().map(|w| f64::from(w[j])).sum::<f64>() / alive as f64)
-        .collect();
-    let mean_var = (0..d)
-        .map(|j| {
-            nets.clone()
-                .map(|w| (f64::from(w[j]) - mean[j]).powi(2))
-                .sum::<f64>()
-                / (alive as f64 - 1.0).max(1.0)
-        })
-        .sum::<f64>()
-        / d as f64;
-    let (stationary, excluded) = stationarity(&u_trace, u_se);
-    Ok(ThermoPoint {
-        alive: alive as u32,
-        u,
-        u_se,
-        var: vec![mean_var],
-        s_knn: s_trace.last().map(|p| p.1),
-        signal: Some(signal),
-        noise: Some(noise),
-        snr: (noise > 0.0).then(|| signal / noise),
-        stationary,
-        excluded,
-        u_trace,
-        s_trace,
-        snr_trace,
-        ..point
-    })
+    Ok(network_point(point, &weights, d, &losses, (signal, noise)))
 }

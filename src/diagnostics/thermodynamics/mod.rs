@@ -1,12 +1,21 @@
 //! The thermodynamics of SGD (MATH.md §5): the Gibbs test (fit T so that exp(−L/T)/Z(T)
 //! describes the stationary ensemble), its distance to the ensemble, the slope temperature
-//! dU/dS along a learning-rate sweep, the free energy, and a held-out prediction.
+//! dU/dS along a learning-rate sweep, the free energy, and a held-out prediction. `point.rs`
+//! measures one learning rate into its record, [`ThermoPoint`].
 //!
 //! Densities are integrated on quadrature cells: a list of (loss at the cell, cell area).
 //! The 2-D targets use a grid that zooms to where exp(−L/T) lives; the sphere an equal-area
 //! (longitude, z) grid.
 
-use crate::math::Grid2;
+mod point;
+
+pub use point::{
+    COLLAPSED_S, HISTOGRAM_CELLS, Histogram, KNN_K, KnownAnswer, SPHERE_HISTOGRAM, SPHERE_SAMPLE,
+    ThermoPoint, diverged_note, enough_alive, gibbs_consistent, known_answer, mean_and_se,
+    measured, network_point, plane_point, sphere_point, sphere_signal_and_noise, stationarity,
+};
+
+use crate::math::{Grid2, Target};
 use glam::DVec3;
 use serde::{Deserialize, Serialize};
 
@@ -56,6 +65,18 @@ impl Cells {
             .map(|(p, a)| -p * (p / a).ln())
             .sum()
     }
+}
+
+/// Cells per side of the grid a 2-D Gibbs quadrature starts from ([`plane_cells`]).
+pub const PLANE_QUADRATURE_CELLS: u32 = 160;
+
+/// The grid a 2-D target's Gibbs quadrature starts from: its default view at
+/// [`PLANE_QUADRATURE_CELLS`] per side. The measurement and the held-out prediction both
+/// start here, so they integrate the same law.
+pub fn plane_quadrature_start(target: &Target) -> Grid2 {
+    target
+        .default_grid()
+        .with_resolution(PLANE_QUADRATURE_CELLS, PLANE_QUADRATURE_CELLS)
 }
 
 /// Quadrature cells of a 2-D loss where exp(−L/T) lives: starting from the grid `start`,

@@ -1,0 +1,634 @@
+//! One learning rate of a thermodynamics sweep, judged (MATH.md §5.6). [`ThermoPoint`] is
+//! the record a sweep stores. This file computes its statistics: U as mean ± standard
+//! error, stationarity, the entropies, the Gibbs test (the fitted T, the fitted law on the
+//! histogram's grid, the total variation and its verdict) and the known answer of SGD on an
+//! isotropic quadratic. The runner drives the engines and reads the ensembles back; it hands
+//! them to [`plane_point`], [`sphere_point`] and [`network_point`].
+
+use super::{
+    Measured, fit_temperature, plane_cells, plane_gibbs_on_grid, plane_quadrature_start,
+    quadratic_temperature, sphere_cell, sphere_gibbs_on_grid, sphere_quadrature, total_variation,
+};
+use crate::diagnostics::entropy::{
+    histogram_entropy, knn_entropy, plug_in_entropy, sphere_knn_entropy,
+};
+use crate::math::sphere::{loss as sphere_loss, signal_and_noise};
+use crate::math::{Grid2, NoiseSpec, SamplerKind, ScheduleSpec, Target};
+use glam::DVec3;
+use serde::{Deserialize, Serialize};
+
+/// Neighbour rank of the k-NN entropy (MATH.md §5.2).
+pub const KNN_K: usize = 5;
+
+/// Cells per side of the stored ensemble histogram of a 2-D run.
+pub const HISTOGRAM_CELLS: u32 = 40;
+
+/// Longitude × height cells of the stored ensemble histogram on the sphere.
+pub const SPHERE_HISTOGRAM: (u32, u32) = (72, 36);
+
+/// Directions stored per sphere point, for pictures.
+pub const SPHERE_SAMPLE: usize = 600;
+
+/// Entropy below which an ensemble counts as collapsed: the k-th neighbours closer than
+/// about 1e-6 (ln of the area π·10⁻¹² of such a disc). S then falls without bound and T → 0.
+pub const COLLAPSED_S: f64 = -27.6;
+
+/// JSON has no NaN: serde_json writes a NaN (a point whose chains diverged has no U) as
+/// null, and this reads it back as NaN, so a results file with such a point still loads.
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// [`null_as_nan`] for the values of a trace.
+fn trace_nulls_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(u32, f64)>, D::Error> {
+    Ok(Vec::<(u32, Option<f64>)>::deserialize(d)?
+        .into_iter()
+        .map(|(s, v)| (s, v.unwrap_or(f64::NAN)))
+        .collect())
+}
+
+/// A histogram of the ensemble on a grid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Histogram {
+    /// The grid (for the sphere: longitude [0, 2π) × z [−1, 1]).
+    pub grid: Grid2,
+    /// Counts, row by row from the lowest y.
+    pub counts: Vec<u32>,
+}
+
+/// What one learning rate measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThermoPoint {
+    /// The target, or "sphere OP"/"sphere UP".
+    pub problem: String,
+    /// The sampler.
+    pub sampler: String,
+    /// Learning rate (step size) η.
+    pub eta: f64,
+    /// Chains run.
+    pub chains: u32,
+    /// Steps run.
+    pub steps: u32,
+    /// Chains alive at the end (the others diverged and are left out).
+    pub alive: u32,
+    /// Mean training loss over the final ensemble.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub u: f64,
+    /// The smallest loss of the problem (over the quadrature cells): U − u_min is the excess
+    /// loss.
+    pub u_min: Option<f64>,
+    /// Its standard error (the chains are independent).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub u_se: f64,
+    /// Var of each coordinate of the final ensemble.
+    pub var: Vec<f64>,
+    /// Kozachenko–Leonenko entropy (geodesic on the sphere).
+    pub s_knn: Option<f64>,
+    /// Histogram entropy (Miller–Madow corrected).
+    pub s_hist: Option<f64>,
+    /// Fraction of the ensemble outside the histogram's grid (which it cannot see).
+    pub hist_outside: Option<f64>,
+    /// The temperature whose Gibbs law exp(−L/T)/Z best fits the ensemble (maximum
+    /// likelihood).
+    pub t_gibbs: Option<f64>,
+    /// Total variation between the ensemble's histogram and that Gibbs law.
+    pub gibbs_tv: Option<f64>,
+    /// What exact draws of the Gibbs law would score (sampling noise alone).
+    pub gibbs_tv_baseline: Option<f64>,
+    /// The Gibbs law at `t_gibbs`: the probability of each cell of `histogram`'s grid, row
+    /// by row as its counts (in the plane the mass outside the grid is left out). None where
+    /// there is no fit, and in records written before it was stored.
+    #[serde(default)]
+    pub gibbs_probabilities: Option<Vec<f64>>,
+    /// The Gibbs test's verdict ([`gibbs_consistent`]): whether the distance lies within
+    /// twice what exact draws score. None where there is no fit.
+    #[serde(default)]
+    pub gibbs_consistent: Option<bool>,
+    /// The known answer where there is one: SGD on an isotropic quadratic with additive
+    /// isotropic noise, T = ησ²/(2 − ηλ) (MATH.md §5.3).
+    pub t_theory: Option<f64>,
+    /// Var θ per coordinate the known answer gives (T/λ).
+    pub var_theory: Option<f64>,
+    /// The entropy the known answer gives, log(2πe T/λ) in the plane.
+    pub s_theory: Option<f64>,
+    /// Gradient signal |∇L| over the ensemble (root mean square).
+    pub signal: Option<f64>,
+    /// Gradient noise (root mean square of the per-step gradient's deviation).
+    pub noise: Option<f64>,
+    /// signal / noise.
+    pub snr: Option<f64>,
+    /// Whether U stopped moving over the last half of the run.
+    pub stationary: bool,
+    /// Why the point is left out of slopes and fits, if it is.
+    pub excluded: Option<String>,
+    /// (step, U) at each block end.
+    #[serde(deserialize_with = "trace_nulls_as_nan")]
+    pub u_trace: Vec<(u32, f64)>,
+    /// (step, S) at each block end (the sphere; the plane records it at the end only).
+    #[serde(deserialize_with = "trace_nulls_as_nan")]
+    pub s_trace: Vec<(u32, f64)>,
+    /// (step, SNR) at each block end (the sphere).
+    #[serde(deserialize_with = "trace_nulls_as_nan")]
+    pub snr_trace: Vec<(u32, f64)>,
+    /// The final ensemble's histogram.
+    pub histogram: Option<Histogram>,
+    /// A few hundred final directions (the sphere), for pictures.
+    pub sample: Vec<[f32; 3]>,
+    /// Fraction of the chains with |z| > 0.99, within 8° of a pole ±(0, 0, 1) (the sphere).
+    pub pole_fraction: Option<f64>,
+}
+
+impl ThermoPoint {
+    /// A point of `problem` run by `sampler` at learning rate `eta`, nothing measured yet
+    /// (U and its standard error NaN).
+    pub fn unmeasured(problem: String, sampler: String, eta: f64, chains: u32, steps: u32) -> Self {
+        Self {
+            problem,
+            sampler,
+            eta,
+            chains,
+            steps,
+            u: f64::NAN,
+            u_se: f64::NAN,
+            ..Self::default()
+        }
+    }
+
+    /// A stored record read back. One written before the verdict was stored gets it from its
+    /// distance and baseline; its fitted probabilities (a new fit) stay absent.
+    pub fn from_record(record: serde_json::Value) -> serde_json::Result<Self> {
+        let mut point: Self = serde_json::from_value(record)?;
+        if point.gibbs_consistent.is_none() {
+            point.gibbs_consistent = gibbs_consistent(point.gibbs_tv, point.gibbs_tv_baseline);
+        }
+        Ok(point)
+    }
+}
+
+/// The Gibbs test's verdict: consistent with the fitted law when the total variation lies
+/// within twice what exact draws of it would score (MATH.md §5.6). None without a distance.
+pub fn gibbs_consistent(tv: Option<f64>, baseline: Option<f64>) -> Option<bool> {
+    tv.zip(baseline).map(|(tv, b)| tv <= 2.0 * b)
+}
+
+/// Mean and standard error of independent values.
+pub fn mean_and_se(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    (mean, (var / n).sqrt())
+}
+
+/// Stationary when the mean U of the third quarter and of the last quarter of the blocks
+/// agree within three standard errors of their difference plus 2 % (the slow drift a finite
+/// run cannot resolve); otherwise the reason.
+pub fn stationarity(trace: &[(u32, f64)], u_se: f64) -> (bool, Option<String>) {
+    let n = trace.len();
+    if n < 4 {
+        return (false, Some("too few steps to judge stationarity".into()));
+    }
+    let q = n / 4;
+    let mean = |r: &[(u32, f64)]| r.iter().map(|p| p.1).sum::<f64>() / r.len() as f64;
+    let (third, last) = (mean(&trace[n - 2 * q..n - q]), mean(&trace[n - q..]));
+    let allowed = 3.0 * std::f64::consts::SQRT_2 * u_se + 0.02 * last.abs();
+    if (last - third).abs() <= allowed && last.is_finite() {
+        (true, None)
+    } else {
+        (
+            false,
+            Some(format!(
+                "not stationary: U {} from {third:.4e} to {last:.4e} over the last half \
+                 (allowed {allowed:.2e}); run more steps",
+                if last < third { "fell" } else { "rose" }
+            )),
+        )
+    }
+}
+
+/// Why a point is left out of slopes and fits: collapsed, or not stationary.
+fn exclusion(s_knn: Option<f64>, trace: &[(u32, f64)], u_se: f64) -> (bool, Option<String>) {
+    if s_knn.is_some_and(|s| s < COLLAPSED_S) {
+        return (
+            false,
+            Some(
+                "collapsed: the chains sit within 1e-6 of one another (S falls without bound, \
+                 T → 0)"
+                    .into(),
+            ),
+        );
+    }
+    stationarity(trace, u_se)
+}
+
+/// Whether enough of `chains` are alive to measure: at least half of them, and enough for
+/// the k-NN entropy.
+pub fn enough_alive(alive: usize, chains: u32) -> bool {
+    alive >= 2 * KNN_K + 2 && 2 * alive >= chains as usize
+}
+
+/// Why a point with too few alive chains (networks, …: `what`) is left out.
+pub fn diverged_note(alive: usize, chains: u32, what: &str) -> String {
+    format!("{} of {chains} {what} diverged", chains as usize - alive)
+}
+
+/// The known answer of MATH.md §5.3: the stationary temperature T = ησ²/(2 − ηλ) of SGD on
+/// an isotropic quadratic of curvature λ.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KnownAnswer {
+    /// The temperature.
+    pub t: f64,
+    /// The curvature λ.
+    pub lambda: f64,
+}
+
+/// The known answer for SGD at learning rate `eta` on an isotropic Gaussian (ρ = 0,
+/// σ₁ = σ₂) with isotropic additive noise and no schedule; None for anything else.
+pub fn known_answer(
+    sampler: SamplerKind,
+    schedule: &ScheduleSpec,
+    target: &Target,
+    noise: &NoiseSpec,
+    eta: f64,
+) -> Option<KnownAnswer> {
+    if sampler != SamplerKind::Sgd {
+        return None;
+    }
+    let NoiseSpec::Isotropic { sigma } = *noise else {
+        return None;
+    };
+    let Target::Gaussian(g) = target else {
+        return None;
+    };
+    let isotropic = g.precision[1] == 0.0 && (g.precision[0] - g.precision[2]).abs() < 1e-12;
+    if !isotropic || *schedule != ScheduleSpec::Constant {
+        return None;
+    }
+    quadratic_temperature(eta, g.precision[0], sigma).map(|t| KnownAnswer {
+        t,
+        lambda: g.precision[0],
+    })
+}
+
+/// The gradient noise's mean square at θ for the preset's synthetic noise (None when the
+/// noise is a minibatch's, whose size the formula does not know).
+fn noise_mean_square(noise: &NoiseSpec, theta: [f64; 2]) -> Option<f64> {
+    match *noise {
+        NoiseSpec::None => Some(0.0),
+        NoiseSpec::Isotropic { sigma } => Some(2.0 * sigma * sigma),
+        NoiseSpec::Anisotropic { sigma1, sigma2 } => Some(sigma1 * sigma1 + sigma2 * sigma2),
+        NoiseSpec::StateDependent { sigma, kappa } => {
+            let r = (theta[0] * theta[0] + theta[1] * theta[1]).sqrt();
+            Some(2.0 * (sigma * (1.0 + kappa * r)).powi(2))
+        }
+    }
+}
+
+/// ∇L by central differences of the target's −log density.
+fn gradient(target: &Target, t: [f64; 2]) -> [f64; 2] {
+    let e = 1e-5 * (1.0 + t[0].abs().max(t[1].abs()));
+    let d = |k: usize| {
+        let (mut a, mut b) = (t, t);
+        a[k] += e;
+        b[k] -= e;
+        (target.neg_log_density(a) - target.neg_log_density(b)) / (2.0 * e)
+    };
+    [d(0), d(1)]
+}
+
+/// Counts of points per cell of `grid`, and how many fall outside.
+fn count_plane(points: &[[f64; 2]], grid: &Grid2) -> (Vec<u32>, u32) {
+    let rule = grid.bin_rule();
+    let mut counts = vec![0u32; grid.cells()];
+    let mut outside = 0;
+    for p in points {
+        match rule.bin(p[0] as f32, p[1] as f32) {
+            Some(c) => counts[c] += 1,
+            None => outside += 1,
+        }
+    }
+    (counts, outside)
+}
+
+/// Measures the final ensemble `thetas` (the alive chains) of a 2-D run of `target` with
+/// `gradient_noise`: U, Var θ, both entropies, the Gibbs test, the gradient's signal
+/// and noise, stationarity (from `point.u_trace`), and `known` where there is a known answer.
+pub fn plane_point(
+    mut point: ThermoPoint,
+    thetas: &[[f64; 2]],
+    target: &Target,
+    gradient_noise: &NoiseSpec,
+    known: Option<KnownAnswer>,
+) -> ThermoPoint {
+    point.alive = thetas.len() as u32;
+    if let Some(KnownAnswer { t, lambda }) = known {
+        point.t_theory = Some(t);
+        point.var_theory = Some(t / lambda);
+        point.s_theory = Some((2.0 * std::f64::consts::PI * std::f64::consts::E * t / lambda).ln());
+    }
+    if !enough_alive(thetas.len(), point.chains) {
+        point.excluded = Some(diverged_note(thetas.len(), point.chains, "chains"));
+        return point;
+    }
+    let loss = |t: [f64; 2]| target.neg_log_density(t);
+    let losses: Vec<f64> = thetas.iter().map(|&t| loss(t)).collect();
+    (point.u, point.u_se) = mean_and_se(&losses);
+    let n = thetas.len() as f64;
+    let mean = [0, 1].map(|k| thetas.iter().map(|t| t[k]).sum::<f64>() / n);
+    point.var = (0..2)
+        .map(|k| thetas.iter().map(|t| (t[k] - mean[k]).powi(2)).sum::<f64>() / (n - 1.0))
+        .collect();
+    point.s_knn = knn_entropy(thetas, KNN_K);
+    // The histogram covers the ensemble (mean ± 5 sd), with about four points per cell in the
+    // bulk: finer cells leave most of them empty (the plug-in estimate then drops), coarser
+    // ones blur the density.
+    let side = ((n.sqrt() / 2.0) as u32).clamp(10, 400);
+    let spread = [0, 1].map(|k| 5.0 * point.var[k].sqrt().max(1e-12));
+    let covering = Grid2::new(
+        [mean[0] - spread[0], mean[0] + spread[0]],
+        [mean[1] - spread[1], mean[1] + spread[1]],
+        side,
+        side,
+    );
+    if let Some((s, outside)) = histogram_entropy(thetas, &covering) {
+        point.s_hist = Some(s);
+        point.hist_outside = Some(outside);
+    }
+    // The Gibbs test: T by maximum likelihood, then the ensemble's histogram on a grid
+    // around it against the fitted law's cell masses.
+    let start = plane_quadrature_start(target);
+    let t = fit_temperature(point.u, &|t| plane_cells(&loss, start, t).1);
+    point.t_gibbs = Some(t);
+    let (_, cells) = plane_cells(&loss, start, t);
+    point.u_min = Some(cells.min_loss());
+    let sd = [point.var[0].sqrt(), point.var[1].sqrt()];
+    let grid = Grid2::new(
+        [mean[0] - 4.0 * sd[0], mean[0] + 4.0 * sd[0]],
+        [mean[1] - 4.0 * sd[1], mean[1] + 4.0 * sd[1]],
+        HISTOGRAM_CELLS,
+        HISTOGRAM_CELLS,
+    );
+    if sd[0] > 0.0 && sd[1] > 0.0 {
+        let (counts, outside) = count_plane(thetas, &grid);
+        let probabilities = plane_gibbs_on_grid(&loss, &cells, t, &grid);
+        // The outside of the grid is one more cell on both sides.
+        let mut c = counts.clone();
+        c.push(outside);
+        let mut p = probabilities.clone();
+        p.push((1.0 - p.iter().sum::<f64>()).max(0.0));
+        let (tv, baseline) = total_variation(&c, &p);
+        (point.gibbs_tv, point.gibbs_tv_baseline) = (Some(tv), Some(baseline));
+        point.gibbs_consistent = gibbs_consistent(point.gibbs_tv, point.gibbs_tv_baseline);
+        point.gibbs_probabilities = Some(probabilities);
+        point.histogram = Some(Histogram { grid, counts });
+    }
+    // Signal and noise of the gradient over the ensemble.
+    let signal = (thetas
+        .iter()
+        .map(|&t| {
+            let g = gradient(target, t);
+            g[0] * g[0] + g[1] * g[1]
+        })
+        .sum::<f64>()
+        / n)
+        .sqrt();
+    let noise = thetas
+        .iter()
+        .map(|&t| noise_mean_square(gradient_noise, t))
+        .sum::<Option<f64>>()
+        .map(|s| (s / n).sqrt())
+        .filter(|_| !matches!(target, Target::Logistic(_)));
+    point.signal = Some(signal);
+    point.noise = noise;
+    point.snr = noise.filter(|v| *v > 0.0).map(|v| signal / v);
+    (point.stationary, point.excluded) = exclusion(point.s_knn, &point.u_trace, point.u_se);
+    point
+}
+
+/// Root mean square gradient signal and noise (MATH.md §5.4) over directions `xs` of the
+/// sphere toy with `objects`.
+pub fn sphere_signal_and_noise(objects: &[DVec3], xs: &[DVec3]) -> (f64, f64) {
+    let (s, n) = xs.iter().fold((0.0, 0.0), |(s, n), &x| {
+        let (a, b) = signal_and_noise(objects, x);
+        (s + a * a, n + b * b)
+    });
+    let k = xs.len() as f64;
+    ((s / k).sqrt(), (n / k).sqrt())
+}
+
+/// Measures the final directions `xs` of a sphere run with `objects`: U, Var x, both
+/// entropies on the sphere, the Gibbs test on the equal-area grid, signal and noise,
+/// stationarity (from `point.u_trace`), the poles' share and a sample for pictures.
+pub fn sphere_point(point: ThermoPoint, xs: &[DVec3], objects: &[DVec3]) -> ThermoPoint {
+    let loss = |x: DVec3| sphere_loss(objects, x);
+    let points: Vec<[f64; 3]> = xs.iter().map(|x| x.to_array()).collect();
+    let losses: Vec<f64> = xs.iter().map(|&x| loss(x)).collect();
+    let (u, u_se) = mean_and_se(&losses);
+    let n = xs.len() as f64;
+    let mean = xs.iter().copied().sum::<DVec3>() / n;
+    let var = (0..3)
+        .map(|k| xs.iter().map(|x| (x[k] - mean[k]).powi(2)).sum::<f64>() / (n - 1.0))
+        .collect();
+    let (nl, nz) = SPHERE_HISTOGRAM;
+    let mut counts = vec![0u32; (nl * nz) as usize];
+    for &x in xs {
+        counts[sphere_cell(x, nl, nz)] += 1;
+    }
+    let area = 4.0 * std::f64::consts::PI / f64::from(nl * nz);
+    let s_hist = plug_in_entropy(&counts, area, n);
+    let fine = sphere_quadrature(&loss);
+    let t = fit_temperature(u, &|_| fine.cells.clone());
+    let p = sphere_gibbs_on_grid(&fine, t, nl, nz);
+    let (tv, baseline) = total_variation(&counts, &p);
+    let (signal, noise) = sphere_signal_and_noise(objects, xs);
+    let s_knn = sphere_knn_entropy(&points, KNN_K);
+    let (stationary, excluded) = exclusion(s_knn, &point.u_trace, u_se);
+    let every = (xs.len() / SPHERE_SAMPLE).max(1);
+    ThermoPoint {
+        alive: point.chains,
+        u,
+        u_min: Some(fine.cells.min_loss()),
+        u_se,
+        var,
+        s_knn,
+        s_hist: Some(s_hist),
+        hist_outside: Some(0.0),
+        t_gibbs: Some(t),
+        gibbs_tv: Some(tv),
+        gibbs_tv_baseline: Some(baseline),
+        gibbs_probabilities: Some(p),
+        gibbs_consistent: gibbs_consistent(Some(tv), Some(baseline)),
+        signal: Some(signal),
+        noise: Some(noise),
+        snr: (noise > 0.0).then(|| signal / noise),
+        stationary,
+        excluded,
+        histogram: Some(Histogram {
+            grid: Grid2::new([0.0, std::f64::consts::TAU], [-1.0, 1.0], nl, nz),
+            counts,
+        }),
+        sample: xs
+            .iter()
+            .step_by(every)
+            .take(SPHERE_SAMPLE)
+            .map(|x| x.as_vec3().to_array())
+            .collect(),
+        pole_fraction: Some(xs.iter().filter(|x| x.z.abs() > 0.99).count() as f64 / n),
+        ..point
+    }
+}
+
+/// Measures networks' final weights (`params` per network, network-major), their
+/// per-example `losses` and the gradient's `signal` and `noise` (MATH.md §5.6): U, Var θ
+/// averaged over the weights, the SNR, and stationarity (from `point.u_trace`); S is the last
+/// of `point.s_trace`. No Gibbs fit, histogram or known answer in weight space.
+pub fn network_point(
+    point: ThermoPoint,
+    weights: &[f32],
+    params: usize,
+    losses: &[f64],
+    (signal, noise): (f64, f64),
+) -> ThermoPoint {
+    let alive = weights.len() / params;
+    let (u, u_se) = mean_and_se(losses);
+    // Var θ averaged over the weights: one number for the spread of the ensemble.
+    let nets = weights.chunks_exact(params);
+    let mean: Vec<f64> = (0..params)
+        .map(|j| nets.clone().map(|w| f64::from(w[j])).sum::<f64>() / alive as f64)
+        .collect();
+    let mean_var = (0..params)
+        .map(|j| {
+            nets.clone()
+                .map(|w| (f64::from(w[j]) - mean[j]).powi(2))
+                .sum::<f64>()
+                / (alive as f64 - 1.0).max(1.0)
+        })
+        .sum::<f64>()
+        / params as f64;
+    let (stationary, excluded) = stationarity(&point.u_trace, u_se);
+    ThermoPoint {
+        alive: alive as u32,
+        u,
+        u_se,
+        var: vec![mean_var],
+        s_knn: point.s_trace.last().map(|p| p.1),
+        signal: Some(signal),
+        noise: Some(noise),
+        snr: (noise > 0.0).then(|| signal / noise),
+        stationary,
+        excluded,
+        ..point
+    }
+}
+
+/// The measured points of a sweep, ready for slopes: excluded points are kept but marked.
+pub fn measured(points: &[ThermoPoint]) -> Vec<Measured> {
+    points
+        .iter()
+        .map(|p| Measured {
+            eta: p.eta,
+            u: p.u,
+            s: p.s_knn.unwrap_or(f64::NAN),
+            u_min: p.u_min.unwrap_or(f64::NAN),
+            included: p.excluded.is_none() && p.s_knn.is_some_and(f64::is_finite),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A left-out point has no U: it is written as null and read back, so the sweep's table
+    /// still loads (it failed with "invalid type: null, expected f64").
+    #[test]
+    fn a_point_without_u_survives_its_results_file() {
+        let point = ThermoPoint {
+            u: f64::NAN,
+            u_se: f64::NAN,
+            u_trace: vec![(10, f64::INFINITY), (20, 1.5)],
+            excluded: Some("64 of 64 networks diverged".into()),
+            ..ThermoPoint::default()
+        };
+        let text = serde_json::to_string(&point).unwrap();
+        let back: ThermoPoint = serde_json::from_str(&text).unwrap();
+        assert!(back.u.is_nan() && back.u_se.is_nan());
+        assert!(back.u_trace[0].1.is_nan() && back.u_trace[1].1 == 1.5);
+        assert_eq!(back.excluded, point.excluded);
+    }
+
+    /// Exact draws of the quadratic's Gibbs law at T = 1 pass the Gibbs test, and the record
+    /// carries what the view draws: the fitted law on the histogram's grid and the verdict.
+    #[test]
+    fn exact_draws_of_a_gibbs_law_are_judged_consistent_and_the_law_is_stored() {
+        let target = crate::math::TargetSpec::Gaussian {
+            mean: [0.0; 2],
+            sigma1: 1.0,
+            sigma2: 1.0,
+            rho: 0.0,
+        }
+        .build();
+        let noise = NoiseSpec::Isotropic { sigma: 1.0 };
+        // SGD at η = 1 on λ = 1 with σ = 1: T = ησ²/(2 − ηλ) = 1, the law of the draws.
+        let known = known_answer(
+            SamplerKind::Sgd,
+            &ScheduleSpec::Constant,
+            &target,
+            &noise,
+            1.0,
+        );
+        assert_eq!(
+            known,
+            Some(KnownAnswer {
+                t: 1.0,
+                lambda: 1.0
+            })
+        );
+        let n = 10_000;
+        let draws = target.exact_samples(n, 7);
+        let thetas: Vec<[f64; 2]> = draws.chunks_exact(2).map(|c| [c[0], c[1]]).collect();
+        let point = ThermoPoint {
+            u_trace: (1..=16).map(|b| (b * 10, 1.0)).collect(),
+            ..ThermoPoint::unmeasured("gaussian".into(), "sgd".into(), 1.0, n as u32, 160)
+        };
+        let point = plane_point(point, &thetas, &target, &noise, known);
+        assert_eq!(point.alive, n as u32);
+        let t = point.t_gibbs.unwrap();
+        assert!((t - 1.0).abs() < 0.03, "T_gibbs {t}");
+        assert!((point.var[0] - 1.0).abs() < 0.05, "{:?}", point.var);
+        assert_eq!(point.gibbs_consistent, Some(true), "{point:?}");
+        let (tv, baseline) = (point.gibbs_tv.unwrap(), point.gibbs_tv_baseline.unwrap());
+        assert!(tv <= 2.0 * baseline, "TV {tv} vs {baseline}");
+        let cells = point.histogram.as_ref().unwrap().counts.len();
+        let p = point.gibbs_probabilities.as_ref().unwrap();
+        assert_eq!(p.len(), cells);
+        // ± 4 standard deviations hold all but about 1e-4 of the law.
+        let inside: f64 = p.iter().sum();
+        assert!(inside > 0.999 && inside <= 1.0 + 1e-9, "{inside}");
+        assert!((point.s_theory.unwrap() - point.s_knn.unwrap()).abs() < 0.05);
+        assert!(point.stationary, "{:?}", point.excluded);
+    }
+
+    /// A record written before the law and the verdict were stored still opens: the verdict
+    /// comes from its distance and baseline, the law stays absent (the view says so).
+    #[test]
+    fn an_older_record_opens_with_its_verdict_and_without_the_fitted_law() {
+        let mut record = serde_json::to_value(ThermoPoint {
+            gibbs_tv: Some(0.05),
+            gibbs_tv_baseline: Some(0.02),
+            gibbs_probabilities: Some(vec![0.5, 0.5]),
+            gibbs_consistent: Some(false),
+            ..ThermoPoint::unmeasured("banana".into(), "sgd".into(), 0.1, 100, 10)
+        })
+        .unwrap();
+        let fields = record.as_object_mut().unwrap();
+        fields.remove("gibbs_probabilities");
+        fields.remove("gibbs_consistent");
+        let old = ThermoPoint::from_record(record.clone()).unwrap();
+        assert_eq!(old.gibbs_probabilities, None);
+        assert_eq!(old.gibbs_consistent, Some(false));
+        record["gibbs_tv"] = serde_json::json!(0.03);
+        let close = ThermoPoint::from_record(record).unwrap();
+        assert_eq!(close.gibbs_consistent, Some(true));
+        assert_eq!(gibbs_consistent(None, Some(0.1)), None);
+    }
+}
