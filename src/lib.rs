@@ -9,7 +9,12 @@
 //! [`preset`] describes a run in RON and knows only `math`. `train` trains ResNet++ image
 //! classifiers with ATMC or SGD: the data, the input pipeline, the network, the optimisers
 //! and checkpoints.
+//!
+//! Cargo features: `gui` (the app and its offscreen rendering; it includes `train`, since the
+//! app has a Training tab) and `train` (burn), both default. Without them the crate is the
+//! headless core and the command line's run, bench, presets, sweep and thermo.
 
+#[cfg(feature = "gui")]
 pub mod app;
 pub mod cli;
 pub mod diagnostics;
@@ -18,4 +23,5 @@ pub mod math;
 pub mod preset;
 pub mod runner;
 pub mod sweep;
+#[cfg(feature = "train")]
 pub mod train;

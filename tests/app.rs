@@ -1,4 +1,5 @@
 //! The app driven as a user would, offscreen (egui_kittest on wgpu; lavapipe in CI).
+#![cfg(feature = "gui")]
 
 use atmc_lab::app::AtmcApp;
 use atmc_lab::app::posterior::PosteriorView;

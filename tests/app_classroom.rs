@@ -1,5 +1,6 @@
 //! The classroom driven as a lecturer would: the keyboard, lectures, the side-by-side view,
 //! presets through the clipboard, recordings.
+#![cfg(feature = "gui")]
 
 use atmc_lab::app::compare::CompareView;
 use atmc_lab::app::posterior::PosteriorView;

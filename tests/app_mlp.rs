@@ -1,4 +1,5 @@
 //! The MLP view driven as a user would, offscreen (egui_kittest on wgpu; lavapipe in CI).
+#![cfg(feature = "gui")]
 
 use atmc_lab::app::mlp::MlpView;
 use atmc_lab::app::screenshot::{harness, run_to_step};

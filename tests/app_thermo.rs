@@ -2,6 +2,7 @@
 //! the view draws its curves, the Gibbs test and the globe; an MLP sweep draws its curves and
 //! the traces of U, S and the SNR. (Its own test binary: it works in
 //! a scratch directory, where the view writes its sweep.)
+#![cfg(feature = "gui")]
 
 use atmc_lab::app::screenshot::{AppHarness, harness, run_to_step};
 use atmc_lab::app::thermo_view::ThermoView;

@@ -1,6 +1,7 @@
 //! The ResNet++ panel driven as a user would, offscreen, on a small generated data set in
 //! Fashion-MNIST's IDX format: start, watch it finish in the background, resume from the
 //! checkpoint.
+#![cfg(feature = "gui")]
 
 use atmc_lab::app::screenshot::harness;
 use atmc_lab::app::training::TrainingView;

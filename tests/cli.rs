@@ -251,6 +251,7 @@ fn run_on_the_gpu_backend_names_the_adapter() {
     assert_eq!(v["diverged_fraction"], 0.0);
 }
 
+#[cfg(feature = "gui")]
 #[test]
 fn screenshot_writes_a_png_of_the_whole_ui() {
     let dir = std::env::temp_dir().join(format!("atmc-lab-shot-{}", std::process::id()));
@@ -291,6 +292,7 @@ fn screenshot_writes_a_png_of_the_whole_ui() {
 
 /// `record` writes a GIF whose frames are the steps asked for, at the size asked for, and
 /// the same picture each time; bad requests are refused before any work.
+#[cfg(feature = "gui")]
 #[test]
 fn record_writes_a_gif_of_the_ui() {
     let dir = std::env::temp_dir().join(format!("atmc-record-cli-{}", std::process::id()));
@@ -354,4 +356,32 @@ fn record_writes_a_gif_of_the_ui() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("θ₁–θ₂ panel"));
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// A build without the `gui` and `train` features still knows the commands that need them
+/// and refuses each with exit status 2 and one line naming the missing feature.
+#[cfg(not(feature = "gui"))]
+#[test]
+fn a_headless_build_refuses_the_window_commands_naming_the_feature() {
+    let train = (vec!["train", "--dataset", "fashion-mnist"], "`train`");
+    let cases = [
+        (vec![], "`gui`"),
+        (vec!["app", "default"], "`gui`"),
+        (vec!["screenshot", "default", "--out", "x.png"], "`gui`"),
+        (vec!["record", "default", "--out", "x.gif"], "`gui`"),
+        (vec!["bench", "--ui", "--seconds", "1"], "`gui`"),
+    ]
+    .into_iter()
+    .chain((!cfg!(feature = "train")).then_some(train));
+    for (args, feature) in cases {
+        let out = atmc_lab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: atmc-lab was built without the ") && err.contains(feature),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("cargo build --release"), "{args:?}: {err}");
+    }
 }

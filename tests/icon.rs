@@ -6,6 +6,7 @@
 //! ```text
 //! cargo test --release --test icon -- --ignored   # rewrites assets/icon.png
 //! ```
+#![cfg(feature = "gui")]
 
 use atmc_lab::app::colormap::Colormap;
 use std::f64::consts::{PI, TAU};

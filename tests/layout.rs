@@ -1,6 +1,7 @@
 //! Every view at the three window sizes a classroom meets (a small laptop, a projector, a
 //! full-HD screen): no control or text is cut off at the window's edges, and every panel a
 //! view exports lies inside the window.
+#![cfg(feature = "gui")]
 
 use atmc_lab::app::screenshot::{harness, run_to_step};
 use atmc_lab::app::{Opening, Tab};

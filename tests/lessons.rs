@@ -1,5 +1,6 @@
 //! Every lesson of the shipped lecture loads, runs headless and reaches the state its story
 //! promises.
+#![cfg(feature = "gui")]
 
 use atmc_lab::app::posterior::session::GROWTH_WINDOW;
 use atmc_lab::diagnostics::growth::growth_rate;

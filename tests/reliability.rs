@@ -56,6 +56,7 @@ fn every_input_is_bounded_before_any_work() {
     let dir = scratch("bounds");
     let png = dir.join("x.png");
     // 2100 × 4 = 8400 pixels: beyond the 8192 a texture may have.
+    #[cfg(feature = "gui")]
     assert_usage(
         &[
             "screenshot",
@@ -69,6 +70,7 @@ fn every_input_is_bounded_before_any_work() {
         ],
         "8192",
     );
+    #[cfg(feature = "gui")]
     assert_usage(
         &[
             "record",
@@ -83,6 +85,7 @@ fn every_input_is_bounded_before_any_work() {
         "8192",
     );
     assert!(!png.exists());
+    #[cfg(feature = "train")]
     for (flag, value, needle) in [
         ("--depth", "100004", "at most 110"),
         ("--width", "100000", "width"),
@@ -106,6 +109,7 @@ fn every_input_is_bounded_before_any_work() {
     assert_usage(&["bench", "--steps", "0"], "steps");
 }
 
+#[cfg(feature = "train")]
 #[test]
 fn a_checkpoint_folder_holds_one_run() {
     let dir = scratch("lock");
@@ -138,6 +142,7 @@ fn a_checkpoint_folder_holds_one_run() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a folder");
 }
 
+#[cfg(feature = "train")]
 #[test]
 fn resume_changes_what_it_may_and_refuses_the_rest() {
     let dir = scratch("resume");
@@ -218,6 +223,7 @@ fn outputs_are_opened_before_the_run_and_a_failed_write_fails() {
         &["run", "two-moons", "--csv", "/nonexistent/m.csv"],
         "/nonexistent/m.csv",
     );
+    #[cfg(feature = "gui")]
     assert_usage(
         &["screenshot", "default", "--out", "/nonexistent/x.png"],
         "/nonexistent",
@@ -503,6 +509,7 @@ fn memory_is_bounded_for_any_run_length() {
     assert!(outcome.summary.ess_bulk_min.is_finite());
 }
 
+#[cfg(feature = "gui")]
 #[test]
 fn failures_are_not_reported_as_success() {
     let dir = scratch("failures");
@@ -567,6 +574,7 @@ fn every_subcommand_exits_2_for_bad_input_with_one_line() {
     }
 }
 
+#[cfg(feature = "gui")]
 #[test]
 fn pictures_of_mlp_runs_between_map_evaluations_finish() {
     // The MLP view evaluates its maps every `map_every` (20) steps; a picture at step 10 used

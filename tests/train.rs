@@ -1,5 +1,6 @@
 //! ResNet++ training end to end on a small generated image set: it learns, ATMC samples, and
 //! a run resumed from a checkpoint continues exactly.
+#![cfg(feature = "train")]
 
 use atmc_lab::math::rng::SequentialRng;
 use atmc_lab::train::data::{DatasetKind, ImageData, ImageSet};

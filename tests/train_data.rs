@@ -1,5 +1,6 @@
 //! The image readers on the real Fashion-MNIST files that Debian's `dataset-fashion-mnist`
 //! installs (`scripts/test` installs it). Missing files fail the test with the install hint.
+#![cfg(feature = "train")]
 
 use atmc_lab::train::augment::Pipeline;
 use atmc_lab::train::data::{DEBIAN_FASHION_MNIST, DatasetKind, load};

@@ -1,6 +1,8 @@
 //! `atmc-lab bench`: chain-steps per second of 2-D ATMC on the correlated Gaussian, or with
-//! `--mlp` whole-network stochastic gradients per second of Bayesian MLPs.
+//! `--mlp` whole-network stochastic gradients per second of Bayesian MLPs, or with `--ui` (the
+//! `gui` feature) the app's frame rate offscreen.
 
+use super::{Failure, in_range, whole_in_range};
 use crate::engine::gpu::{GpuContext, GpuEngine};
 use crate::engine::mlp::gpu::MlpGpuEngine;
 use crate::engine::mlp::{MlpCpuEngine, MlpEngine};
@@ -8,18 +10,22 @@ use crate::engine::{Engine, cpu::CpuEngine};
 use crate::math::InitSpec;
 use crate::math::mlp::{Activation, MlpInit, MlpModel, MlpSpec};
 use crate::math::{DataSource, DataSpec, SamplerKind, SamplerSpec, TargetSpec, ranges};
+#[cfg(feature = "gui")]
+use crate::preset::AnyPreset;
+use crate::preset::Preset;
 use crate::preset::ViewHints;
-use crate::preset::{AnyPreset, Preset};
 use std::time::Instant;
 
 /// Options of the benchmark.
 #[derive(Debug, clap::Args)]
+// Without the `gui` feature the options of `--ui` are parsed but never read.
+#[cfg_attr(not(feature = "gui"), allow(dead_code))]
 pub struct BenchArgs {
     /// Number of chains [default: 100000; 4096 networks with --mlp].
     #[arg(long)]
     chains: Option<u32>,
     /// Steps timed, after a warm-up [default: 200; 20 with --mlp].
-    #[arg(long)]
+    #[arg(long, value_parser = whole_in_range(STEPS_TIMED))]
     steps: Option<u32>,
     /// Measure Bayesian MLPs instead: whole-network stochastic gradients per second of ATMC
     /// on `--chains` 2-16-16-2 tanh networks, full batch on 256 two-moons points, CPU and GPU.
@@ -30,10 +36,10 @@ pub struct BenchArgs {
     #[arg(long)]
     ui: bool,
     /// Steps per frame for `--ui`.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = whole_in_range(ranges::STEPS_PER_FRAME))]
     steps_per_frame: u32,
     /// Seconds measured for `--ui`.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = in_range(SECONDS_MEASURED))]
     seconds: f64,
     /// With `--ui`: keep the engine paused, to time the UI alone.
     #[arg(long)]
@@ -45,6 +51,12 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value = "posterior")]
     view: UiView,
 }
+
+/// Steps a benchmark may time.
+const STEPS_TIMED: ranges::Range = ranges::Range::closed_range("steps timed", 1.0, 1e6);
+/// Seconds `bench --ui` may measure.
+const SECONDS_MEASURED: ranges::Range =
+    ranges::Range::closed_range("seconds measured", 0.5, 3600.0);
 
 /// Which view `bench --ui` measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -59,6 +71,7 @@ pub enum UiView {
     All,
 }
 
+#[cfg(feature = "gui")]
 /// What one view's frames cost.
 struct FrameReport {
     view: &'static str,
@@ -79,6 +92,7 @@ struct FrameReport {
     backend: String,
 }
 
+#[cfg(feature = "gui")]
 impl FrameReport {
     fn percentile(&self, q: f64) -> f64 {
         let n = self.frame_ms.len();
@@ -108,6 +122,7 @@ impl FrameReport {
     }
 }
 
+#[cfg(feature = "gui")]
 /// The preset a view is measured on.
 fn ui_preset(view: UiView, chains: u32, steps_per_frame: u32) -> (&'static str, AnyPreset) {
     match view {
@@ -135,6 +150,7 @@ fn ui_preset(view: UiView, chains: u32, steps_per_frame: u32) -> (&'static str, 
     }
 }
 
+#[cfg(feature = "gui")]
 /// Frame rate of the app offscreen for one view: the UI thread renders frames while the
 /// engine thread ticks; both rates are reported (the animation advances once per engine
 /// tick), with the frame-time distribution and what every frame hands the renderer
@@ -228,6 +244,7 @@ fn bench_view(args: &BenchArgs, view: UiView, chains: u32) -> anyhow::Result<Fra
     })
 }
 
+#[cfg(feature = "gui")]
 /// `bench --ui`: each chosen view in turn, one line each and a JSON line with all of them.
 fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
     let views = match args.view {
@@ -295,40 +312,36 @@ fn time_engine(engine: &mut dyn Engine, steps: u32) -> anyhow::Result<f64> {
     Ok(f64::from(engine.chains()) * f64::from(steps) / seconds)
 }
 
-/// Checks the options before any work: at least one chain, network, step and frame, within
-/// the ranges of a preset, and a measuring time that ends.
-pub fn check(args: &BenchArgs) -> Result<(), String> {
+/// Runs `atmc-lab bench`: the number of chains (or networks, with `--mlp`) is checked
+/// against its range before any work.
+pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
     let chains_range = if args.mlp {
         ranges::MLP_CHAINS
     } else {
         ranges::CHAINS
     };
     if let Some(c) = args.chains {
-        chains_range.check(f64::from(c))?;
+        chains_range.check(f64::from(c)).map_err(Failure::usage)?;
     }
-    if let Some(s) = args.steps {
-        ranges::Range::closed_range("steps timed", 1.0, 1e6).check(f64::from(s))?;
-    }
-    ranges::STEPS_PER_FRAME.check(f64::from(args.steps_per_frame))?;
-    ranges::Range::closed_range("seconds measured", 0.5, 3600.0).check(args.seconds)?;
-    Ok(())
-}
-
-/// Runs the benchmark: the CPU engine at `--chains`, then the GPU engine (if an adapter is
-/// found) at 1e4, 1e5, 1e6 chains and `--chains`, each with its ratio to the CPU figure.
-pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     if args.mlp {
-        return bench_mlp(
+        return Ok(bench_mlp(
             args.chains.unwrap_or(MLP_BENCH_NETWORKS),
             args.steps.unwrap_or(MLP_BENCH_STEPS),
-        );
+        )?);
     }
     let chains = args.chains.unwrap_or(100_000);
     if args.ui {
-        return bench_ui(args, chains);
+        #[cfg(feature = "gui")]
+        return Ok(bench_ui(args, chains)?);
+        #[cfg(not(feature = "gui"))]
+        return Err(Failure::missing_feature("gui", "bench --ui"));
     }
-    let steps = args.steps.unwrap_or(200);
-    anyhow::ensure!(steps > 0, "--steps 0: time at least one step");
+    Ok(bench_engines(chains, args.steps.unwrap_or(200))?)
+}
+
+/// The CPU engine at `chains`, then the GPU engine (if an adapter is found) at 1e4, 1e5, 1e6
+/// chains and `chains`, each with its ratio to the CPU figure.
+fn bench_engines(chains: u32, steps: u32) -> anyhow::Result<()> {
     let preset = bench_preset(chains, steps);
     let mut cpu = CpuEngine::new(preset.model(), preset.chains, &preset.init, preset.seed);
     let cpu_rate = time_engine(&mut cpu, steps)?;
@@ -450,10 +463,6 @@ fn time_mlp_engine(engine: &mut dyn MlpEngine, steps: u32) -> anyhow::Result<Mlp
 /// `bench --mlp`: chain-gradient evaluations per second of the CPU and the GPU engine on the
 /// same networks; a GPU that cannot be opened (or fails) is reported, not fatal.
 fn bench_mlp(networks: u32, steps: u32) -> anyhow::Result<()> {
-    ranges::MLP_CHAINS
-        .check(f64::from(networks))
-        .map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(steps > 0, "--steps 0: time at least one step");
     let model = bench_mlp_model()?;
     let (init, seed) = (MlpInit::default(), 1);
     let (network, parameters) = (model.posterior.arch.describe(), model.posterior.params());
@@ -519,6 +528,7 @@ fn bench_mlp(networks: u32, steps: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "gui")]
 /// The area in pixels of the triangle `t` inside `clip` (Sutherland–Hodgman against the
 /// four edges, then the shoelace formula).
 fn clipped_area(t: [egui::Pos2; 3], clip: egui::Rect) -> f32 {
@@ -561,6 +571,7 @@ fn clipped_area(t: [egui::Pos2; 3], clip: egui::Rect) -> f32 {
     twice.abs() / 2.0
 }
 
+#[cfg(feature = "gui")]
 #[cfg(test)]
 mod tests {
     use super::clipped_area;

@@ -1,16 +1,29 @@
-//! The command line: `run`, `presets`, `bench`, `train`, `sweep` run headless; `app` opens
-//! the window; `screenshot` and `record` render the app offscreen.
+//! The command line: `run`, `presets`, `bench`, `train`, `sweep` and `thermo` run headless;
+//! `app` opens the window; `screenshot` and `record` render the app offscreen.
+//!
+//! Every command fails with one [`Failure`]: exit status 2 for bad input (refused before any
+//! work), 1 for a failure of the work itself. A build without the `gui` feature (or `train`)
+//! still knows `app`, `screenshot`, `record` and `bench --ui` (`train`) and refuses them with
+//! exit status 2, naming the feature.
+//!
+//! The backend policy: `--backend auto` (the GPU when a hardware adapter opens, else the CPU)
+//! is the default of every command but `sweep` and `thermo`, whose default is `cpu`, so that a
+//! sweep's record is a pure function of the sweep file and the point's index whichever machine
+//! (or SLURM node) runs it; shards run with another `--backend` must not be merged with them.
 
 mod bench;
+#[cfg(feature = "gui")]
+mod render;
 mod sweep_command;
 mod thermo_command;
+#[cfg(feature = "train")]
 mod train;
 
 use crate::engine::BackendChoice;
 use crate::math::targets::TARGET_NAMES;
 use crate::math::{NoiseMass, ranges::Range};
 use crate::math::{NoiseSpec, SamplerKind, SamplerSpec, TargetSpec, XiUpdate, ranges};
-use crate::preset::{AnyPreset, MlpPreset, Preset, SHIPPED};
+use crate::preset::{AnyPreset, MlpPreset, Overrides, Preset, SHIPPED};
 use crate::runner;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -35,14 +48,30 @@ enum Command {
     /// (`--mlp`: network gradients per second of Bayesian MLPs).
     Bench(bench::BenchArgs),
     /// Open the desktop app on a preset (the default without arguments).
-    App(AppArgs),
+    #[cfg(feature = "gui")]
+    App(render::AppArgs),
+    /// Open the desktop app (not in this build: it needs the `gui` feature).
+    #[cfg(not(feature = "gui"))]
+    App(Unavailable),
     /// Render the full UI offscreen after N steps and write a PNG (no display needed).
-    Screenshot(ScreenshotArgs),
+    #[cfg(feature = "gui")]
+    Screenshot(Box<render::ScreenshotArgs>),
+    /// Render the UI offscreen (not in this build: it needs the `gui` feature).
+    #[cfg(not(feature = "gui"))]
+    Screenshot(Unavailable),
     /// Record the UI (or one panel) offscreen every K steps as an animated GIF (FILE.gif) or
     /// numbered PNG frames (a folder); deterministic like `screenshot`.
-    Record(RecordArgs),
+    #[cfg(feature = "gui")]
+    Record(Box<render::RecordArgs>),
+    /// Record the UI offscreen (not in this build: it needs the `gui` feature).
+    #[cfg(not(feature = "gui"))]
+    Record(Unavailable),
     /// Train ResNet++ on CIFAR-10 or Fashion-MNIST with ATMC or SGD (JSON summary last).
+    #[cfg(feature = "train")]
     Train(Box<train::TrainArgs>),
+    /// Train ResNet++ (not in this build: it needs the `train` feature).
+    #[cfg(not(feature = "train"))]
+    Train(Unavailable),
     /// Run a sweep over preset fields (one JSON line per point, resumable, shardable), merge
     /// its shards, or write SLURM scripts for it.
     Sweep(Box<sweep_command::SweepArgs>),
@@ -52,86 +81,12 @@ enum Command {
     Thermo(Box<thermo_command::ThermoArgs>),
 }
 
+/// The arguments of a command this build lacks: any are taken, the command is refused.
+#[cfg(not(all(feature = "gui", feature = "train")))]
 #[derive(Debug, clap::Args)]
-struct AppArgs {
-    /// Preset file (RON), shipped preset name, or a sweep (its merged.jsonl, or a sweep file
-    /// to run in the Sweeps tab).
-    #[arg(default_value = "default")]
-    preset: String,
-    /// Backend of the engine.
-    #[arg(long, value_enum, default_value = "auto")]
-    backend: BackendChoice,
-    /// Measure the window's frame rate for SECONDS after 3 s of warm-up, print it as one
-    /// JSON line and close (a benchmark of the real window, e.g. under Xvfb).
-    #[arg(long, value_name = "SECONDS")]
-    frame_stats: Option<f64>,
-}
-
-#[derive(Debug, clap::Args)]
-struct ScreenshotArgs {
-    /// Preset file (RON), shipped preset name, or a sweep's merged.jsonl (the Sweeps tab).
-    preset: String,
-    /// Steps to run before the picture.
-    #[arg(long, default_value_t = 200)]
-    steps: u32,
-    /// Output PNG file.
-    #[arg(long)]
-    out: std::path::PathBuf,
-    /// Window size in points, WIDTHxHEIGHT.
-    #[arg(long, default_value = "1280x720")]
-    size: String,
-    /// Pixels per point (2 for slides).
-    #[arg(long, default_value_t = 1.0)]
-    scale: f32,
-    /// Backend of the engine.
-    #[arg(long, value_enum, default_value = "auto")]
-    backend: BackendChoice,
-    /// Presentation mode: large type and thick lines, as for a projector.
-    #[arg(long)]
-    presentation: bool,
-    /// The light theme.
-    #[arg(long)]
-    light: bool,
-    /// Show the preset in this tab instead of its own (e.g. `thermo`: a 2-D preset's
-    /// learning-rate sweep, run to the end before the picture).
-    #[arg(long)]
-    tab: Option<String>,
-}
-
-#[derive(Debug, clap::Args)]
-struct RecordArgs {
-    /// Preset file (RON) or shipped preset name.
-    preset: String,
-    /// Steps to record.
-    #[arg(long, default_value_t = 200)]
-    steps: u32,
-    /// Steps between two frames.
-    #[arg(long, default_value_t = 10)]
-    every: u32,
-    /// Output: FILE.gif for an animated GIF, anything else is a folder of PNG frames.
-    #[arg(long)]
-    out: std::path::PathBuf,
-    /// Window size in points, WIDTHxHEIGHT.
-    #[arg(long, default_value = "1280x720")]
-    size: String,
-    /// Pixels per point.
-    #[arg(long, default_value_t = 1.0)]
-    scale: f32,
-    /// Record one panel only, by its label in File → Export PNG (e.g. "θ₁–θ₂ panel").
-    #[arg(long)]
-    panel: Option<String>,
-    /// Milliseconds between two frames of the GIF.
-    #[arg(long, default_value_t = 100)]
-    delay_ms: u32,
-    /// Backend of the engine.
-    #[arg(long, value_enum, default_value = "auto")]
-    backend: BackendChoice,
-    /// Presentation mode: large type and thick lines, as for a projector.
-    #[arg(long)]
-    presentation: bool,
-    /// The light theme.
-    #[arg(long)]
-    light: bool,
+struct Unavailable {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    _ignored: Vec<String>,
 }
 
 /// ATMC's thermostat update on the command line.
@@ -191,20 +146,20 @@ struct RunArgs {
     #[arg(long)]
     h: Option<f64>,
     /// ATMC friction floor D.
-    #[arg(long = "D")]
+    #[arg(long = "D", value_parser = in_range(ranges::FRICTION_FLOOR))]
     friction_floor: Option<f64>,
     /// Mass m.
-    #[arg(long)]
+    #[arg(long, value_parser = in_range(ranges::MASS))]
     m: Option<f64>,
     /// Temperature T.
-    #[arg(long)]
+    #[arg(long, value_parser = in_range(ranges::TEMPERATURE))]
     temperature: Option<f64>,
     /// Isotropic gradient noise σ (0 switches the synthetic noise off).
-    #[arg(long)]
+    #[arg(long, value_parser = in_range(ranges::NOISE_SIGMA))]
     noise: Option<f64>,
     /// ATMC friction sign φ in [−1, 1]: +1 correct, −1 as printed.
-    #[arg(long)]
-    friction_sign: Option<String>,
+    #[arg(long, value_parser = friction_sign)]
+    friction_sign: Option<f64>,
     /// ATMC thermostat update.
     #[arg(long, value_enum)]
     xi_update: Option<XiUpdateArg>,
@@ -219,55 +174,124 @@ struct RunArgs {
     csv: Option<std::path::PathBuf>,
 }
 
-/// A failure with its exit code: 2 for bad input, 1 for failures of the run itself.
+/// Why a command failed, with its exit status: 2 for bad input (refused before any work), 1 for
+/// a failure of the work itself. Every command returns it; [`main`] prints `error: MESSAGE`.
+#[derive(Debug)]
 struct Failure {
     code: u8,
     message: String,
 }
 
-fn usage(message: impl Into<String>) -> Failure {
-    Failure {
-        code: 2,
-        message: message.into(),
+impl Failure {
+    /// Bad input: exit status 2.
+    fn usage(message: impl Into<String>) -> Self {
+        Self {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    /// A failure of the work itself: exit status 1.
+    fn runtime(message: impl Into<String>) -> Self {
+        Self {
+            code: 1,
+            message: message.into(),
+        }
+    }
+
+    /// A command this build was made without (exit status 2): the message names the feature
+    /// and how to get it.
+    #[cfg(not(all(feature = "gui", feature = "train")))]
+    fn missing_feature(feature: &str, command: &str) -> Self {
+        Self::usage(format!(
+            "atmc-lab was built without the `{feature}` feature; rebuild with `cargo build \
+             --release` (default features) to use `{command}`"
+        ))
     }
 }
 
-fn checked(range: Range, v: f64) -> Result<f64, Failure> {
-    range.check(v).map_err(usage)
+/// An error of the work (reading, computing, writing), with its causes: exit status 1. Bad
+/// input is mapped to [`Failure::usage`] where it is checked.
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Self::runtime(format!("{e:#}"))
+    }
+}
+
+/// A clap value parser for a number in `range`: the message names the value and the range.
+fn in_range(range: Range) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |text| {
+        let v: f64 = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{text}' is not a number"))?;
+        range.check(v)
+    }
+}
+
+/// A clap value parser for a whole number in `range`.
+fn whole_in_range(
+    range: Range,
+) -> impl Fn(&str) -> Result<u32, String> + Clone + Send + Sync + 'static {
+    move |text| {
+        let v: u32 = text
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{text}' is not a whole number"))?;
+        range.check(f64::from(v)).map(|_| v)
+    }
+}
+
+/// The value parser of `--friction-sign`: a number in [−1, 1].
+fn friction_sign(text: &str) -> Result<f64, String> {
+    let v: f64 = text.trim().parse().map_err(|_| {
+        format!(
+            "--friction-sign '{text}' is not a number: use +1 (correct), -1 (as printed) or a \
+             value in [-1, 1]"
+        )
+    })?;
+    ranges::FRICTION_SIGN.check(v)
 }
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // A value refused by its parser is bad input like any other: one line, exit 2.
+        Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
+            let text = e.render().to_string();
+            eprintln!("{}", text.lines().next().unwrap_or("error: invalid value"));
+            return ExitCode::from(2);
+        }
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Some(Command::Run(args)) => run(*args),
         Some(Command::Presets) => {
             list_presets();
             Ok(())
         }
-        Some(Command::Bench(args)) => bench::check(&args).map_err(usage).and_then(|()| {
-            bench::bench(&args).map_err(|e| Failure {
-                code: 1,
-                message: format!("{e:#}"),
-            })
-        }),
-        Some(Command::App(args)) => open_app(&args.preset, args.backend, args.frame_stats),
-        Some(Command::Screenshot(args)) => screenshot(&args),
-        Some(Command::Record(args)) => record(&args),
-        Some(Command::Train(args)) => train::train(&args).map_err(|e| Failure {
-            code: if e.downcast_ref::<train::Usage>().is_some()
-                || e.downcast_ref::<crate::train::checkpoint::FolderRefused>()
-                    .is_some()
-            {
-                2
-            } else {
-                1
-            },
-            message: format!("{e:#}"),
-        }),
+        Some(Command::Bench(args)) => bench::bench(&args),
+        #[cfg(feature = "gui")]
+        Some(Command::App(args)) => render::open_app(Some(&args)),
+        #[cfg(feature = "gui")]
+        None => render::open_app(None),
+        #[cfg(not(feature = "gui"))]
+        Some(Command::App(_)) | None => Err(Failure::missing_feature("gui", "app")),
+        #[cfg(feature = "gui")]
+        Some(Command::Screenshot(args)) => render::screenshot(&args),
+        #[cfg(not(feature = "gui"))]
+        Some(Command::Screenshot(_)) => Err(Failure::missing_feature("gui", "screenshot")),
+        #[cfg(feature = "gui")]
+        Some(Command::Record(args)) => render::record(&args),
+        #[cfg(not(feature = "gui"))]
+        Some(Command::Record(_)) => Err(Failure::missing_feature("gui", "record")),
+        #[cfg(feature = "train")]
+        Some(Command::Train(args)) => train::train(&args),
+        #[cfg(not(feature = "train"))]
+        Some(Command::Train(_)) => Err(Failure::missing_feature("train", "train")),
         Some(Command::Sweep(args)) => sweep_command::sweep(&args),
         Some(Command::Thermo(args)) => thermo_command::thermo(&args),
-        None => open_app("default", BackendChoice::Auto, None),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -276,6 +300,21 @@ pub fn main() -> ExitCode {
             ExitCode::from(f.code)
         }
     }
+}
+
+/// The progress bar of every command, on stderr: `len` `unit`s (steps, points, batches,
+/// frames) with the rate and the time left.
+fn progress_bar(len: u64, unit: &str, message: impl Into<String>) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{spinner}} {{msg}} [{{bar:30}}] {{pos}}/{{len}} {unit}, {{per_sec}}, eta {{eta}}"
+        ))
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_message(message.into());
+    bar
 }
 
 fn list_presets() {
@@ -287,185 +326,16 @@ fn list_presets() {
     }
 }
 
-fn open_app(preset: &str, backend: BackendChoice, frame_stats: Option<f64>) -> Result<(), Failure> {
-    if let Some(s) = frame_stats {
-        crate::math::ranges::Range::closed_range("seconds measured", 0.5, 3600.0)
-            .check(s)
-            .map_err(|m| usage(format!("--frame-stats {s}: {m}")))?;
-    }
-    let opening = load_opening(preset)?;
-    crate::app::run_native(opening, backend, frame_stats).map_err(|e| Failure {
-        code: 1,
-        message: format!(
-            "{e:#}\n(no display? run under `xvfb-run -a atmc-lab`, or use `atmc-lab run` headless)"
-        ),
-    })
-}
-
-/// A preset (see [`load_preset`]) or a sweep: its results (`.jsonl`) or a sweep file, checked
-/// before the window opens.
-fn load_opening(path: &str) -> Result<crate::app::Opening, Failure> {
-    let file = std::path::Path::new(path);
-    if crate::app::is_sweep_path(file) {
-        if file.extension().and_then(|e| e.to_str()) == Some("jsonl") {
-            crate::sweep::read_merged(file).map_err(|e| usage(format!("{e:#}")))?;
-        } else {
-            crate::preset::sweep_file::Sweep::load(file).map_err(|e| usage(e.to_string()))?;
-        }
-        return Ok(crate::app::Opening::Sweep(file.to_owned()));
-    }
-    load_preset(path).map(crate::app::Opening::from)
-}
-
 /// Loads a preset and, for an MLP preset, its data (a CSV file may be missing or malformed):
 /// either is bad input, refused before any work with the preset's name in front.
 fn load_preset(path: &str) -> Result<AnyPreset, Failure> {
-    let preset = AnyPreset::load(path).map_err(|e| usage(e.to_string()))?;
+    let preset = AnyPreset::load(path).map_err(|e| Failure::usage(e.to_string()))?;
     if let AnyPreset::Mlp(mlp) = &preset {
         mlp.network
             .build()
-            .map_err(|e| usage(format!("{path}: {e}")))?;
+            .map_err(|e| Failure::usage(format!("{path}: {e}")))?;
     }
     Ok(preset)
-}
-
-fn parse_size(text: &str) -> Result<[u32; 2], Failure> {
-    let bad = || {
-        usage(format!(
-            "--size '{text}': expected WIDTHxHEIGHT, e.g. 1280x720"
-        ))
-    };
-    let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
-    let w: u32 = w.trim().parse().map_err(|_| bad())?;
-    let h: u32 = h.trim().parse().map_err(|_| bad())?;
-    if !(200..=8192).contains(&w) || !(200..=8192).contains(&h) {
-        return Err(usage(format!(
-            "--size {w}x{h}: each side must be in [200, 8192]"
-        )));
-    }
-    Ok([w, h])
-}
-
-fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
-    let mut opening = load_opening(&args.preset)?;
-    if let Some(name) = &args.tab {
-        let tab = crate::app::Tab::named(name).ok_or_else(|| {
-            usage(format!(
-                "--tab {name}: one of posterior, compare, mlp, training, sweep, thermo"
-            ))
-        })?;
-        let crate::app::Opening::Preset(preset) = opening else {
-            return Err(usage("--tab takes a preset, not a sweep"));
-        };
-        opening = crate::app::Opening::InTab(tab, preset);
-    }
-    let size = parse_size(&args.size)?;
-    if !(0.5..=4.0).contains(&args.scale) {
-        return Err(usage(format!("--scale {}: allowed [0.5, 4]", args.scale)));
-    }
-    crate::app::screenshot::check_picture_size(size, args.scale)
-        .map_err(|e| usage(format!("{e:#}")))?;
-    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty())
-        && !parent.is_dir()
-    {
-        return Err(usage(format!(
-            "cannot write {}: no folder {}",
-            args.out.display(),
-            parent.display()
-        )));
-    }
-    let fail = |e: anyhow::Error| Failure {
-        code: 1,
-        message: format!("{e:#}"),
-    };
-    let image = crate::app::screenshot::render_offscreen(
-        opening,
-        args.steps,
-        size,
-        args.scale,
-        args.backend,
-        crate::app::classroom::Appearance {
-            presentation: args.presentation,
-            light: args.light,
-        },
-    )
-    .map_err(fail)?;
-    crate::app::screenshot::save_png(&image, &args.out).map_err(fail)?;
-    eprintln!(
-        "wrote {} ({}×{} pixels, step {})",
-        args.out.display(),
-        image.width(),
-        image.height(),
-        args.steps
-    );
-    Ok(())
-}
-
-fn record(args: &RecordArgs) -> Result<(), Failure> {
-    use crate::app::record::{MAX_FRAMES, Output, Progress, gif_frames, write};
-    let preset = load_preset(&args.preset)?;
-    let size = parse_size(&args.size)?;
-    if !(0.5..=4.0).contains(&args.scale) {
-        return Err(usage(format!("--scale {}: allowed [0.5, 4]", args.scale)));
-    }
-    crate::app::screenshot::check_picture_size(size, args.scale)
-        .map_err(|e| usage(format!("{e:#}")))?;
-    if args.every == 0 || args.steps == 0 {
-        return Err(usage("--steps and --every must be at least 1"));
-    }
-    let frames = args.steps.div_ceil(args.every) as usize;
-    if frames > MAX_FRAMES {
-        return Err(usage(format!(
-            "--steps {} --every {} makes {frames} frames: at most {MAX_FRAMES} (raise --every)",
-            args.steps, args.every
-        )));
-    }
-    if !(20..=10_000).contains(&args.delay_ms) {
-        return Err(usage(format!(
-            "--delay-ms {}: allowed [20, 10000]",
-            args.delay_ms
-        )));
-    }
-    let output = Output::for_path(&args.out, args.delay_ms);
-    output.check().map_err(|e| Failure {
-        code: 2,
-        message: format!("{e:#}"),
-    })?;
-    let fail = |e: anyhow::Error| Failure {
-        code: 1,
-        message: format!("{e:#}"),
-    };
-    let bar = progress_bar(frames as u32, "recording".into());
-    let images = crate::app::screenshot::record_offscreen(
-        preset,
-        args.steps,
-        args.every,
-        size,
-        args.scale,
-        args.panel.as_deref(),
-        args.backend,
-        crate::app::classroom::Appearance {
-            presentation: args.presentation,
-            light: args.light,
-        },
-        &mut |k| bar.set_position(k as u64),
-    )
-    .map_err(fail)?;
-    bar.finish_and_clear();
-    write(&images, &output, &Progress::default()).map_err(fail)?;
-    let (w, h) = images[0].dimensions();
-    match &output {
-        Output::Gif { path, .. } => {
-            let (n, _, _) = gif_frames(path).map_err(fail)?;
-            eprintln!("wrote {} ({n} frames of {w}×{h} pixels)", path.display());
-        }
-        Output::Frames { dir } => eprintln!(
-            "wrote {} frames of {w}×{h} pixels into {}",
-            images.len(),
-            dir.display()
-        ),
-    }
-    Ok(())
 }
 
 impl RunArgs {
@@ -479,10 +349,23 @@ impl RunArgs {
             || self.xi_update.is_some()
             || self.noise_mass.is_some()
     }
+
+    /// The chains, steps and seed asked for.
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            chains: self.chains,
+            steps: self.steps,
+            seed: self.seed,
+        }
+    }
 }
 
 fn run(args: RunArgs) -> Result<(), Failure> {
-    match load_preset(&args.preset)? {
+    let mut preset = load_preset(&args.preset)?;
+    args.overrides()
+        .apply(&mut preset)
+        .map_err(Failure::usage)?;
+    match preset {
         AnyPreset::Toy(mut preset) => {
             apply_overrides(&mut preset, &args)?;
             execute(preset, args.backend, args.csv.as_deref())
@@ -493,7 +376,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         }
         AnyPreset::Comparison(mut comparison) => {
             if args.h.is_some() || args.sampler_options_given() {
-                return Err(usage(
+                return Err(Failure::usage(
                     "sampler options belong to one column of a comparison: edit its file",
                 ));
             }
@@ -509,16 +392,12 @@ fn run(args: RunArgs) -> Result<(), Failure> {
 
 /// `run` of a sphere preset: its thermodynamic measurement as one JSON line.
 fn execute_sphere(preset: &crate::preset::sphere::SpherePreset) -> Result<(), Failure> {
-    let bar = progress_bar(preset.steps, "projected SGD on the sphere".into());
+    let bar = progress_bar(preset.steps.into(), "steps", "projected SGD on the sphere");
     let point = runner::thermo_measure::measure(
         &AnyPreset::Sphere(preset.clone()),
         BackendChoice::Cpu,
         &mut |done| bar.set_position(u64::from(done)),
-    )
-    .map_err(|e| Failure {
-        code: 1,
-        message: format!("{e:#}"),
-    })?;
+    )?;
     bar.finish_and_clear();
     println!(
         "{}",
@@ -536,22 +415,13 @@ fn apply_sphere_overrides(
         || args.csv.is_some()
         || args.sampler_options_given()
     {
-        return Err(usage(
+        return Err(Failure::usage(
             "a sphere preset takes --h, --chains, --steps and --seed (projected SGD has no \
              other option on the command line; edit the file for momentum and batch)",
         ));
     }
     if let Some(v) = args.h {
-        preset.sampler.h = checked(ranges::SPHERE_STEP_SIZE, v)?;
-    }
-    if let Some(v) = args.chains {
-        preset.chains = checked(ranges::CHAINS, f64::from(v))? as u32;
-    }
-    if let Some(v) = args.steps {
-        preset.steps = checked(ranges::STEPS, f64::from(v))? as u32;
-    }
-    if let Some(v) = args.seed {
-        preset.seed = v;
+        preset.sampler.h = ranges::SPHERE_STEP_SIZE.check(v).map_err(Failure::usage)?;
     }
     Ok(())
 }
@@ -563,17 +433,14 @@ fn execute_comparison(
 ) -> Result<(), Failure> {
     check_csv(csv)?;
     let columns = comparison.columns.len();
-    let bar = progress_bar(
-        comparison.base.steps * columns as u32,
-        format!("{} samplers side by side", columns),
-    );
     let steps = comparison.base.steps;
+    let bar = progress_bar(
+        u64::from(steps) * columns as u64,
+        "steps",
+        format!("{columns} samplers side by side"),
+    );
     let outcomes = runner::run_comparison(&comparison, backend, &mut |k, done| {
-        bar.set_position(u64::from(k as u32 * steps + done))
-    })
-    .map_err(|e| Failure {
-        code: 1,
-        message: format!("{e:#}"),
+        bar.set_position(k as u64 * u64::from(steps) + u64::from(done))
     })?;
     bar.finish_and_clear();
     write_csv(csv, || {
@@ -605,31 +472,24 @@ fn execute_comparison(
 
 fn apply_mlp_overrides(preset: &mut MlpPreset, args: &RunArgs) -> Result<(), Failure> {
     if args.target.is_some() || args.noise.is_some() {
-        return Err(usage(
+        return Err(Failure::usage(
             "--target and --noise belong to 2-D presets: an MLP preset's posterior is its \
              network and data set, and its gradient noise comes from real minibatches",
         ));
     }
     apply_sampler_overrides(&mut preset.sampler, args)?;
-    if let Some(v) = args.chains {
-        preset.chains = checked(ranges::MLP_CHAINS, f64::from(v))? as u32;
-    }
-    if let Some(v) = args.steps {
-        preset.steps = checked(ranges::STEPS, f64::from(v))? as u32;
-    }
-    if let Some(v) = args.seed {
-        preset.seed = v;
-    }
-    preset.validate().map_err(|(_, message)| usage(message))?;
-    Ok(())
+    preset
+        .validate()
+        .map_err(|(_, message)| Failure::usage(message))
 }
 
-/// The sampler options of `run`, shared by both kinds of preset.
+/// The sampler options of `run`, shared by both kinds of preset (the numbers were checked
+/// against their ranges by their parsers, but for the step size: a sphere's has its own).
 fn apply_sampler_overrides(s: &mut SamplerSpec, args: &RunArgs) -> Result<(), Failure> {
     if let Some(name) = &args.sampler {
         let kind = SamplerKind::from_name(name).ok_or_else(|| {
             let names: Vec<_> = SamplerKind::ALL.iter().map(|(_, n)| *n).collect();
-            usage(format!(
+            Failure::usage(format!(
                 "unknown sampler '{name}': choose one of {}",
                 names.join(", ")
             ))
@@ -637,25 +497,12 @@ fn apply_sampler_overrides(s: &mut SamplerSpec, args: &RunArgs) -> Result<(), Fa
         s.kind = kind;
     }
     if let Some(v) = args.h {
-        s.h = checked(ranges::STEP_SIZE, v)?;
+        s.h = ranges::STEP_SIZE.check(v).map_err(Failure::usage)?;
     }
-    if let Some(v) = args.friction_floor {
-        s.friction_floor = checked(ranges::FRICTION_FLOOR, v)?;
-    }
-    if let Some(v) = args.m {
-        s.mass = checked(ranges::MASS, v)?;
-    }
-    if let Some(v) = args.temperature {
-        s.temperature = checked(ranges::TEMPERATURE, v)?;
-    }
-    if let Some(text) = &args.friction_sign {
-        let v: f64 = text.trim().parse().map_err(|_| {
-            usage(format!(
-                "--friction-sign '{text}' is not a number: use +1 (correct), -1 (as printed) or a value in [-1, 1]"
-            ))
-        })?;
-        s.friction_sign = checked(ranges::FRICTION_SIGN, v)?;
-    }
+    s.friction_floor = args.friction_floor.unwrap_or(s.friction_floor);
+    s.mass = args.m.unwrap_or(s.mass);
+    s.temperature = args.temperature.unwrap_or(s.temperature);
+    s.friction_sign = args.friction_sign.unwrap_or(s.friction_sign);
     if let Some(v) = args.xi_update {
         s.xi_update = v.into();
     }
@@ -670,31 +517,22 @@ fn apply_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Failure> {
     if let Some(name) = &args.target {
         preset.target = TargetSpec::from_name(name).ok_or_else(|| {
             let names: Vec<_> = TARGET_NAMES.iter().map(|(n, _)| *n).collect();
-            usage(format!(
+            Failure::usage(format!(
                 "unknown target '{name}': choose one of {}",
                 names.join(", ")
             ))
         })?;
     }
-    if let Some(v) = args.chains {
-        preset.chains = checked(ranges::CHAINS, f64::from(v))? as u32;
-    }
-    if let Some(v) = args.steps {
-        preset.steps = checked(ranges::STEPS, f64::from(v))? as u32;
-    }
-    if let Some(v) = args.seed {
-        preset.seed = v;
-    }
-    if let Some(v) = args.noise {
-        let sigma = checked(ranges::NOISE_SIGMA, v)?;
+    if let Some(sigma) = args.noise {
         preset.noise = if sigma == 0.0 {
             NoiseSpec::None
         } else {
             NoiseSpec::Isotropic { sigma }
         };
     }
-    preset.validate().map_err(|(_, message)| usage(message))?;
-    Ok(())
+    preset
+        .validate()
+        .map_err(|(_, message)| Failure::usage(message))
 }
 
 fn execute(
@@ -703,7 +541,8 @@ fn execute(
     csv: Option<&std::path::Path>,
 ) -> Result<(), Failure> {
     let bar = progress_bar(
-        preset.steps,
+        preset.steps.into(),
+        "steps",
         format!(
             "{} on {}, {} chains",
             preset.sampler.kind.name(),
@@ -716,26 +555,19 @@ fn execute(
     let mut file = csv
         .map(crate::diagnostics::SeriesCsvFile::create)
         .transpose()
-        .map_err(|e| usage(format!("{e:#}")))?;
+        .map_err(|e| Failure::usage(format!("{e:#}")))?;
     let outcome = runner::run_streaming(
         &preset,
         backend,
         &mut |done| bar.set_position(u64::from(done)),
         &mut |row| file.as_mut().map_or(Ok(()), |f| f.write(row)),
-    )
-    .map_err(|e| Failure {
-        code: 1,
-        message: format!("{e:#}"),
-    })?;
+    )?;
     bar.finish_and_clear();
     if let Some(notice) = &outcome.notice {
         eprintln!("notice: {notice}");
     }
     if let Some(f) = file {
-        f.finish().map_err(|e| Failure {
-            code: 1,
-            message: format!("{e:#}"),
-        })?;
+        f.finish()?;
     }
     let s = &outcome.summary;
     for w in &s.warnings {
@@ -755,42 +587,20 @@ fn execute(
     print_json(s)
 }
 
-/// A progress bar over `steps` on stderr.
-fn progress_bar(steps: u32, message: String) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(u64::from(steps));
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:30}] {pos}/{len} steps, {per_sec}, eta {eta}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    bar.set_message(message);
-    bar
-}
-
 /// Prints a summary as the last line of stdout.
 fn print_json(summary: &impl serde::Serialize) -> Result<(), Failure> {
-    let json = serde_json::to_string(summary).map_err(|e| Failure {
-        code: 1,
-        message: e.to_string(),
-    })?;
+    let json = serde_json::to_string(summary).map_err(|e| Failure::runtime(e.to_string()))?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{json}")
         .and_then(|()| out.flush())
-        .map_err(|e| Failure {
-            code: 1,
-            message: format!("cannot write the result to standard output: {e}"),
-        })
+        .map_err(|e| Failure::runtime(format!("cannot write the result to standard output: {e}")))
 }
 
 /// Writes the time series when `--csv` asked for it.
 fn write_csv(path: Option<&std::path::Path>, text: impl FnOnce() -> String) -> Result<(), Failure> {
     if let Some(path) = path {
-        std::fs::write(path, text()).map_err(|e| Failure {
-            code: 1,
-            message: format!("cannot write {}: {e}", path.display()),
-        })?;
+        std::fs::write(path, text())
+            .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(())
 }
@@ -799,7 +609,7 @@ fn write_csv(path: Option<&std::path::Path>, text: impl FnOnce() -> String) -> R
 fn check_csv(path: Option<&std::path::Path>) -> Result<(), Failure> {
     if let Some(path) = path {
         std::fs::File::create(path)
-            .map_err(|e| usage(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(())
 }
@@ -811,7 +621,8 @@ fn execute_mlp(
 ) -> Result<(), Failure> {
     check_csv(csv)?;
     let bar = progress_bar(
-        preset.steps,
+        preset.steps.into(),
+        "steps",
         format!(
             "{} on {} networks ({})",
             preset.sampler.kind.name(),
@@ -821,10 +632,6 @@ fn execute_mlp(
     );
     let outcome = runner::mlp::run_mlp(&preset, backend, &mut |done| {
         bar.set_position(u64::from(done))
-    })
-    .map_err(|e| Failure {
-        code: 1,
-        message: format!("{e:#}"),
     })?;
     bar.finish_and_clear();
     if let Some(notice) = &outcome.notice {

@@ -1,45 +1,129 @@
 //! `atmc-lab sweep`: run a sweep (or one shard of it), merge shards, or write and submit
 //! SLURM job scripts.
 
-use super::{Failure, usage};
+use super::{Failure, progress_bar};
 use crate::engine::BackendChoice;
 use crate::preset::sweep_file::Sweep;
 use crate::sweep::{self, Shard, slurm};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// Where a sweep's records go, how its points run, and the merge of its shards: the options
+/// `sweep` and `thermo` share.
+#[derive(Debug, clap::Args)]
+pub(super) struct SweepOutput {
+    /// Output folder: the shard files `shard-I-of-N.jsonl` and `merged.jsonl` [default: the
+    /// sweep file's name without extension; `thermo`: thermo-PRESET].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Run only shard I of N (every N-th point, starting at I), e.g. `--shard 2/8`.
+    #[arg(long)]
+    pub shard: Option<Shard>,
+    /// Also write the table as CSV (after the last point of an unsharded run, or with
+    /// --merge).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Backend of every point. The default is `cpu`, not the `auto` of the other commands: a
+    /// record is then a pure function of the sweep and the point's index, whichever machine
+    /// runs its shard. Run every shard of a sweep on the same backend.
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub backend: BackendChoice,
+    /// Merge the shard files in this folder into `merged.jsonl`, checking every point is
+    /// there exactly once (`thermo`: and print the table).
+    #[arg(long, value_name = "DIR", conflicts_with = "shard")]
+    pub merge: Option<PathBuf>,
+}
+
+impl SweepOutput {
+    /// `--merge DIR`: the shards in DIR merged into `merged.jsonl`, the CSV checked first.
+    pub(super) fn merge_shards(&self, dir: &Path) -> Result<sweep::Merged, Failure> {
+        if !dir.is_dir() {
+            return Err(Failure::usage(format!(
+                "--merge {}: not a folder",
+                dir.display()
+            )));
+        }
+        if let Some(csv) = &self.csv {
+            check_writable(csv)?;
+        }
+        let merged = sweep::merge(dir)
+            // A missing, duplicated or foreign shard is a problem of the input.
+            .map_err(|e| Failure::usage(format!("{e:#}")))?;
+        eprintln!(
+            "merged {} points into {}",
+            merged.records.len(),
+            dir.join("merged.jsonl").display()
+        );
+        Ok(merged)
+    }
+
+    /// The output folder (`--out`, else `default`), refused when it is a file.
+    pub(super) fn folder(&self, default: impl FnOnce() -> PathBuf) -> Result<PathBuf, Failure> {
+        let out = self.out.clone().unwrap_or_else(default);
+        if out.exists() && !out.is_dir() {
+            return Err(Failure::usage(format!(
+                "--out {}: not a folder",
+                out.display()
+            )));
+        }
+        Ok(out)
+    }
+
+    /// The shard to run, after the checks of its outputs: the CSV (written only for a whole
+    /// sweep) can be written, and the output folder is created.
+    pub(super) fn prepare(&self, out: &Path) -> Result<Shard, Failure> {
+        let shard = self.shard.unwrap_or(Shard::ALL);
+        if let Some(csv) = &self.csv {
+            if shard != Shard::ALL {
+                return Err(Failure::usage(
+                    "--csv with --shard: the table is written by --merge once every shard is done",
+                ));
+            }
+            check_writable(csv)?;
+        }
+        std::fs::create_dir_all(out).map_err(|e| {
+            Failure::usage(format!("--out {}: cannot create it: {e}", out.display()))
+        })?;
+        Ok(shard)
+    }
+
+    /// Runs `shard` of the sweep into `out` with a progress bar named `name`; the report and
+    /// the wall-clock seconds.
+    pub(super) fn run(
+        &self,
+        loaded: &Sweep,
+        shard: Shard,
+        out: &Path,
+        name: &str,
+    ) -> Result<(sweep::ShardReport, f64), Failure> {
+        let bar = progress_bar(0, "points", name);
+        let started = Instant::now();
+        let report = sweep::run_shard(loaded, shard, out, self.backend, &mut |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })?;
+        bar.finish_and_clear();
+        Ok((report, started.elapsed().as_secs_f64()))
+    }
+}
+
 /// Options of `atmc-lab sweep`.
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
     /// The sweep file (RON): a base preset, axes over its numeric fields, what to keep.
+    #[arg(conflicts_with = "merge")]
     sweep: Option<PathBuf>,
-    /// Output folder: shard files `shard-I-of-N.jsonl` (and `merged.jsonl`) [default: the
-    /// sweep file's name without extension].
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Run only shard I of N (every N-th point, starting at I), e.g. `--shard 2/8`.
-    #[arg(long)]
-    shard: Option<Shard>,
-    /// Also write the table as CSV (after the last point of an unsharded sweep, or with
-    /// --merge).
-    #[arg(long)]
-    csv: Option<PathBuf>,
-    /// Backend of every point.
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendChoice,
-    /// Merge the shard files in this folder into `merged.jsonl`, checking every point is
-    /// there exactly once.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["sweep", "shard", "slurm"])]
-    merge: Option<PathBuf>,
+    #[command(flatten)]
+    output: SweepOutput,
     /// Write SLURM scripts (a job array of --tasks shards and a dependent merge job) into the
     /// output folder instead of running.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "merge")]
     slurm: bool,
     /// With --slurm: submit them with sbatch.
     #[arg(long, requires = "slurm")]
     submit: bool,
     /// With --slurm: array tasks (shards) [default: 4].
-    #[arg(long, requires = "slurm")]
+    #[arg(long, requires = "slurm", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     tasks: Option<u32>,
     /// With --slurm: partition.
     #[arg(long, requires = "slurm")]
@@ -52,58 +136,33 @@ pub struct SweepArgs {
     cpus_per_task: Option<u32>,
 }
 
-/// A failure during the work (exit 1).
-pub(super) fn failure(e: anyhow::Error) -> Failure {
-    Failure {
-        code: 1,
-        message: format!("{e:#}"),
-    }
-}
-
 /// Runs `atmc-lab sweep`.
 pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
-    if let Some(dir) = &args.merge {
-        return merge(dir, args.csv.as_deref());
+    let output = &args.output;
+    if let Some(dir) = &output.merge {
+        let merged = output.merge_shards(dir)?;
+        if let Some(csv) = &output.csv {
+            write_csv(csv, &merged)?;
+        }
+        return Ok(());
     }
     let path = args
         .sweep
         .as_deref()
-        .ok_or_else(|| usage("sweep: give a sweep file, or --merge DIR"))?;
-    let loaded = Sweep::load(path).map_err(|e| usage(e.to_string()))?;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(path.file_stem().unwrap_or_default()).with_extension(""));
-    if out.exists() && !out.is_dir() {
-        return Err(usage(format!("--out {}: not a folder", out.display())));
-    }
+        .ok_or_else(|| Failure::usage("sweep: give a sweep file, or --merge DIR"))?;
+    let loaded = Sweep::load(path).map_err(|e| Failure::usage(e.to_string()))?;
+    let out =
+        output.folder(|| PathBuf::from(path.file_stem().unwrap_or_default()).with_extension(""))?;
     if args.slurm {
         return write_slurm(args, path, &out);
     }
-    let shard = args.shard.unwrap_or(Shard::ALL);
-    if let Some(csv) = &args.csv {
-        if shard != Shard::ALL {
-            return Err(usage(
-                "--csv with --shard: the table is written by --merge once every shard is done",
-            ));
-        }
-        check_writable(csv)?;
-    }
-    std::fs::create_dir_all(&out)
-        .map_err(|e| usage(format!("--out {}: cannot create it: {e}", out.display())))?;
-    let bar = progress_bar(&if loaded.spec.name.is_empty() {
+    let shard = output.prepare(&out)?;
+    let name = if loaded.spec.name.is_empty() {
         path.display().to_string()
     } else {
         loaded.spec.name.clone()
-    });
-    let started = Instant::now();
-    let report = sweep::run_shard(&loaded, shard, &out, args.backend, &mut |done, total| {
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-    })
-    .map_err(failure)?;
-    bar.finish_and_clear();
-    let wall = started.elapsed().as_secs_f64();
+    };
+    let (report, wall) = output.run(&loaded, shard, &out, &name)?;
     eprintln!(
         "{}: {} points run, {} already there; {:.1} s, of which the runs {:.1} s (sweep \
          overhead {:.1}%)",
@@ -119,8 +178,8 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
         }
     );
     if shard == Shard::ALL {
-        let merged = sweep::merge(&out).map_err(failure)?;
-        if let Some(csv) = &args.csv {
+        let merged = sweep::merge(&out)?;
+        if let Some(csv) = &output.csv {
             write_csv(csv, &merged)?;
         }
         eprintln!("wrote {}", out.join("merged.jsonl").display());
@@ -128,88 +187,45 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The progress bar of a sweep: points done of the shard's, with an ETA.
-pub(super) fn progress_bar(name: &str) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:30}] {pos}/{len} points, eta {eta}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    bar.set_message(name.to_owned());
-    bar
-}
-
 /// Checks that a CSV output can be written, before any work.
-pub(super) fn check_writable(csv: &Path) -> Result<(), Failure> {
+fn check_writable(csv: &Path) -> Result<(), Failure> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(csv)
         .map(drop)
-        .map_err(|e| usage(format!("--csv {}: cannot write it: {e}", csv.display())))
+        .map_err(|e| Failure::usage(format!("--csv {}: cannot write it: {e}", csv.display())))
 }
 
 fn write_csv(csv: &Path, merged: &sweep::Merged) -> Result<(), Failure> {
-    std::fs::write(csv, sweep::csv_table(merged)).map_err(|e| Failure {
-        code: 1,
-        message: format!("cannot write {}: {e}", csv.display()),
-    })?;
+    std::fs::write(csv, sweep::csv_table(merged))
+        .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", csv.display())))?;
     eprintln!("wrote {}", csv.display());
-    Ok(())
-}
-
-fn merge(dir: &Path, csv: Option<&Path>) -> Result<(), Failure> {
-    if !dir.is_dir() {
-        return Err(usage(format!("--merge {}: not a folder", dir.display())));
-    }
-    if let Some(csv) = csv {
-        check_writable(csv)?;
-    }
-    let merged = sweep::merge(dir).map_err(|e| Failure {
-        // A missing, duplicated or foreign shard is a problem of the input.
-        code: 2,
-        message: format!("{e:#}"),
-    })?;
-    eprintln!(
-        "merged {} points into {}",
-        merged.records.len(),
-        dir.join("merged.jsonl").display()
-    );
-    if let Some(csv) = csv {
-        write_csv(csv, &merged)?;
-    }
     Ok(())
 }
 
 fn write_slurm(args: &SweepArgs, sweep_path: &Path, out: &Path) -> Result<(), Failure> {
     let tasks = args.tasks.unwrap_or(4);
-    if !(1..=10_000).contains(&tasks) {
-        return Err(usage(format!("--tasks {tasks}: allowed 1 to 10000")));
-    }
     std::fs::create_dir_all(out)
-        .map_err(|e| usage(format!("--out {}: cannot create it: {e}", out.display())))?;
-    let absolute =
-        |p: &Path| std::fs::canonicalize(p).map_err(|e| usage(format!("{}: {e}", p.display())));
+        .map_err(|e| Failure::usage(format!("--out {}: cannot create it: {e}", out.display())))?;
+    let absolute = |p: &Path| {
+        std::fs::canonicalize(p).map_err(|e| Failure::usage(format!("{}: {e}", p.display())))
+    };
     let job = slurm::JobSpec {
-        binary: std::env::current_exe().map_err(|e| failure(e.into()))?,
+        binary: std::env::current_exe()
+            .map_err(|e| Failure::runtime(format!("the path of this program: {e}")))?,
         sweep: absolute(sweep_path)?,
         out: absolute(out)?,
         tasks,
-        backend: format!("{:?}", args.backend).to_lowercase(),
+        backend: format!("{:?}", args.output.backend).to_lowercase(),
         partition: args.partition.clone(),
         time: args.time.clone(),
         cpus_per_task: args.cpus_per_task,
     };
-    let (array, merge) = slurm::write_scripts(&job).map_err(failure)?;
+    let (array, merge) = slurm::write_scripts(&job)?;
     eprintln!("wrote {} and {}", array.display(), merge.display());
     if args.submit {
-        let (array_id, merge_id) = slurm::submit(&array, &merge).map_err(|e| Failure {
-            code: 1,
-            message: format!("{e:#}"),
-        })?;
+        let (array_id, merge_id) = slurm::submit(&array, &merge)?;
         eprintln!("submitted the array as job {array_id} and the merge as job {merge_id}");
         println!("{{\"array_job\":\"{array_id}\",\"merge_job\":\"{merge_id}\"}}");
     } else {

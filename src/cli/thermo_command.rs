@@ -3,30 +3,29 @@
 //! sweep can be sharded (`--shard`), merged (`--merge`) or sent to SLURM (`atmc-lab sweep
 //! DIR/thermo.ron --slurm`).
 
-use super::sweep_command::failure;
-use super::{Failure, usage};
-use crate::engine::BackendChoice;
-use crate::math::ranges::{CHAINS, STEPS, THERMO_LR, THERMO_POINTS};
-use crate::preset::AnyPreset;
+use super::sweep_command::SweepOutput;
+use super::{Failure, in_range, whole_in_range};
+use crate::math::ranges::{THERMO_LR, THERMO_POINTS};
 use crate::preset::sweep_file::Sweep;
+use crate::preset::{AnyPreset, Overrides};
 use crate::sweep::{self, Shard};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 /// Options of `atmc-lab thermo`.
 #[derive(Debug, clap::Args)]
 pub struct ThermoArgs {
     /// A 2-D preset (its sampler runs at every learning rate: SGD, SGHMC, ATMC, …), a
     /// sphere preset (`sphere-op`, `sphere-up`) or an MLP preset (`mlp-up`, `mlp-op`).
+    #[arg(conflicts_with = "merge")]
     preset: Option<String>,
     /// Smallest learning rate (step size h) of the log grid.
-    #[arg(long)]
+    #[arg(long, value_parser = in_range(THERMO_LR))]
     lr_min: Option<f64>,
     /// Largest learning rate.
-    #[arg(long)]
+    #[arg(long, value_parser = in_range(THERMO_LR))]
     lr_max: Option<f64>,
     /// Learning rates on the grid.
-    #[arg(long, default_value_t = 12)]
+    #[arg(long, default_value_t = 12, value_parser = whole_in_range(THERMO_POINTS))]
     points: u32,
     /// Chains per learning rate [default: the preset's].
     #[arg(long)]
@@ -34,74 +33,49 @@ pub struct ThermoArgs {
     /// Steps per learning rate [default: the preset's].
     #[arg(long)]
     steps: Option<u32>,
-    /// Output folder: the sweep file, the shard files and merged.jsonl [default:
-    /// thermo-PRESET].
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Run only shard I of N.
-    #[arg(long)]
-    shard: Option<Shard>,
-    /// Write the table as CSV.
-    #[arg(long)]
-    csv: Option<PathBuf>,
-    /// Backend of the engine (2-D, sphere or MLP).
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendChoice,
-    /// Merge the shards in this folder and print the table.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["preset", "shard"])]
-    merge: Option<PathBuf>,
+    #[command(flatten)]
+    output: SweepOutput,
 }
 
 /// Runs `atmc-lab thermo`.
 pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
-    if let Some(dir) = &args.merge {
-        if let Some(csv) = &args.csv {
-            super::sweep_command::check_writable(csv)?;
-        }
-        let merged = sweep::merge(dir).map_err(|e| Failure {
-            code: 2,
-            message: format!("{e:#}"),
-        })?;
-        return report_table(&merged, args.csv.as_deref(), None);
+    let output = &args.output;
+    if let Some(dir) = &output.merge {
+        let merged = output.merge_shards(dir)?;
+        return report_table(&merged, output.csv.as_deref(), None);
     }
     let name = args
         .preset
         .as_deref()
-        .ok_or_else(|| usage("thermo: give a preset, or --merge DIR"))?;
+        .ok_or_else(|| Failure::usage("thermo: give a preset, or --merge DIR"))?;
     let (lo, hi) = match (args.lr_min, args.lr_max) {
         (Some(a), Some(b)) => (a, b),
-        _ => return Err(usage("thermo: give --lr-min and --lr-max")),
+        _ => return Err(Failure::usage("thermo: give --lr-min and --lr-max")),
     };
-    for (flag, v) in [("--lr-min", lo), ("--lr-max", hi)] {
-        THERMO_LR
-            .check(v)
-            .map_err(|m| usage(format!("{flag} {v}: {m}")))?;
-    }
     if lo >= hi {
-        return Err(usage(format!("--lr-min {lo} must be below --lr-max {hi}")));
+        return Err(Failure::usage(format!(
+            "--lr-min {lo} must be below --lr-max {hi}"
+        )));
     }
-    THERMO_POINTS
-        .check(f64::from(args.points))
-        .map_err(|m| usage(format!("--points {}: {m}", args.points)))?;
-    if let Some(c) = args.chains {
-        CHAINS
-            .check(f64::from(c))
-            .map_err(|m| usage(format!("--chains {c}: {m}")))?;
-    }
-    if let Some(s) = args.steps {
-        STEPS
-            .check(f64::from(s))
-            .map_err(|m| usage(format!("--steps {s}: {m}")))?;
-    }
-    if let AnyPreset::Comparison(_) = AnyPreset::load(name).map_err(|e| usage(e.to_string()))? {
-        return Err(usage(format!(
+    let mut preset = AnyPreset::load(name).map_err(|e| Failure::usage(e.to_string()))?;
+    if let AnyPreset::Comparison(_) = preset {
+        return Err(Failure::usage(format!(
             "{name}: the thermodynamics lab takes a 2-D, sphere or MLP preset, not a comparison"
         )));
     }
+    // Checked here, against the preset's kind (an MLP preset's chains are networks); the
+    // sweep file sets them on every point.
+    Overrides {
+        chains: args.chains,
+        steps: args.steps,
+        seed: None,
+    }
+    .apply(&mut preset)
+    .map_err(Failure::usage)?;
     // A relative preset path is read from the sweep file's folder: make it absolute.
     let base = if Path::new(name).exists() {
         std::fs::canonicalize(name)
-            .map_err(|e| usage(format!("{name}: {e}")))?
+            .map_err(|e| Failure::usage(format!("{name}: {e}")))?
             .display()
             .to_string()
     } else {
@@ -113,41 +87,17 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
     let text = ron::ser::to_string_pretty(&spec, ron::ser::PrettyConfig::new().struct_names(true))
         .expect("a sweep serialises");
     let loaded = Sweep::parse(&text, name, Path::new("."))
-        .map_err(|e| usage(format!("{name}: {}", e.message)))?;
+        .map_err(|e| Failure::usage(format!("{name}: {}", e.message)))?;
     let stem = Path::new(name)
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("preset");
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("thermo-{stem}")));
-    if out.exists() && !out.is_dir() {
-        return Err(usage(format!("--out {}: not a folder", out.display())));
-    }
-    if let Some(csv) = &args.csv {
-        if args.shard.is_some_and(|s| s != Shard::ALL) {
-            return Err(usage(
-                "--csv with --shard: write the table with --merge DIR",
-            ));
-        }
-        super::sweep_command::check_writable(csv)?;
-    }
-    std::fs::create_dir_all(&out)
-        .map_err(|e| usage(format!("--out {}: cannot create it: {e}", out.display())))?;
+    let out = output.folder(|| PathBuf::from(format!("thermo-{stem}")))?;
+    let shard = output.prepare(&out)?;
     let sweep_file = out.join("thermo.ron");
     std::fs::write(&sweep_file, &text)
-        .map_err(|e| usage(format!("cannot write {}: {e}", sweep_file.display())))?;
-    let shard = args.shard.unwrap_or(Shard::ALL);
-    let bar = super::sweep_command::progress_bar(&loaded.spec.name);
-    let started = Instant::now();
-    let report = sweep::run_shard(&loaded, shard, &out, args.backend, &mut |done, total| {
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-    })
-    .map_err(failure)?;
-    bar.finish_and_clear();
-    let wall = started.elapsed().as_secs_f64();
+        .map_err(|e| Failure::usage(format!("cannot write {}: {e}", sweep_file.display())))?;
+    let (report, wall) = output.run(&loaded, shard, &out, &loaded.spec.name)?;
     eprintln!(
         "{}: {} learning rates run, {} already there, {wall:.1} s",
         shard.file(&out).display(),
@@ -161,8 +111,8 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
         );
         return Ok(());
     }
-    let merged = sweep::merge(&out).map_err(failure)?;
-    report_table(&merged, args.csv.as_deref(), Some(wall))
+    let merged = sweep::merge(&out)?;
+    report_table(&merged, output.csv.as_deref(), Some(wall))
 }
 
 /// Prints the table to stderr, writes the CSV, and prints a JSON summary as the last line of
@@ -172,7 +122,7 @@ fn report_table(
     csv: Option<&Path>,
     wall: Option<f64>,
 ) -> Result<(), Failure> {
-    let table = sweep::thermo_table::table(merged).map_err(|e| usage(format!("{e:#}")))?;
+    let table = sweep::thermo_table::table(merged).map_err(|e| Failure::usage(format!("{e:#}")))?;
     let short = |v: Option<f64>| v.map_or("—".to_owned(), |x| format!("{x:.4}"));
     eprintln!(
         "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  stationary",
@@ -196,10 +146,8 @@ fn report_table(
         );
     }
     if let Some(path) = csv {
-        std::fs::write(path, sweep::thermo_table::csv(&table)).map_err(|e| Failure {
-            code: 1,
-            message: format!("cannot write {}: {e}", path.display()),
-        })?;
+        std::fs::write(path, sweep::thermo_table::csv(&table))
+            .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))?;
         eprintln!("wrote {}", path.display());
     }
     let included: Vec<&sweep::thermo_table::Row> = table

@@ -1,8 +1,9 @@
 //! `atmc-lab train`: ResNet++ on CIFAR-10 or Fashion-MNIST with ATMC or SGD, a progress bar,
 //! a checkpoint after every epoch and a JSON summary as the last line of stdout.
 
+use super::{Failure, progress_bar};
 use crate::engine::BackendChoice;
-use crate::train::checkpoint::{Checkpoint, ensure_fresh, lock_checkpoint_folder};
+use crate::train::checkpoint::{Checkpoint, FolderRefused, ensure_fresh, lock_checkpoint_folder};
 use crate::train::data::{DatasetKind, load};
 use crate::train::trainer::{EpochRow, OptimizerKind, TrainConfig, Trainer};
 use anyhow::Context;
@@ -104,30 +105,13 @@ fn checkpoint_file(dir: &std::path::Path) -> PathBuf {
     dir.join("train.ckpt")
 }
 
-/// A problem with the command's input: the command exits with 2 (1 is for failures of the
-/// run itself).
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
-
-fn usage(message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(Usage(message.into()))
-}
-
 /// `value` checked against `range`, as a usage error.
-fn ranged(range: crate::math::ranges::Range, value: f64) -> anyhow::Result<f64> {
-    range.check(value).map_err(usage)
+fn ranged(range: crate::math::ranges::Range, value: f64) -> Result<f64, Failure> {
+    range.check(value).map_err(Failure::usage)
 }
 
 /// The options a resumed run may change; every other option belongs to the checkpoint.
-fn refuse_on_resume(args: &TrainArgs) -> anyhow::Result<()> {
+fn refuse_on_resume(args: &TrainArgs) -> Result<(), Failure> {
     let given: [(&str, bool); 21] = [
         ("--dataset", args.dataset.is_some()),
         ("--optimizer", args.optimizer.is_some()),
@@ -153,7 +137,7 @@ fn refuse_on_resume(args: &TrainArgs) -> anyhow::Result<()> {
     ];
     let clashing: Vec<&str> = given.iter().filter(|(_, g)| *g).map(|(n, _)| *n).collect();
     if !clashing.is_empty() {
-        return Err(usage(format!(
+        return Err(Failure::usage(format!(
             "--resume continues the run as its checkpoint describes it: {} cannot change \
              (only --epochs, --data and --checkpoint-every can)",
             clashing.join(", ")
@@ -162,10 +146,10 @@ fn refuse_on_resume(args: &TrainArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `atmc-lab train`. Errors of the input are [`Usage`] errors.
-pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
+/// Runs `atmc-lab train`.
+pub fn train(args: &TrainArgs) -> Result<(), Failure> {
     if args.backend == BackendChoice::Gpu {
-        return Err(usage(
+        return Err(Failure::usage(
             "--backend gpu: this build trains on burn's CPU backend only (its wgpu backend adds \
              ~40 minutes to a clean build and runs slower than the CPU on software GPUs)",
         ));
@@ -191,13 +175,13 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
         .transpose()?
         .map_or(1, |e| e as u32);
     if args.checkpoint_every.is_some() && args.checkpoint.is_none() {
-        return Err(usage("--checkpoint-every needs --checkpoint DIR"));
+        return Err(Failure::usage("--checkpoint-every needs --checkpoint DIR"));
     }
     if args.resume
         && let Some(dir) = &args.checkpoint
         && !checkpoint_file(dir).exists()
     {
-        return Err(usage(format!(
+        return Err(Failure::usage(format!(
             "--resume: {} holds no checkpoint to resume ({} is missing)",
             dir.display(),
             checkpoint_file(dir).display()
@@ -207,16 +191,25 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
         .checkpoint
         .as_deref()
         .map(lock_checkpoint_folder)
-        .transpose()?;
+        .transpose()
+        .map_err(|e| {
+            // A folder that cannot be used (or is held by another run) is bad input.
+            if e.downcast_ref::<FolderRefused>().is_some() {
+                Failure::usage(format!("{e:#}"))
+            } else {
+                Failure::from(e)
+            }
+        })?;
     let checkpoint = args.checkpoint.as_deref().map(checkpoint_file);
     let mut trainer = if args.resume {
         let path = checkpoint
             .as_deref()
-            .ok_or_else(|| usage("--resume needs --checkpoint DIR"))?;
+            .ok_or_else(|| Failure::usage("--resume needs --checkpoint DIR"))?;
         refuse_on_resume(args)?;
         let saved = Checkpoint::read(path)?;
         let mut config: TrainConfig = serde_json::from_value(saved.header["config"].clone())
-            .context("the checkpoint's configuration")?;
+            .context("the checkpoint's configuration")
+            .map_err(Failure::from)?;
         if let Some(data) = &args.data {
             config.data.clone_from(data);
         }
@@ -230,7 +223,7 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
             && e != config.epochs
             && config.cycles > 0
         {
-            return Err(usage(format!(
+            return Err(Failure::usage(format!(
                 "--epochs {e}: this run's {} cycles are spread over its {} epochs; a cyclical \
                  run cannot be extended",
                 config.cycles, config.epochs
@@ -243,7 +236,7 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
         t
     } else {
         if let Some(path) = &checkpoint {
-            ensure_fresh(path).map_err(|e| usage(format!("{e:#}")))?;
+            ensure_fresh(path).map_err(|e| Failure::usage(format!("{e:#}")))?;
         }
         let config = fresh_config(args, epochs)?;
         let started = Instant::now();
@@ -255,7 +248,7 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
             data.test.len(),
             started.elapsed().as_secs_f64()
         );
-        Trainer::new(config, data).map_err(|e| usage(format!("{e:#}")))?
+        Trainer::new(config, data).map_err(|e| Failure::usage(format!("{e:#}")))?
     };
     let result = run(&mut trainer, checkpoint.as_deref(), every);
     drop(lock);
@@ -264,7 +257,7 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
 
 /// The configuration of a fresh run: every option checked against its range before any data
 /// is loaded.
-fn fresh_config(args: &TrainArgs, epochs: Option<u32>) -> anyhow::Result<TrainConfig> {
+fn fresh_config(args: &TrainArgs, epochs: Option<u32>) -> Result<TrainConfig, Failure> {
     use crate::math::ranges::{self, Range};
     let dataset = args.dataset.unwrap_or(DatasetKind::Cifar10);
     // Debian's dataset-fashion-mnist has a fixed home; CIFAR-10 has none.
@@ -272,7 +265,7 @@ fn fresh_config(args: &TrainArgs, epochs: Option<u32>) -> anyhow::Result<TrainCo
         .then(|| PathBuf::from(crate::train::data::DEBIAN_FASHION_MNIST))
         .filter(|p| p.is_dir());
     let data_path = args.data.clone().or(installed).ok_or_else(|| {
-        usage(
+        Failure::usage(
             "--data DIR is needed (CIFAR-10: https://www.cs.toronto.edu/~kriz/cifar.html, the \
              binary version; Fashion-MNIST: apt-get install dataset-fashion-mnist)",
         )
@@ -295,7 +288,7 @@ fn fresh_config(args: &TrainArgs, epochs: Option<u32>) -> anyhow::Result<TrainCo
         classes: 10,
     }
     .validate()
-    .map_err(usage)?;
+    .map_err(Failure::usage)?;
     config.epochs = epochs.unwrap_or(config.epochs);
     if let Some(b) = args.batch_size {
         config.batch_size =
@@ -351,7 +344,7 @@ fn run(
     trainer: &mut Trainer,
     checkpoint: Option<&std::path::Path>,
     every: u32,
-) -> anyhow::Result<()> {
+) -> Result<(), Failure> {
     let c = trainer.config.clone();
     eprintln!(
         "ResNet++ depth {} width {} ({} parameters) with {:?} on {} training images, burn's CPU \
@@ -364,19 +357,12 @@ fn run(
     );
     let per_epoch = trainer.steps_per_epoch();
     let total = u64::from(per_epoch) * u64::from(c.epochs);
-    let bar = indicatif::ProgressBar::new(total);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} epoch {msg} [{bar:30}] {pos}/{len} batches, eta {eta}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
+    let bar = progress_bar(total, "batches", "");
     bar.set_position(u64::from(trainer.step_count()).min(total));
     let started = Instant::now();
     let mut images = 0usize;
     while !trainer.finished() {
-        bar.set_message(format!("{}/{}", trainer.epoch + 1, c.epochs));
+        bar.set_message(format!("epoch {}/{}", trainer.epoch + 1, c.epochs));
         let report = trainer.step()?;
         images += report.images;
         bar.inc(1);
@@ -423,7 +409,7 @@ fn run(
     let mut out = std::io::stdout().lock();
     writeln!(out, "{summary}")
         .and_then(|()| out.flush())
-        .context("cannot write the result to standard output")
+        .map_err(|e| Failure::runtime(format!("cannot write the result to standard output: {e}")))
 }
 
 /// One line per epoch.

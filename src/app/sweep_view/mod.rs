@@ -337,12 +337,11 @@ impl SweepView {
         .map_err(|e| format!("the sweep's base preset: {e}"))?;
         let fields: Vec<&str> = header.fields.iter().map(String::as_str).collect();
         let mut preset = apply(&base, &fields, &record.coords, None)?;
-        match &mut preset {
-            AnyPreset::Toy(p) => p.seed = record.seed,
-            AnyPreset::Mlp(p) => p.seed = record.seed,
-            AnyPreset::Sphere(p) => p.seed = record.seed,
-            AnyPreset::Comparison(_) => {}
+        crate::preset::Overrides {
+            seed: Some(record.seed),
+            ..Default::default()
         }
+        .apply(&mut preset)?;
         Ok(preset)
     }
 
