@@ -179,16 +179,7 @@ impl AtmcApp {
             }
             None => {
                 ui.menu_button("Record", |ui| {
-                    let mut targets: Vec<(String, Option<usize>)> =
-                        vec![("the window".into(), None)];
-                    targets.extend(
-                        self.active()
-                            .panels()
-                            .into_iter()
-                            .enumerate()
-                            .map(|(k, (label, _))| (label, Some(k))),
-                    );
-                    for (label, panel) in targets {
+                    for (label, panel) in self.picture_targets("the window") {
                         if ui
                             .button(format!("{label}…"))
                             .on_hover_text(
@@ -205,15 +196,7 @@ impl AtmcApp {
             }
         }
         ui.menu_button("Export PNG", |ui| {
-            let mut panels: Vec<(String, Option<usize>)> = vec![("window".into(), None)];
-            panels.extend(
-                self.active()
-                    .panels()
-                    .into_iter()
-                    .enumerate()
-                    .map(|(k, (label, _))| (label, Some(k))),
-            );
-            for (label, panel) in panels {
+            for (label, panel) in self.picture_targets("window") {
                 for scale in [1, 2, 3] {
                     if ui.button(format!("{label} at {scale}×…")).clicked() {
                         ui.close();
@@ -222,6 +205,15 @@ impl AtmcApp {
                 }
             }
         });
+    }
+
+    /// What a picture can show: the window (labelled `window`), or one of the view's panels
+    /// by its index.
+    fn picture_targets(&self, window: &str) -> Vec<(String, Option<usize>)> {
+        let panels = self.active().panels().into_iter().enumerate();
+        std::iter::once((window.to_owned(), None))
+            .chain(panels.map(|(k, (label, _))| (label, Some(k))))
+            .collect()
     }
 
     pub(super) fn status_bar(&mut self, ui: &mut egui::Ui) {

@@ -19,15 +19,7 @@ pub fn render_offscreen(
     appearance: Appearance,
 ) -> anyhow::Result<image::RgbaImage> {
     check_picture_size(size, pixels_per_point)?;
-    // Like the window, the command line's pictures run their sweeps in the working directory.
-    let mut harness = harness_with(
-        opening,
-        size,
-        pixels_per_point,
-        backend,
-        appearance,
-        Folders::default(),
-    );
+    let mut harness = harness_with(opening, size, pixels_per_point, backend, appearance);
     run_to_step(&mut harness, steps)?;
     harness
         .render()
@@ -50,15 +42,7 @@ pub fn record_offscreen(
     frame: &mut dyn FnMut(usize),
 ) -> anyhow::Result<Vec<image::RgbaImage>> {
     check_picture_size(size, pixels_per_point)?;
-    // Like the window, the command line's pictures run their sweeps in the working directory.
-    let mut harness = harness_with(
-        opening,
-        size,
-        pixels_per_point,
-        backend,
-        appearance,
-        Folders::default(),
-    );
+    let mut harness = harness_with(opening, size, pixels_per_point, backend, appearance);
     let mut frames = Vec::new();
     let mut step = 0;
     while step < steps {
@@ -146,7 +130,7 @@ pub fn harness_in(
     backend: BackendChoice,
     folders: Folders,
 ) -> AppHarness {
-    harness_with(
+    build(
         opening,
         size,
         pixels_per_point,
@@ -156,8 +140,26 @@ pub fn harness_in(
     )
 }
 
-/// [`harness_in`] in presentation mode or the light theme.
+/// [`harness`] in presentation mode or the light theme. Like the window, it runs its sweeps
+/// in the working directory (`atmc-lab screenshot --tab thermo`).
 pub fn harness_with(
+    opening: impl Into<Opening>,
+    size: [u32; 2],
+    pixels_per_point: f32,
+    backend: BackendChoice,
+    appearance: Appearance,
+) -> AppHarness {
+    build(
+        opening,
+        size,
+        pixels_per_point,
+        backend,
+        appearance,
+        Folders::default(),
+    )
+}
+
+fn build(
     opening: impl Into<Opening>,
     size: [u32; 2],
     pixels_per_point: f32,
