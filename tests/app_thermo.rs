@@ -1,24 +1,25 @@
 //! The thermodynamics view driven offscreen: a small sphere sweep runs in the background and
 //! the view draws its curves, the Gibbs test and the globe; an MLP sweep draws its curves and
-//! the traces of U, S and the SNR. (Its own test binary: it works in
-//! a scratch directory, where the view writes its sweep.)
+//! the traces of U, S and the SNR. The view writes its sweeps into a scratch folder.
 #![cfg(feature = "gui")]
 
-use atmc_lab::app::screenshot::{AppHarness, harness, run_to_step};
+use atmc_lab::app::screenshot::{AppHarness, harness_in, run_to_step};
 use atmc_lab::app::thermo_view::ThermoView;
 use atmc_lab::app::view::View;
-use atmc_lab::app::{Opening, Tab};
+use atmc_lab::app::{Folders, Opening, Tab};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::AnyPreset;
+use std::path::Path;
 
 /// A harness showing the Thermodynamics tab on `preset`, its sweep of four learning rates run
-/// to the end.
-fn swept(preset: AnyPreset, size: [u32; 2]) -> AppHarness {
-    let mut h = harness(
+/// to the end in folders under `dir`.
+fn swept(preset: AnyPreset, size: [u32; 2], dir: &Path) -> AppHarness {
+    let mut h = harness_in(
         Opening::InTab(Tab::Thermo, Box::new(preset)),
         size,
         1.0,
         BackendChoice::Cpu,
+        Folders::under(dir),
     );
     h.state_mut()
         .as_mut()
@@ -35,13 +36,12 @@ fn the_thermodynamics_view_runs_a_sweep_and_draws_every_panel() {
     let dir = std::env::temp_dir().join(format!("atmc-app-thermo-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    std::env::set_current_dir(&dir).unwrap();
     let AnyPreset::Sphere(mut sphere) = AnyPreset::load("sphere-up").unwrap() else {
         panic!("sphere-up is a sphere preset");
     };
     sphere.chains = 1000;
     sphere.steps = 300;
-    let h = swept(AnyPreset::Sphere(sphere), [1280, 800]);
+    let h = swept(AnyPreset::Sphere(sphere), [1280, 800], &dir);
     let app = h.state().as_ref().unwrap();
     assert_eq!(app.tab, Tab::Thermo);
     let view = app.get::<ThermoView>().unwrap();
@@ -70,7 +70,7 @@ fn the_thermodynamics_view_runs_a_sweep_and_draws_every_panel() {
     };
     mlp.chains = 64;
     mlp.steps = 200;
-    let h = swept(AnyPreset::Mlp(mlp), [1024, 600]);
+    let h = swept(AnyPreset::Mlp(mlp), [1024, 600], &dir);
     let view = h.state().as_ref().unwrap().get::<ThermoView>().unwrap();
     let rows = &view.table.as_ref().unwrap().rows;
     assert_eq!(rows.len(), 4);

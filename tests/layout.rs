@@ -3,8 +3,8 @@
 //! view exports lies inside the window.
 #![cfg(feature = "gui")]
 
-use atmc_lab::app::screenshot::{harness, run_to_step};
-use atmc_lab::app::{Opening, Tab};
+use atmc_lab::app::screenshot::{harness_in, run_to_step};
+use atmc_lab::app::{Folders, Opening, Tab};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::AnyPreset;
 use egui::accesskit::Role;
@@ -43,15 +43,18 @@ fn opening(tab: Tab) -> Opening {
 
 #[test]
 fn no_control_is_cut_off_and_every_panel_is_inside_the_window_at_three_sizes() {
-    // The thermodynamics view writes its sweep into the working directory: a scratch one
-    // (this binary has this one test, so changing it is safe).
+    // The thermodynamics view writes its sweep: into a scratch folder.
     let dir = std::env::temp_dir().join(format!("atmc-layout-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::env::set_current_dir(&dir).unwrap();
     let mut problems = Vec::new();
     for tab in Tab::ALL {
         for [w, h] in SIZES {
-            let mut harness = harness(opening(tab), [w, h], 1.0, BackendChoice::Cpu);
+            let mut harness = harness_in(
+                opening(tab),
+                [w, h],
+                1.0,
+                BackendChoice::Cpu,
+                Folders::under(&dir),
+            );
             if matches!(tab, Tab::Training | Tab::Sweep) {
                 harness.run_steps(4);
             } else {

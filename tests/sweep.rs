@@ -492,14 +492,14 @@ fn the_sweep_view_shows_a_merged_sweep_and_a_click_opens_its_point_live() {
     );
     let calm_path = dir.join("calm.jsonl");
     std::fs::write(&calm_path, calm.join("\n") + "\n").unwrap();
-    let mut calm_view = SweepView::new(BackendChoice::Cpu);
+    let mut calm_view = SweepView::new(BackendChoice::Cpu, dir.join("sweeps"));
     calm_view.open(&calm_path).unwrap();
     assert_ne!(calm_view.statistic, "diverged_fraction");
     assert!(!calm_view.statistic.is_empty());
 
     // A file that is not a sweep is refused with a message, and the view stays.
     std::fs::write(dir.join("bad.jsonl"), "not json\n").unwrap();
-    let mut bad = SweepView::new(BackendChoice::Cpu);
+    let mut bad = SweepView::new(BackendChoice::Cpu, dir.join("sweeps"));
     assert!(bad.open(&dir.join("bad.jsonl")).is_err());
     assert!(atmc_lab::app::is_sweep_path(&merged));
     assert!(atmc_lab::app::is_sweep_path(&sweep));

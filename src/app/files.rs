@@ -1,8 +1,9 @@
 //! File dialogs that never fail silently. The native dialog (rfd) needs, on Linux, a D-Bus
 //! session with xdg-desktop-portal; where it cannot open, a user would otherwise click
-//! "Export PNG…" and see nothing at all. Every dialog of the app goes through [`pick`]: when
-//! the native dialog is unavailable it says so in the status bar and opens an in-app prompt
-//! where a path can be typed, and the action goes on with that path.
+//! "Export PNG…" and see nothing at all. Every dialog of the app is a [`FileRequest`] and goes
+//! through [`Shell::pick`](super::view::Shell::pick): when the native dialog is unavailable
+//! it says so in the status bar and opens an in-app prompt where a path can be typed, and
+//! the request is carried out with that path.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -18,10 +19,81 @@ pub enum PickKind {
     Folder,
 }
 
-/// A request for a path.
+/// What a path is asked for, with what the asker needs to carry out the answer. Every
+/// dialog of the app is one of these: the shell carries out its own when the path comes
+/// back (at once from the native dialog, or later from the in-app prompt), and hands a
+/// view's own back to the view shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileRequest {
+    /// File → Open preset (a sweep file picked here opens in the Sweeps tab).
+    OpenPreset,
+    /// File → Open sweep, or the Sweeps tab's open button: results or a sweep file.
+    OpenSweep,
+    /// File → Save preset.
+    SavePreset,
+    /// File → Export time series (CSV).
+    ExportCsv,
+    /// File → Export PNG of the window (`panel` None) or of one of the view's panels,
+    /// upscaled `scale` times.
+    ExportPng {
+        /// The view's panel, by its index in [`super::view::View::panels`].
+        panel: Option<usize>,
+        /// Integer upscaling.
+        scale: u32,
+    },
+    /// File → Record the window (`panel` None) or one of the view's panels.
+    Record {
+        /// The view's panel, by its index in [`super::view::View::panels`].
+        panel: Option<usize>,
+    },
+    /// The MLP view's data set from a CSV file (the view takes the answer).
+    LoadCsv,
+    /// The training view's data folder (the view takes the answer).
+    DataFolder,
+    /// The training view's CIFAR-10 archive (the view takes the answer).
+    CifarArchive,
+    /// The training view's checkpoint folder (the view takes the answer).
+    CheckpointFolder,
+}
+
+impl FileRequest {
+    /// The dialog that asks for this path.
+    pub fn dialog(self) -> DialogSpec {
+        use PickKind::{Folder, Open, Save};
+        match self {
+            FileRequest::OpenPreset => DialogSpec::new("Open preset", Open)
+                .filter("atmc-lab preset", &["ron"])
+                .directory("presets"),
+            FileRequest::OpenSweep => DialogSpec::new("Open sweep", Open)
+                .filter("sweep results or sweep file", &["jsonl", "ron"]),
+            FileRequest::SavePreset => DialogSpec::new("Save preset", Save)
+                .filter("atmc-lab preset", &["ron"])
+                .file_name("my-preset.ron"),
+            FileRequest::ExportCsv => DialogSpec::new("Export time series", Save)
+                .filter("CSV", &["csv"])
+                .file_name("atmc-lab-series.csv"),
+            FileRequest::ExportPng { .. } => DialogSpec::new("Export PNG", Save)
+                .filter("PNG", &["png"])
+                .file_name("atmc-lab.png"),
+            FileRequest::Record { .. } => DialogSpec::new("Record", Save)
+                .filter("GIF", &["gif"])
+                .file_name("atmc-lab.gif"),
+            FileRequest::LoadCsv => {
+                DialogSpec::new("Load CSV", Open).filter("CSV", &["csv", "txt", "tsv"])
+            }
+            FileRequest::DataFolder => DialogSpec::new("Data folder", Folder),
+            FileRequest::CifarArchive => {
+                DialogSpec::new("CIFAR-10 archive", Open).filter("tar.gz", &["gz", "tgz"])
+            }
+            FileRequest::CheckpointFolder => DialogSpec::new("Checkpoint folder", Folder),
+        }
+    }
+}
+
+/// What a dialog looks like: its title, what it picks, its filter and where it starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FileRequest {
-    /// What the path is for, as the prompt's title ("Export PNG").
+pub struct DialogSpec {
+    /// What the path is for, as the dialog's and the prompt's title ("Export PNG").
     pub title: String,
     /// File, file to write, or folder.
     pub kind: PickKind,
@@ -33,8 +105,8 @@ pub struct FileRequest {
     pub directory: Option<PathBuf>,
 }
 
-impl FileRequest {
-    /// A request of `kind` titled `title`.
+impl DialogSpec {
+    /// A dialog of `kind` titled `title`.
     pub fn new(title: &str, kind: PickKind) -> Self {
         Self {
             title: title.to_owned(),
@@ -87,6 +159,7 @@ const TOO_FAST: Duration = Duration::from_millis(250);
 
 /// The native dialog (rfd).
 pub fn native(request: &FileRequest) -> Picked {
+    let spec = request.dialog();
     #[cfg(target_os = "linux")]
     if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none()
         && !std::path::Path::new(&format!("/run/user/{}/bus", current_uid())).exists()
@@ -95,18 +168,18 @@ pub fn native(request: &FileRequest) -> Picked {
             "no D-Bus session: the native file dialogs need one (and xdg-desktop-portal)".into(),
         );
     }
-    let mut dialog = rfd::FileDialog::new().set_title(&request.title);
-    if let Some((name, extensions)) = &request.filter {
+    let mut dialog = rfd::FileDialog::new().set_title(&spec.title);
+    if let Some((name, extensions)) = &spec.filter {
         dialog = dialog.add_filter(name, extensions);
     }
-    if let Some(name) = &request.file_name {
+    if let Some(name) = &spec.file_name {
         dialog = dialog.set_file_name(name);
     }
-    if let Some(dir) = &request.directory {
+    if let Some(dir) = &spec.directory {
         dialog = dialog.set_directory(dir);
     }
     let started = Instant::now();
-    let path = match request.kind {
+    let path = match spec.kind {
         PickKind::Open => dialog.pick_file(),
         PickKind::Save => dialog.save_file(),
         PickKind::Folder => dialog.pick_folder(),
@@ -130,10 +203,10 @@ fn current_uid() -> u32 {
 /// An in-app prompt for a path, shown when the native dialog is unavailable.
 #[derive(Clone, Debug)]
 pub struct Prompt {
-    /// Who asked (the answer is delivered under this id).
-    pub id: &'static str,
-    /// What was asked.
+    /// What was asked (the answer goes where the request says).
     pub request: FileRequest,
+    /// The dialog that could not open.
+    pub spec: DialogSpec,
     /// Why the native dialog did not open.
     pub why: String,
     /// The path typed so far.
@@ -142,21 +215,22 @@ pub struct Prompt {
 
 impl Prompt {
     /// A prompt for `request`, pre-filled with its suggested path.
-    pub fn new(id: &'static str, request: FileRequest, why: String) -> Self {
-        let dir = request
+    pub fn new(request: FileRequest, why: String) -> Self {
+        let spec = request.dialog();
+        let dir = spec
             .directory
             .clone()
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_default();
-        let text = match &request.file_name {
+        let text = match &spec.file_name {
             Some(name) => dir.join(name),
             None => dir,
         }
         .display()
         .to_string();
         Self {
-            id,
             request,
+            spec,
             why,
             text,
         }
@@ -165,13 +239,13 @@ impl Prompt {
     /// Draws the prompt; Some(Some(path)) when confirmed, Some(None) when cancelled.
     pub fn show(&mut self, ctx: &egui::Context) -> Option<Option<PathBuf>> {
         let mut outcome = None;
-        egui::Window::new(format!("{}: type a path", self.request.title))
+        egui::Window::new(format!("{}: type a path", self.spec.title))
             .collapsible(false)
             .resizable(false)
             .anchor(egui::Align2::CENTER_CENTER, egui::vec2(0.0, 0.0))
             .show(ctx, |ui| {
                 ui.colored_label(egui::Color32::from_rgb(255, 170, 90), &self.why);
-                ui.label(match self.request.kind {
+                ui.label(match self.spec.kind {
                     PickKind::Open => "The file to open:",
                     PickKind::Save => "The file to write:",
                     PickKind::Folder => "The folder:",

@@ -2,7 +2,7 @@
 //! wgpu, no window or display needed) and the PNG writer behind the app's export menu.
 
 use super::classroom::Appearance;
-use super::{AtmcApp, Opening};
+use super::{AtmcApp, Folders, Opening};
 use crate::engine::BackendChoice;
 use anyhow::{Context, anyhow, bail};
 use std::path::Path;
@@ -110,29 +110,62 @@ fn crop(
 /// The app in an offscreen harness (created on the first frame).
 pub type AppHarness = egui_kittest::Harness<'static, Option<AtmcApp>>;
 
-/// The app in an offscreen harness, paused at step 0.
+/// The app in an offscreen harness, paused at step 0, writing what it makes unasked into
+/// the working directory (as the window does).
 pub fn harness(
     opening: impl Into<Opening>,
     size: [u32; 2],
     pixels_per_point: f32,
     backend: BackendChoice,
 ) -> AppHarness {
-    harness_with(
+    harness_in(opening, size, pixels_per_point, backend, Folders::default())
+}
+
+/// [`harness`] writing what the app makes unasked (screenshots, sweeps) into `folders`
+/// instead of the working directory.
+pub fn harness_in(
+    opening: impl Into<Opening>,
+    size: [u32; 2],
+    pixels_per_point: f32,
+    backend: BackendChoice,
+    folders: Folders,
+) -> AppHarness {
+    build(
         opening,
         size,
         pixels_per_point,
         backend,
         Appearance::default(),
+        folders,
     )
 }
 
-/// [`harness`] in presentation mode or the light theme.
+/// [`harness`] in presentation mode or the light theme. Like the window, it runs its sweeps
+/// in the working directory (`atmc-lab screenshot --tab thermo`).
 pub fn harness_with(
     opening: impl Into<Opening>,
     size: [u32; 2],
     pixels_per_point: f32,
     backend: BackendChoice,
     appearance: Appearance,
+) -> AppHarness {
+    build(
+        opening,
+        size,
+        pixels_per_point,
+        backend,
+        appearance,
+        Folders::default(),
+    )
+}
+
+fn build(
+    opening: impl Into<Opening>,
+    size: [u32; 2],
+    pixels_per_point: f32,
+    backend: BackendChoice,
+    appearance: Appearance,
+    folders: Folders,
 ) -> AppHarness {
     let opening = opening.into();
     let mut harness = egui_kittest::Harness::builder()
@@ -143,7 +176,8 @@ pub fn harness_with(
         .build_ui_state(
             move |ui, app: &mut Option<AtmcApp>| {
                 let app = app.get_or_insert_with(|| {
-                    let mut app = AtmcApp::open(ui.ctx(), opening.clone(), backend, false);
+                    let mut app =
+                        AtmcApp::open(ui.ctx(), opening.clone(), backend, folders.clone(), false);
                     app.set_reproducible(true);
                     app.set_appearance(ui.ctx(), appearance);
                     app

@@ -1,12 +1,14 @@
 //! One view of the lab is one panel type implementing [`View`]. The app's shell
 //! ([`super::AtmcApp`]) draws the skeleton every view shares — menu bar with the tabs,
 //! status bar, the control panel on the left and the central area — and asks the active view
-//! to fill the control panel and the central area. A new view (say, the thermodynamics lab
-//! of MATH.md §5) is one new type and one variant of [`super::Tab`].
+//! to fill the control panel and the central area. A new view is one new type and one row
+//! of [`super::tabs::TABS`].
 
+use super::files::FileRequest;
 use crate::preset::AnyPreset;
 use egui::{Rect, Ui};
 use std::any::Any;
+use std::path::{Path, PathBuf};
 
 /// What the shell asks of a view from the keyboard and the menu.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,8 +112,9 @@ pub struct Shell {
     pub dialog: super::files::Dialog,
     /// The in-app path prompt, while a native dialog is unavailable.
     pub prompt: Option<super::files::Prompt>,
-    /// A path typed into the prompt, for the one who asked (by id).
-    pub answer: Option<(&'static str, std::path::PathBuf)>,
+    /// A path typed into the prompt for one of the view's own requests, until the view
+    /// takes it ([`Shell::answer_for`]).
+    pub answer: Option<(FileRequest, PathBuf)>,
 }
 
 impl Default for Shell {
@@ -128,13 +131,10 @@ impl Default for Shell {
 
 impl Shell {
     /// Asks for a path. The native dialog's choice comes back at once; when no dialog can
-    /// open, the status bar says why and an in-app prompt opens, whose answer comes back
-    /// later from [`Shell::answer_for`] under the same `id`.
-    pub fn pick(
-        &mut self,
-        id: &'static str,
-        request: super::files::FileRequest,
-    ) -> Option<std::path::PathBuf> {
+    /// open, the status bar says why and an in-app prompt opens, whose answer the shell
+    /// carries out later (a view's own request: the view takes it from
+    /// [`Shell::answer_for`]).
+    pub fn pick(&mut self, request: FileRequest) -> Option<PathBuf> {
         use super::files::{Picked, Prompt};
         match (self.dialog)(&request) {
             Picked::Path(path) => Some(path),
@@ -143,15 +143,19 @@ impl Shell {
                 self.status = Some(Status::error(format!(
                     "{why}: type the path in the window instead"
                 )));
-                self.prompt = Some(Prompt::new(id, request, why));
+                self.prompt = Some(Prompt::new(request, why));
                 None
             }
         }
     }
 
-    /// The path typed into the prompt for `id`, once.
-    pub fn answer_for(&mut self, id: &'static str) -> Option<std::path::PathBuf> {
-        if self.answer.as_ref().is_some_and(|(asked, _)| *asked == id) {
+    /// The path typed into the prompt for `request`, once.
+    pub fn answer_for(&mut self, request: FileRequest) -> Option<PathBuf> {
+        if self
+            .answer
+            .as_ref()
+            .is_some_and(|(asked, _)| *asked == request)
+        {
             self.answer.take().map(|(_, path)| path)
         } else {
             None
@@ -159,7 +163,8 @@ impl Shell {
     }
 }
 
-/// A view of the lab.
+/// A view of the lab. (`Any` lets tests reach a concrete view through trait upcasting, see
+/// [`super::AtmcApp::get`]; the shell itself asks views only through this trait.)
 pub trait View: Any {
     /// Takes the worker's latest snapshot; called once a frame before anything is drawn, so
     /// the controls and the central area agree on what they show.
@@ -198,8 +203,14 @@ pub trait View: Any {
     }
     /// Hides what depends on timing so offscreen pictures are reproducible.
     fn set_reproducible(&mut self, _on: bool) {}
-    /// For downcasting in tests and tools.
-    fn as_any(&self) -> &dyn Any;
-    /// For downcasting in tests and tools.
-    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// A line for the status bar of the other tabs while the view is hidden and goes on
+    /// working (a training run); None when it has nothing to say there.
+    fn background_status(&self) -> Option<String> {
+        None
+    }
+    /// Opens a file the view reads itself (the Sweeps tab: a sweep's results or a sweep
+    /// file); an error for a view that opens no files.
+    fn open_file(&mut self, _path: &Path) -> Result<(), String> {
+        Err("this view opens no files".into())
+    }
 }

@@ -16,7 +16,6 @@ use crate::engine::{Axis, BackendChoice, HistogramSpec};
 use crate::preset::{AnyPreset, Comparison};
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Line, PlotPoints};
-use std::any::Any;
 
 /// Line colours of the columns in the shared plots.
 pub const COLUMN_COLORS: [Color32; 4] = [
@@ -576,13 +575,5 @@ impl View for CompareView {
                 .session
                 .with_snapshot(|s| s.histograms.len() == 2 && s.specs == specs)
         })
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }

@@ -7,7 +7,7 @@ pub mod session;
 
 use super::colormap::Colormap;
 use super::controls::{self, Actions, slider};
-use super::files::{FileRequest, PickKind};
+use super::files::FileRequest;
 use super::overlay::OverlayImage;
 use super::plots::{reliability_diagram, small_plot};
 use super::texture::{CachedTexture, key_of};
@@ -24,7 +24,6 @@ use crate::preset::{AnyPreset, MlpPreset};
 use egui::{Color32, Rect, RichText, Sense, Slider, Ui, Vec2, pos2};
 use egui_plot::{Bar, BarChart, HLine, Legend, Line, PlotPoints, Points, VLine};
 use session::{MapData, MlpCommand, MlpSession, MlpSnapshot};
-use std::any::Any;
 
 /// Class colours (colour-blind-safe first two: blue and orange).
 const CLASS_COLORS: [Color32; 8] = [
@@ -692,9 +691,6 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
     });
 }
 
-/// Id of the data set's file request.
-const LOAD_CSV: &str = "mlp: load csv";
-
 fn data_controls(ui: &mut Ui, p: &mut MlpPreset, shell: &mut Shell) {
     let d = &mut p.network.data;
     egui::ComboBox::from_label("data set")
@@ -710,12 +706,9 @@ fn data_controls(ui: &mut Ui, p: &mut MlpPreset, shell: &mut Shell) {
         .on_hover_text("x,y,label per line (label 0–7); a header line and # comments are fine")
         .clicked();
     let picked = if asked {
-        shell.pick(
-            LOAD_CSV,
-            FileRequest::new("Load CSV", PickKind::Open).filter("CSV", &["csv", "txt", "tsv"]),
-        )
+        shell.pick(FileRequest::LoadCsv)
     } else {
-        shell.answer_for(LOAD_CSV)
+        shell.answer_for(FileRequest::LoadCsv)
     };
     if let Some(path) = picked {
         d.source = DataSource::Csv {
@@ -950,13 +943,5 @@ impl View for MlpView {
                     && s.run_to.is_none()
                     && s.map.as_ref().is_some_and(|m| m.step == s.step))
         })
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }

@@ -16,7 +16,6 @@ use crate::math::Grid2;
 use crate::preset::{AnyPreset, PlotPanel, Preset};
 use egui::{Color32, RichText, Ui};
 use session::{Command, Session, Snapshot};
-use std::any::Any;
 
 /// Where the three portraits look.
 #[derive(Clone, Copy, Debug)]
@@ -574,13 +573,5 @@ impl View for PosteriorView {
         let specs = self.specs();
         self.session
             .with_snapshot(|s| s.histograms.len() == 3 && s.specs == specs)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }

@@ -13,17 +13,10 @@ use crate::preset::{AnyPreset, MlpPreset, Preset};
 use crate::sweep::{self, Merged, Shard, Slice2d};
 use egui::{Color32, Rect, RichText, Ui};
 use egui_plot::{Line, Plot, PlotImage, PlotPoint, PlotPoints, Points};
-use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Where sweeps started from the app write their points (in the working directory).
-pub const SWEEP_FOLDER: &str = "atmc-lab-sweeps";
-
-/// Id of the view's own file request.
-const OPEN_ID: &str = "sweep view: open";
 
 /// Statistics offered first, when the records have them.
 const PREFERRED: [&str; 8] = [
@@ -38,7 +31,7 @@ const PREFERRED: [&str; 8] = [
 ];
 
 /// A sweep running on a background thread of the app, writing its shard file in a folder
-/// of [`SWEEP_FOLDER`] (resumed when the same sweep starts again).
+/// of the app's sweeps folder (resumed when the same sweep starts again).
 pub struct BackgroundSweep {
     thread: Option<std::thread::JoinHandle<anyhow::Result<sweep::ShardReport>>>,
     cancel: Arc<AtomicBool>,
@@ -59,16 +52,22 @@ pub struct Polled {
 }
 
 impl BackgroundSweep {
-    /// The folder a sweep named `name` runs in: named by its content too, so that an edited
-    /// sweep starts afresh instead of being refused for holding another sweep's points.
-    pub fn folder(loaded: &Sweep, name: &str) -> PathBuf {
+    /// The folder of `sweeps` a sweep named `name` runs in: named by its content too, so
+    /// that an edited sweep starts afresh instead of being refused for holding another
+    /// sweep's points.
+    pub fn folder(sweeps: &Path, loaded: &Sweep, name: &str) -> PathBuf {
         let hash = sweep::header(loaded, Shard::ALL).sweep_hash;
-        Path::new(SWEEP_FOLDER).join(format!("{name}-{}", &hash[..8.min(hash.len())]))
+        sweeps.join(format!("{name}-{}", &hash[..8.min(hash.len())]))
     }
 
-    /// Starts `loaded` in [`Self::folder`].
-    pub fn start(loaded: Sweep, name: &str, backend: BackendChoice) -> Result<Self, String> {
-        let dir = Self::folder(&loaded, name);
+    /// Starts `loaded` in its [folder](Self::folder) of `sweeps`.
+    pub fn start(
+        loaded: Sweep,
+        sweeps: &Path,
+        name: &str,
+        backend: BackendChoice,
+    ) -> Result<Self, String> {
+        let dir = Self::folder(sweeps, &loaded, name);
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let cancel = Arc::new(AtomicBool::new(false));
@@ -173,6 +172,8 @@ pub struct SweepView {
     /// The shipped sweeps, parsed once (each point checked): for the buttons and their hover.
     shipped: Vec<(&'static str, Result<Sweep, String>)>,
     backend: BackendChoice,
+    /// Where sweeps run here write their points.
+    folder: PathBuf,
 }
 
 /// What a slice of the table depends on.
@@ -185,8 +186,9 @@ struct SliceKey {
 }
 
 impl SweepView {
-    /// An empty view (a sweep is opened from the controls or the File menu).
-    pub fn new(backend: BackendChoice) -> Self {
+    /// An empty view (a sweep is opened from the controls or the File menu) that runs
+    /// sweeps in `folder`.
+    pub fn new(backend: BackendChoice, folder: PathBuf) -> Self {
         Self {
             file: None,
             table: None,
@@ -204,11 +206,12 @@ impl SweepView {
             slice_cache: None,
             shipped: Vec::new(),
             backend,
+            folder,
         }
     }
 
     /// Opens a sweep's results: a merged table or a shard file (`.jsonl`), or a sweep file
-    /// (`.ron`), which then runs here into [`SWEEP_FOLDER`] (resuming what an earlier run of
+    /// (`.ron`), which then runs here into the view's folder (resuming what an earlier run of
     /// it left).
     pub fn open(&mut self, path: &Path) -> Result<(), String> {
         if path.extension().and_then(|e| e.to_str()) == Some("ron") {
@@ -232,7 +235,7 @@ impl SweepView {
     pub fn start(&mut self, loaded: Sweep, name: &str) -> Result<(), String> {
         self.cancel();
         let header = sweep::header(&loaded, Shard::ALL);
-        let run = BackgroundSweep::start(loaded, name, self.backend)?;
+        let run = BackgroundSweep::start(loaded, &self.folder, name, self.backend)?;
         self.file = Some(run.file.clone());
         self.run = Some(run);
         // The header is written before the first point: show the empty map at once.
@@ -364,10 +367,9 @@ impl SweepView {
     }
 
     fn open_dialog(&mut self, shell: &mut Shell) {
-        use super::files::{FileRequest, PickKind};
-        let request = FileRequest::new("Open sweep", PickKind::Open)
-            .filter("sweep results or sweep file", &["jsonl", "ron"]);
-        if let Some(path) = shell.pick(OPEN_ID, request) {
+        // A path typed into the prompt instead comes back through the shell's File → Open
+        // sweep, which opens it here.
+        if let Some(path) = shell.pick(super::files::FileRequest::OpenSweep) {
             self.open_reporting(&path, shell);
         }
     }
@@ -743,9 +745,6 @@ impl View for SweepView {
     fn refresh(&mut self) {}
 
     fn controls(&mut self, ui: &mut Ui, shell: &mut Shell) {
-        if let Some(path) = shell.answer_for(OPEN_ID) {
-            self.open_reporting(&path, shell);
-        }
         ui.heading("Sweep");
         if ui
             .button("Open results or sweep file…")
@@ -926,12 +925,8 @@ impl View for SweepView {
         self.error.clone()
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
+    fn open_file(&mut self, path: &Path) -> Result<(), String> {
+        self.open(path)
     }
 }
 
@@ -963,7 +958,7 @@ mod tests {
 
     #[test]
     fn the_view_picks_again_while_its_own_pick_is_flat_but_keeps_the_users() {
-        let mut view = SweepView::new(BackendChoice::Cpu);
+        let mut view = SweepView::new(BackendChoice::Cpu, PathBuf::new());
         // A running sweep's first point: nothing varies yet.
         view.show(table(&[(0.0, 0.1)]));
         assert_eq!(view.statistic, "diverged_fraction");

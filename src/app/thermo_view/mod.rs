@@ -17,8 +17,7 @@ use crate::sweep::thermo_table::{Row, Table, table};
 use crate::sweep::{self, Merged};
 use egui::{Color32, Rect, RichText, Ui};
 use egui_plot::{Legend, Line, LineStyle, PlotImage, PlotPoint, PlotPoints, Points};
-use std::any::Any;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The problems offered, by shipped preset name.
@@ -58,6 +57,8 @@ pub struct ThermoView {
     pub selected: usize,
     error: Option<String>,
     backend: BackendChoice,
+    /// Where the sweeps run (each in a folder of its own, with the base preset beside).
+    folder: PathBuf,
     globe: (f32, f32),
     textures: Vec<egui::TextureHandle>,
     texture_key: Option<(usize, usize)>,
@@ -65,8 +66,8 @@ pub struct ThermoView {
 }
 
 impl ThermoView {
-    /// The view on the quadratic's known answer, not yet run.
-    pub fn new(backend: BackendChoice) -> Self {
+    /// The view on the quadratic's known answer, not yet run; its sweeps run in `folder`.
+    pub fn new(backend: BackendChoice, folder: PathBuf) -> Self {
         let base = AnyPreset::load("thermo-quadratic").expect("a shipped preset");
         Self {
             base,
@@ -78,6 +79,7 @@ impl ThermoView {
             selected: 0,
             error: None,
             backend,
+            folder,
             globe: (0.6, 0.5),
             textures: Vec::new(),
             texture_key: None,
@@ -107,7 +109,7 @@ impl ThermoView {
     /// Starts the sweep in the background (resuming one with the same settings).
     pub fn start(&mut self) -> Result<(), String> {
         self.cancel();
-        let folder = Path::new(super::sweep_view::SWEEP_FOLDER);
+        let folder = &self.folder;
         std::fs::create_dir_all(folder)
             .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
         // The base as edited here, written next to the sweep so the sweep file can name it.
@@ -128,8 +130,12 @@ impl ThermoView {
         let loaded = Sweep::parse(&text, "thermodynamics sweep", Path::new("."))
             .map_err(|e| e.to_string())?;
         let header = sweep::header(&loaded, sweep::Shard::ALL);
-        let run =
-            BackgroundSweep::start(loaded, &format!("thermo-{}", self.problem), self.backend)?;
+        let run = BackgroundSweep::start(
+            loaded,
+            folder,
+            &format!("thermo-{}", self.problem),
+            self.backend,
+        )?;
         self.run = Some(run);
         self.show(Merged {
             header,
@@ -875,13 +881,5 @@ impl View for ThermoView {
 
     fn error(&self) -> Option<String> {
         self.error.clone()
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }

@@ -6,7 +6,7 @@
 pub mod session;
 
 use super::controls::slider;
-use super::files::{FileRequest, PickKind};
+use super::files::FileRequest;
 use super::plots::{reliability_diagram, small_plot};
 use super::view::{Action, Shell, View};
 use crate::app::plots::Outlined;
@@ -17,7 +17,6 @@ use crate::train::trainer::{OptimizerKind, TrainConfig};
 use egui::{Color32, RichText, Slider, Ui};
 use egui_plot::{HLine, Line, PlotPoints};
 use session::{TrainCommand, TrainSession, TrainSnapshot, TrainStatus};
-use std::any::Any;
 use std::path::PathBuf;
 
 const ACCENT: Color32 = Color32::from_rgb(255, 170, 60);
@@ -108,14 +107,14 @@ impl TrainingView {
 
     fn configuration(&mut self, ui: &mut Ui, shell: &mut Shell) {
         // Paths typed into the prompt where no file dialog could open.
-        if let Some(dir) = shell.answer_for(DATA_FOLDER) {
+        if let Some(dir) = shell.answer_for(FileRequest::DataFolder) {
             self.config.data = dir;
         }
-        if let Some(file) = shell.answer_for(CIFAR_ARCHIVE) {
+        if let Some(file) = shell.answer_for(FileRequest::CifarArchive) {
             self.config.data = file;
             self.config.dataset = DatasetKind::Cifar10;
         }
-        if let Some(dir) = shell.answer_for(CHECKPOINT_FOLDER) {
+        if let Some(dir) = shell.answer_for(FileRequest::CheckpointFolder) {
             self.checkpoint = dir.display().to_string();
         }
         let c = &mut self.config;
@@ -127,10 +126,7 @@ impl TrainingView {
         });
         ui.horizontal(|ui| {
             if ui.button("Data folder…").clicked()
-                && let Some(dir) = shell.pick(
-                    DATA_FOLDER,
-                    FileRequest::new("Data folder", PickKind::Folder),
-                )
+                && let Some(dir) = shell.pick(FileRequest::DataFolder)
             {
                 c.data = dir;
             }
@@ -138,11 +134,7 @@ impl TrainingView {
                 .button("CIFAR-10 .tar.gz…")
                 .on_hover_text("The official cifar-10-binary.tar.gz, read as it is")
                 .clicked()
-                && let Some(file) = shell.pick(
-                    CIFAR_ARCHIVE,
-                    FileRequest::new("CIFAR-10 archive", PickKind::Open)
-                        .filter("tar.gz", &["gz", "tgz"]),
-                )
+                && let Some(file) = shell.pick(FileRequest::CifarArchive)
             {
                 c.data = file;
                 c.dataset = DatasetKind::Cifar10;
@@ -306,10 +298,7 @@ impl TrainingView {
         });
         ui.horizontal(|ui| {
             if ui.button("Choose…").clicked()
-                && let Some(dir) = shell.pick(
-                    CHECKPOINT_FOLDER,
-                    FileRequest::new("Checkpoint folder", PickKind::Folder),
-                )
+                && let Some(dir) = shell.pick(FileRequest::CheckpointFolder)
             {
                 self.checkpoint = dir.display().to_string();
             }
@@ -517,11 +506,6 @@ impl TrainingView {
     }
 }
 
-// Ids of the view's file requests (see `Shell::pick`).
-const DATA_FOLDER: &str = "training: data folder";
-const CIFAR_ARCHIVE: &str = "training: cifar archive";
-const CHECKPOINT_FOLDER: &str = "training: checkpoint folder";
-
 /// `2 hours`, `89 seconds`, `12 seconds`: indicatif's rounding to the nearest whole number of
 /// one unit, which moves to the next smaller unit below 1.5 of the larger one (so an estimate
 /// of 1 h 55 min reads `2 hours`, not `1 hour`).
@@ -550,6 +534,12 @@ impl View for TrainingView {
 
     fn status(&self) -> String {
         Self::status_text(&self.snapshot)
+    }
+
+    fn background_status(&self) -> Option<String> {
+        // Hidden, the view does not refresh: read the session's latest snapshot.
+        self.session
+            .with_snapshot(|s| (s.status != TrainStatus::Idle).then(|| Self::status_text(s)))
     }
 
     fn step(&self) -> u32 {
@@ -591,14 +581,6 @@ impl View for TrainingView {
 
     fn settled_at(&mut self, _step: u32) -> bool {
         true
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 
