@@ -18,6 +18,7 @@ pub mod portrait;
 pub mod posterior;
 pub mod record;
 pub mod screenshot;
+pub mod simulated;
 pub mod sweep_view;
 pub mod texture;
 pub mod thermo_view;

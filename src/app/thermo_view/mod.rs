@@ -5,7 +5,6 @@
 //! globe and an equal-area map with the signal-to-noise ratio over time.
 
 use super::colormap::Colormap;
-use super::sweep_view::{BackgroundSweep, Polled};
 use super::view::{Action, Shell, Status, View};
 use crate::app::plots::Outlined;
 use crate::diagnostics::thermodynamics::{
@@ -17,6 +16,7 @@ use crate::math::{SamplerKind, Target};
 use crate::preset::AnyPreset;
 use crate::preset::sweep_file::{Sweep, apply};
 use crate::runner::thermo_measure::Histogram;
+use crate::sweep::background::{BackgroundSweep, Polled};
 use crate::sweep::thermo_table::{Row, Table, table};
 use crate::sweep::{self, Merged};
 use egui::{Color32, Rect, RichText, Ui};
