@@ -449,6 +449,39 @@ pub fn show(
 mod tests {
     use super::*;
 
+    /// The target is built once per target, and the contours traced once per grid of exact
+    /// masses: a frame that draws them again reuses both.
+    #[test]
+    fn a_backdrop_is_rebuilt_only_for_a_new_target() {
+        let gaussian = |sigma2| TargetSpec::Gaussian {
+            mean: [0.0; 2],
+            sigma1: 1.0,
+            sigma2,
+            rho: 0.3,
+        };
+        let mut backdrop = Backdrop::new(&gaussian(2.0));
+        let grid = *backdrop.grid();
+        assert_eq!(grid, gaussian(2.0).build().default_grid());
+        assert!(backdrop.contours(None).is_empty());
+        let (masses, _) = gaussian(2.0).build().cell_masses(&grid);
+        let truth = (grid, masses);
+        let traced = backdrop.contours(Some(&truth)).as_ptr();
+        assert!(!backdrop.contours(Some(&truth)).is_empty());
+        assert_eq!(
+            backdrop.contours(Some(&truth)).as_ptr(),
+            traced,
+            "traced again"
+        );
+        backdrop.set_target(&gaussian(2.0));
+        assert_eq!(backdrop.contours(Some(&truth)).as_ptr(), traced, "rebuilt");
+        backdrop.set_target(&gaussian(3.0));
+        assert_ne!(*backdrop.grid(), grid, "the new target's grid");
+        assert!(
+            backdrop.contours.is_none(),
+            "the old target's contours are dropped"
+        );
+    }
+
     #[test]
     fn resolution_grows_with_the_ensemble() {
         assert_eq!(resolution(100), 32);

@@ -387,6 +387,22 @@ pub fn run<S: Simulation>(sim: &mut S, rx: Receiver<Message<S::Command>>, pacing
 mod tests {
     use super::*;
 
+    /// The UI keeps the snapshot it took while the worker publishes the next, and taking
+    /// one copies nothing.
+    #[test]
+    fn a_published_snapshot_replaces_the_latest_and_leaves_a_held_one_alone() {
+        let latest = Latest::new(vec![1]);
+        let held = latest.get();
+        latest.publish(vec![2]);
+        assert_eq!(*held, [1]);
+        assert_eq!(*latest.get(), [2]);
+        latest.update(|v| v.push(3));
+        assert_eq!(*latest.get(), [2, 3]);
+        assert!(Arc::ptr_eq(&latest.get(), &latest.get()));
+    }
+
+    /// A playing simulation waits for the UI to take its snapshot, but never longer than
+    /// MAX_AHEAD (a hidden window must not stop the chains).
     #[test]
     fn transport_runs_steps_and_stops_at_the_target() {
         let mut t = Transport::new(false);
@@ -412,8 +428,6 @@ mod tests {
 mod pacing_tests {
     use super::*;
 
-    /// A playing simulation waits for the UI to take its snapshot, but never longer than
-    /// MAX_AHEAD (a hidden window must not stop the chains).
     #[test]
     fn pacing_waits_for_the_ui_but_not_forever() {
         let p = Pacing::default();
