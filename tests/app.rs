@@ -186,7 +186,7 @@ fn values_beyond_a_sliders_ends_are_kept_and_the_far_warning_shows() {
     let mut h = harness(many, [1280, 720], 1.0, BackendChoice::Cpu);
     run_to_step(&mut h, 80).unwrap();
     h.run_steps(3);
-    let far = view(&h).session().snapshot().far_from_target;
+    let far = view(&h).session().snapshot().far_from_target.clone();
     assert!(
         far.as_deref().is_some_and(|f| f.contains("Var θ")),
         "{far:?}"

@@ -25,6 +25,7 @@ pub mod portrait;
 pub mod posterior;
 pub mod record;
 pub mod screenshot;
+pub mod simulated;
 pub mod sweep_view;
 pub mod tabs;
 pub mod texture;

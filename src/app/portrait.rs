@@ -5,9 +5,11 @@ use super::axes::round_ticks;
 use super::colormap::Colormap;
 use super::overlay::OverlayImage;
 use super::texture::CachedTexture;
-use crate::diagnostics::views::Segment;
+use crate::diagnostics::growth::Extents;
+use crate::diagnostics::views::{PortraitRanges, Segment, hpd_contours, portrait_ranges};
 use crate::engine::Axis;
-use crate::math::{Chain2, Grid2};
+use crate::engine::Moments;
+use crate::math::{Chain2, Grid2, SamplerSpec, TargetSpec};
 use egui::{Color32, Pos2, Rect, Sense, Shape, Stroke, Vec2, pos2};
 use glam::DVec2;
 use std::collections::VecDeque;
@@ -17,6 +19,71 @@ use std::collections::VecDeque;
 pub fn resolution(chains: u32) -> u32 {
     let r = (f64::from(chains) / 6.0).sqrt();
     ((r / 16.0).round() as u32 * 16).clamp(32, 256)
+}
+
+/// What the θ₁–θ₂ portraits of one target are drawn over, built once per target: its
+/// display grid (from which the portraits auto-range) and the HPD contours of the exact
+/// masses a worker computed. Building a target can be costly (the logistic one generates its
+/// data, fits a Laplace approximation and integrates up to ten 192² grids), so a view keeps
+/// one `Backdrop` and rebuilds it only when the target changes.
+#[derive(Debug)]
+pub struct Backdrop {
+    target: TargetSpec,
+    grid: Grid2,
+    contours: Option<(Grid2, Vec<Segment>)>,
+}
+
+impl Backdrop {
+    /// The backdrop of `target`.
+    pub fn new(target: &TargetSpec) -> Self {
+        Self {
+            target: target.clone(),
+            grid: target.build().default_grid(),
+            contours: None,
+        }
+    }
+
+    /// Follows an edited target (rebuilt only when it changed).
+    pub fn set_target(&mut self, target: &TargetSpec) {
+        if *target != self.target {
+            *self = Self::new(target);
+        }
+    }
+
+    /// The target's display grid.
+    pub fn grid(&self) -> &Grid2 {
+        &self.grid
+    }
+
+    /// Auto-ranges of the portraits over this target (see [`portrait_ranges`]).
+    pub fn ranges(
+        &self,
+        coordinate: usize,
+        sampler: &SamplerSpec,
+        moments: Option<&Moments>,
+        extents: Option<&Extents>,
+    ) -> PortraitRanges {
+        portrait_ranges(
+            &self.grid,
+            coordinate,
+            sampler.mass,
+            sampler.temperature,
+            moments,
+            extents,
+        )
+    }
+
+    /// The 50/90/99% HPD contours of the exact masses `truth` (traced again only when their
+    /// grid changes).
+    pub fn contours(&mut self, truth: Option<&(Grid2, Vec<f64>)>) -> &[Segment] {
+        let Some((grid, masses)) = truth else {
+            return &[];
+        };
+        if self.contours.as_ref().is_none_or(|(g, _)| g != grid) {
+            self.contours = Some((*grid, hpd_contours(grid, masses, &[0.5, 0.9, 0.99])));
+        }
+        self.contours.as_ref().map_or(&[], |(_, segments)| segments)
+    }
 }
 
 /// The visible data range of a portrait.
@@ -381,6 +448,39 @@ pub fn show(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The target is built once per target, and the contours traced once per grid of exact
+    /// masses: a frame that draws them again reuses both.
+    #[test]
+    fn a_backdrop_is_rebuilt_only_for_a_new_target() {
+        let gaussian = |sigma2| TargetSpec::Gaussian {
+            mean: [0.0; 2],
+            sigma1: 1.0,
+            sigma2,
+            rho: 0.3,
+        };
+        let mut backdrop = Backdrop::new(&gaussian(2.0));
+        let grid = *backdrop.grid();
+        assert_eq!(grid, gaussian(2.0).build().default_grid());
+        assert!(backdrop.contours(None).is_empty());
+        let (masses, _) = gaussian(2.0).build().cell_masses(&grid);
+        let truth = (grid, masses);
+        let traced = backdrop.contours(Some(&truth)).as_ptr();
+        assert!(!backdrop.contours(Some(&truth)).is_empty());
+        assert_eq!(
+            backdrop.contours(Some(&truth)).as_ptr(),
+            traced,
+            "traced again"
+        );
+        backdrop.set_target(&gaussian(2.0));
+        assert_eq!(backdrop.contours(Some(&truth)).as_ptr(), traced, "rebuilt");
+        backdrop.set_target(&gaussian(3.0));
+        assert_ne!(*backdrop.grid(), grid, "the new target's grid");
+        assert!(
+            backdrop.contours.is_none(),
+            "the old target's contours are dropped"
+        );
+    }
 
     #[test]
     fn resolution_grows_with_the_ensemble() {

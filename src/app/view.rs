@@ -5,6 +5,8 @@
 //! of [`super::tabs::TABS`].
 
 use super::files::FileRequest;
+use super::simulated::SimulationHandle;
+use super::worker::Control;
 use crate::preset::AnyPreset;
 use egui::{Rect, Ui};
 use std::any::Any;
@@ -32,8 +34,7 @@ pub enum Action {
 impl Action {
     /// The worker message of a transport action for a simulation that is `playing` or not;
     /// None for the actions that edit the preset instead.
-    pub fn control(self, playing: bool) -> Option<super::worker::Control> {
-        use super::worker::Control;
+    pub fn control(self, playing: bool) -> Option<Control> {
         match self {
             Action::TogglePlay => Some(Control::Play(!playing)),
             Action::Play => Some(Control::Play(true)),
@@ -163,39 +164,74 @@ impl Shell {
     }
 }
 
-/// A view of the lab. (`Any` lets tests reach a concrete view through trait upcasting, see
+/// A view of the lab. A simulation view names its worker in [`View::simulation`], and the
+/// defaults drive it (status, step, pause when hidden, transport, run to a step); without
+/// one (Sweeps, Training, Thermodynamics) there is nothing to pause, export or run to.
+/// (`Any` lets tests reach a concrete view through trait upcasting, see
 /// [`super::AtmcApp::get`]; the shell itself asks views only through this trait.)
 pub trait View: Any {
     /// Takes the worker's latest snapshot; called once a frame before anything is drawn, so
     /// the controls and the central area agree on what they show.
-    fn refresh(&mut self);
+    fn refresh(&mut self) {}
     /// Fills the control panel on the left.
     fn controls(&mut self, ui: &mut Ui, shell: &mut Shell);
     /// Fills the central area.
     fn central(&mut self, ui: &mut Ui, shell: &mut Shell);
+    /// The worker the view simulates with, if it has one.
+    fn simulation(&self) -> Option<&dyn SimulationHandle> {
+        None
+    }
     /// One line for the status bar: backend, step, speed.
-    fn status(&self) -> String;
+    fn status(&self) -> String {
+        self.simulation().map(|s| s.status()).unwrap_or_default()
+    }
     /// Steps done by the view's chains at the latest snapshot.
-    fn step(&self) -> u32;
+    fn step(&self) -> u32 {
+        self.simulation().map_or(0, |s| s.step())
+    }
     /// Shown or hidden. A hidden simulation pauses so that the views never share the cores
     /// (a training run goes on: it is meant to).
-    fn set_visible(&mut self, visible: bool);
+    fn set_visible(&mut self, visible: bool) {
+        if let Some(s) = self.simulation()
+            && !visible
+        {
+            s.control(Control::Play(false));
+        }
+    }
     /// Play, pause, single steps, reset, the friction sign and the speed (from the keyboard
     /// or the menu).
-    fn act(&mut self, action: Action);
+    fn act(&mut self, action: Action) {
+        if let Some(s) = self.simulation() {
+            s.transport(action);
+        }
+    }
     /// The preset the view runs, for Save preset (None when the view has no preset).
-    fn preset(&self) -> Option<AnyPreset>;
+    fn preset(&self) -> Option<AnyPreset> {
+        None
+    }
     /// Loads a preset of the view's kind (the chains start over); false for another kind.
-    fn load(&mut self, preset: AnyPreset) -> bool;
+    fn load(&mut self, _preset: AnyPreset) -> bool {
+        false
+    }
     /// The time series as CSV text, for Export CSV.
-    fn series_csv(&self) -> Option<String>;
+    fn series_csv(&self) -> Option<String> {
+        None
+    }
     /// The panels that can be exported as PNG: label and where they were drawn last.
-    fn panels(&self) -> Vec<(String, Rect)>;
+    fn panels(&self) -> Vec<(String, Rect)> {
+        Vec::new()
+    }
     /// Runs to `step` and pauses there (offscreen pictures).
-    fn run_to(&mut self, step: u32);
+    fn run_to(&mut self, step: u32) {
+        if let Some(s) = self.simulation() {
+            s.control(Control::RunTo(step));
+        }
+    }
     /// Whether the picture of step `step` is complete: the worker is paused there and every
     /// panel has what it draws. May adjust auto-ranging views to settle them.
-    fn settled_at(&mut self, step: u32) -> bool;
+    fn settled_at(&mut self, _step: u32) -> bool {
+        true
+    }
     /// What keeps the view from running its preset (a data file that cannot be read), if
     /// anything: a picture of it must not pass for a result.
     fn error(&self) -> Option<String> {

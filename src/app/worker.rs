@@ -3,7 +3,7 @@
 //! live however long a tick takes.
 //!
 //! [`WorkerHandle`] is the UI's end: messages go in through a channel, the latest snapshot
-//! comes out through a mutex, and dropping the handle stops the thread. [`run`] is the loop
+//! comes out as an `Arc` ([`Latest`]), and dropping the handle stops the thread. [`run`] is the loop
 //! every simulation worker shares; a [`Simulation`] only says what a command, a reset and a
 //! tick do. Every random number is a function of (seed, chain, step), so where the tick
 //! boundaries fall does not change the chains.
@@ -60,42 +60,80 @@ impl Pacing {
     }
 }
 
+/// The latest snapshot of a worker, shared with the UI: the worker swaps in a new `Arc`
+/// after every tick, and the UI takes the `Arc` (never a copy of the snapshot), so the lock
+/// is held for a pointer swap at either end.
+#[derive(Debug)]
+pub struct Latest<S>(Mutex<Arc<S>>);
+
+impl<S> Latest<S> {
+    /// Shares `initial` until the worker publishes.
+    pub fn new(initial: S) -> Self {
+        Self(Mutex::new(Arc::new(initial)))
+    }
+
+    /// Replaces the snapshot; the previous one is freed once the UI lets go of it.
+    pub fn publish(&self, snapshot: S) {
+        let previous = std::mem::replace(
+            &mut *self.0.lock().expect("snapshot lock"),
+            Arc::new(snapshot),
+        );
+        drop(previous);
+    }
+
+    /// The latest snapshot.
+    pub fn get(&self) -> Arc<S> {
+        self.0.lock().expect("snapshot lock").clone()
+    }
+
+    /// Changes some fields of the latest snapshot (after a copy of it, when the UI still
+    /// holds it): for workers that publish a few fields at a time.
+    pub fn update(&self, change: impl FnOnce(&mut S))
+    where
+        S: Clone,
+    {
+        let mut next = S::clone(&self.get());
+        change(&mut next);
+        self.publish(next);
+    }
+}
+
 /// Messages in, snapshots out.
 pub struct WorkerHandle<C: QuitCommand, S> {
     commands: Sender<C>,
-    shared: Arc<Mutex<S>>,
+    latest: Arc<Latest<S>>,
     pacing: Arc<Pacing>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl<C: QuitCommand + Send + 'static, S: Clone + Send + 'static> WorkerHandle<C, S> {
+impl<C: QuitCommand + Send + 'static, S: Send + Sync + 'static> WorkerHandle<C, S> {
     /// Spawns thread `name` running `body` on the message channel and the shared snapshot,
     /// which starts as `initial`.
     pub fn spawn(
         name: &str,
         initial: S,
-        body: impl FnOnce(Receiver<C>, Arc<Mutex<S>>) + Send + 'static,
+        body: impl FnOnce(Receiver<C>, Arc<Latest<S>>) + Send + 'static,
     ) -> Self {
-        Self::spawn_paced(name, initial, move |rx, shared, _| body(rx, shared))
+        Self::spawn_paced(name, initial, move |rx, latest, _| body(rx, latest))
     }
 
     /// [`Self::spawn`] for a simulation paced to the UI's frames ([`Pacing`]).
     pub fn spawn_paced(
         name: &str,
         initial: S,
-        body: impl FnOnce(Receiver<C>, Arc<Mutex<S>>, Arc<Pacing>) + Send + 'static,
+        body: impl FnOnce(Receiver<C>, Arc<Latest<S>>, Arc<Pacing>) + Send + 'static,
     ) -> Self {
         let (tx, rx) = channel();
-        let shared = Arc::new(Mutex::new(initial));
+        let latest = Arc::new(Latest::new(initial));
         let pacing = Arc::new(Pacing::default());
-        let (worker_shared, worker_pacing) = (shared.clone(), pacing.clone());
+        let (worker_latest, worker_pacing) = (latest.clone(), pacing.clone());
         let thread = std::thread::Builder::new()
             .name(name.into())
-            .spawn(move || body(rx, worker_shared, worker_pacing))
+            .spawn(move || body(rx, worker_latest, worker_pacing))
             .expect("spawn a worker thread");
         Self {
             commands: tx,
-            shared,
+            latest,
             pacing,
             thread: Some(thread),
         }
@@ -106,16 +144,15 @@ impl<C: QuitCommand + Send + 'static, S: Clone + Send + 'static> WorkerHandle<C,
         let _ = self.commands.send(command);
     }
 
-    /// A copy of the latest snapshot, taken by the UI for a frame (a paced simulation may
-    /// tick again).
-    pub fn snapshot(&self) -> S {
+    /// The latest snapshot, taken by the UI for a frame (a paced simulation may tick again).
+    pub fn snapshot(&self) -> Arc<S> {
         self.pacing.shown();
-        self.shared.lock().expect("snapshot lock").clone()
+        self.latest.get()
     }
 
-    /// Reads the latest snapshot without copying it.
+    /// Reads the latest snapshot without marking it shown.
     pub fn with_snapshot<R>(&self, f: impl FnOnce(&S) -> R) -> R {
-        f(&self.shared.lock().expect("snapshot lock"))
+        f(&self.latest.get())
     }
 }
 
@@ -158,7 +195,7 @@ impl<C> QuitCommand for Message<C> {
     }
 }
 
-impl<C: Send + 'static, S: Clone + Send + 'static> WorkerHandle<Message<C>, S> {
+impl<C: Send + 'static, S: Send + Sync + 'static> WorkerHandle<Message<C>, S> {
     /// Sends a transport message.
     pub fn control(&self, control: Control) {
         self.send(Message::Control(control));
@@ -350,6 +387,22 @@ pub fn run<S: Simulation>(sim: &mut S, rx: Receiver<Message<S::Command>>, pacing
 mod tests {
     use super::*;
 
+    /// The UI keeps the snapshot it took while the worker publishes the next, and taking
+    /// one copies nothing.
+    #[test]
+    fn a_published_snapshot_replaces_the_latest_and_leaves_a_held_one_alone() {
+        let latest = Latest::new(vec![1]);
+        let held = latest.get();
+        latest.publish(vec![2]);
+        assert_eq!(*held, [1]);
+        assert_eq!(*latest.get(), [2]);
+        latest.update(|v| v.push(3));
+        assert_eq!(*latest.get(), [2, 3]);
+        assert!(Arc::ptr_eq(&latest.get(), &latest.get()));
+    }
+
+    /// A playing simulation waits for the UI to take its snapshot, but never longer than
+    /// MAX_AHEAD (a hidden window must not stop the chains).
     #[test]
     fn transport_runs_steps_and_stops_at_the_target() {
         let mut t = Transport::new(false);
@@ -375,8 +428,6 @@ mod tests {
 mod pacing_tests {
     use super::*;
 
-    /// A playing simulation waits for the UI to take its snapshot, but never longer than
-    /// MAX_AHEAD (a hidden window must not stop the chains).
     #[test]
     fn pacing_waits_for_the_ui_but_not_forever() {
         let p = Pacing::default();

@@ -6,6 +6,7 @@
 //! A shard file (`shard-I-of-N.jsonl`) starts with a header line describing the sweep (its
 //! hash, the base preset, the axes) and holds one [`Record`] per line after it.
 
+pub mod background;
 pub mod slurm;
 pub mod thermo_table;
 

@@ -6,12 +6,13 @@
 use super::axes::Scale;
 use super::colormap::Colormap;
 use super::controls;
-use super::portrait::{self, PortraitData, ViewRange};
+use super::portrait::{self, Backdrop, PortraitData, ViewRange};
 use super::posterior::session::{Command, Session, Snapshot};
+use super::simulated::{Simulated, SimulationHandle};
 use super::view::{Action, Shell, View};
 use super::worker::Control;
 use crate::app::plots::Outlined;
-use crate::diagnostics::views::{Segment, hpd_contours, portrait_ranges};
+use crate::diagnostics::views::Segment;
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
 use crate::preset::{AnyPreset, Comparison};
 use egui::{Color32, RichText, Ui};
@@ -27,8 +28,7 @@ pub const COLUMN_COLORS: [Color32; 4] = [
 
 /// One column: its worker and what it draws.
 struct ColumnState {
-    session: Session,
-    snapshot: Snapshot,
+    sim: Simulated<Command, Snapshot>,
     views: [ViewRange; 2],
     textures: [portrait::PortraitTextures; 2],
     rects: [egui::Rect; 2],
@@ -49,7 +49,9 @@ pub struct CompareView {
     /// When the last lockstep target was handed out (slow motion paces them).
     targeted_at: std::time::Instant,
     colormap: Colormap,
-    contour_cache: Option<(crate::math::Grid2, Vec<Segment>)>,
+    /// The target's display grid and contours, built once per target (not once a frame: the
+    /// logistic target generates its data and integrates grids when it is built).
+    backdrop: Backdrop,
 }
 
 impl CompareView {
@@ -61,6 +63,7 @@ impl CompareView {
         playing: bool,
     ) -> Self {
         let mut view = Self {
+            backdrop: Backdrop::new(&comparison.base.target),
             applied: comparison.clone(),
             comparison,
             columns: Vec::new(),
@@ -70,7 +73,6 @@ impl CompareView {
             target_step: 0,
             targeted_at: std::time::Instant::now(),
             colormap: Colormap::inferno(),
-            contour_cache: None,
         };
         view.start_columns();
         view
@@ -79,16 +81,14 @@ impl CompareView {
     /// Starts one worker per column, all paused at step 0.
     fn start_columns(&mut self) {
         let c = &self.comparison;
-        let grid = c.base.target.build().default_grid();
+        self.backdrop.set_target(&c.base.target);
         self.columns = (0..c.columns.len())
             .map(|k| {
                 let preset = c.column_preset(k);
                 let repaint = self.repaint.clone();
-                let r = portrait_ranges(
-                    &grid,
+                let r = self.backdrop.ranges(
                     preset.view.coordinate as usize,
-                    preset.sampler.mass,
-                    preset.sampler.temperature,
+                    &preset.sampler,
                     None,
                     None,
                 );
@@ -96,8 +96,7 @@ impl CompareView {
                     repaint.request_repaint()
                 });
                 ColumnState {
-                    session,
-                    snapshot: Snapshot::default(),
+                    sim: Simulated::new(session),
                     views: [
                         ViewRange::auto(r.theta.0, r.theta.1),
                         ViewRange::auto(r.phase.0, r.phase.1),
@@ -109,12 +108,11 @@ impl CompareView {
             })
             .collect();
         self.target_step = 0;
-        self.contour_cache = None;
     }
 
     /// The workers of the columns (tests wait on them).
     pub fn sessions(&self) -> impl Iterator<Item = &Session> {
-        self.columns.iter().map(|c| &c.session)
+        self.columns.iter().map(|c| c.sim.session())
     }
 
     /// Loads a comparison: every column starts over.
@@ -137,8 +135,9 @@ impl CompareView {
         let restart = self.comparison.base.seed != self.applied.base.seed
             || self.comparison.base.chains != self.applied.base.chains
             || self.comparison.base.init != self.applied.base.init;
+        self.backdrop.set_target(&self.comparison.base.target);
         for (k, column) in self.columns.iter().enumerate() {
-            column.session.command(Command::Apply {
+            column.sim.command(Command::Apply {
                 preset: Box::new(self.comparison.column_preset(k)),
                 restart: false,
                 generation: 0,
@@ -155,17 +154,16 @@ impl CompareView {
     pub fn common_step(&self) -> u32 {
         self.columns
             .iter()
-            .map(|c| c.snapshot.step)
+            .map(|c| c.sim.snapshot().step)
             .min()
             .unwrap_or(0)
     }
 
     /// Lockstep: when every column has arrived at the target, hand out the next one.
     fn drive(&mut self) {
-        let arrived = self
-            .columns
-            .iter()
-            .all(|c| c.snapshot.step >= self.target_step && c.snapshot.run_to.is_none());
+        let arrived = self.columns.iter().all(|c| {
+            c.sim.snapshot().step >= self.target_step && c.sim.snapshot().run_to.is_none()
+        });
         let view = &self.comparison.base.view;
         let per_tick = view.steps_per_frame.max(1);
         // Slow motion: hand out the next target only when its time has come.
@@ -185,7 +183,7 @@ impl CompareView {
         self.targeted_at = std::time::Instant::now();
         self.target_step = self.common_step() + per_tick;
         for c in &self.columns {
-            c.session.control(Control::RunTo(self.target_step));
+            c.sim.control(Control::RunTo(self.target_step));
         }
     }
 
@@ -203,17 +201,14 @@ impl CompareView {
     }
 
     fn follow(&mut self, tolerance: f64) {
-        let base = &self.comparison.base;
-        let grid = base.target.build().default_grid();
+        let coordinate = self.comparison.base.view.coordinate as usize;
         for (k, column) in self.columns.iter_mut().enumerate() {
-            let sampler = &self.comparison.columns[k].sampler;
-            let r = portrait_ranges(
-                &grid,
-                base.view.coordinate as usize,
-                sampler.mass,
-                sampler.temperature,
-                Some(&column.snapshot.moments),
-                column.snapshot.extents.as_ref(),
+            let s = column.sim.snapshot();
+            let r = self.backdrop.ranges(
+                coordinate,
+                &self.comparison.columns[k].sampler,
+                Some(&s.moments),
+                s.extents.as_ref(),
             );
             column.views[0].follow(r.theta, tolerance);
             column.views[1].follow(r.phase, tolerance);
@@ -222,28 +217,10 @@ impl CompareView {
             let specs = self.specs(k);
             let column = &mut self.columns[k];
             if specs != column.sent {
-                column.session.command(Command::Views(specs.clone()));
+                column.sim.command(Command::Views(specs.clone()));
                 column.sent = specs;
             }
         }
-    }
-
-    fn contours(&mut self) -> Vec<Segment> {
-        let Some((grid, masses)) = self
-            .columns
-            .first()
-            .and_then(|c| c.snapshot.contour_truth.clone())
-        else {
-            return Vec::new();
-        };
-        if let Some((g, segs)) = &self.contour_cache
-            && *g == grid
-        {
-            return segs.clone();
-        }
-        let segs = hpd_contours(&grid, &masses, &[0.5, 0.9, 0.99]);
-        self.contour_cache = Some((grid, segs.clone()));
-        segs
     }
 
     fn column(&mut self, ui: &mut Ui, k: usize, side: f32, contours: &[Segment]) {
@@ -253,7 +230,7 @@ impl CompareView {
         let log_scale = self.comparison.base.view.log_scale;
         let coordinate = self.comparison.base.view.coordinate as u8;
         let column = &mut self.columns[k];
-        let s = &column.snapshot;
+        let s = column.sim.snapshot().clone();
         ui.vertical(|ui| {
             // The column is as wide as its portraits: long numbers are cut short (the full
             // line shows on hover), never widening the column past the window.
@@ -347,12 +324,13 @@ impl CompareView {
             Scale::for_values(
                 (0..self.columns.len())
                     .filter(|&k| shown(k))
-                    .flat_map(|k| self.columns[k].snapshot.series.iter().map(f)),
+                    .flat_map(|k| self.columns[k].sim.snapshot().series.iter().map(f)),
             )
         };
         let line = |k: usize, f: Pick, scale: Scale| {
             let points: PlotPoints<'static> = self.columns[k]
-                .snapshot
+                .sim
+                .snapshot()
                 .series
                 .iter()
                 .map(|r| [f64::from(r.step), scale.to_plot(f(r))])
@@ -395,7 +373,7 @@ impl CompareView {
 impl View for CompareView {
     fn refresh(&mut self) {
         for c in &mut self.columns {
-            c.snapshot = c.session.snapshot();
+            c.sim.refresh();
         }
         self.drive();
     }
@@ -451,7 +429,11 @@ impl View for CompareView {
         };
         let rows = columns.div_ceil(per_row);
         let side = side_for(per_row).max(60.0);
-        let contours = self.contours();
+        let truth = self
+            .columns
+            .first()
+            .and_then(|c| c.sim.snapshot().contour_truth.clone());
+        let contours = self.backdrop.contours(truth.as_deref()).to_vec();
         for row in 0..rows {
             ui.horizontal(|ui| {
                 for k in row * per_row..((row + 1) * per_row).min(self.columns.len()) {
@@ -490,12 +472,12 @@ impl View for CompareView {
                 let per_tick = self.comparison.base.view.steps_per_frame.max(1);
                 self.target_step = self.common_step() + per_tick;
                 for c in &self.columns {
-                    c.session.control(Control::RunTo(self.target_step));
+                    c.sim.control(Control::RunTo(self.target_step));
                 }
             }
             Action::Reset => {
                 for c in &self.columns {
-                    c.session.control(Control::Reset);
+                    c.sim.control(Control::Reset);
                 }
                 self.target_step = 0;
             }
@@ -532,7 +514,7 @@ impl View for CompareView {
         let mut out = String::new();
         for (k, c) in self.columns.iter().enumerate() {
             out.push_str(&format!("# {}\n", self.comparison.columns[k].label));
-            out.push_str(&crate::diagnostics::series_csv(&c.snapshot.series));
+            out.push_str(&crate::diagnostics::series_csv(&c.sim.snapshot().series));
         }
         Some(out)
     }
@@ -555,7 +537,7 @@ impl View for CompareView {
         self.playing = false;
         self.target_step = step;
         for c in &self.columns {
-            c.session.control(Control::RunTo(step));
+            c.sim.control(Control::RunTo(step));
         }
     }
 
@@ -564,7 +546,7 @@ impl View for CompareView {
         let arrived = self
             .columns
             .iter()
-            .all(|c| c.snapshot.step >= step && c.snapshot.run_to.is_none());
+            .all(|c| c.sim.snapshot().step >= step && c.sim.snapshot().run_to.is_none());
         if !arrived {
             return false;
         }
@@ -572,7 +554,8 @@ impl View for CompareView {
         (0..self.columns.len()).all(|k| {
             let specs = self.specs(k);
             self.columns[k]
-                .session
+                .sim
+                .session()
                 .with_snapshot(|s| s.histograms.len() == 2 && s.specs == specs)
         })
     }

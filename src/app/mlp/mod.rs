@@ -10,8 +10,9 @@ use super::controls::{self, Actions, slider};
 use super::files::FileRequest;
 use super::overlay::OverlayImage;
 use super::plots::{reliability_diagram, small_plot};
+use super::simulated::{Simulated, SimulationHandle};
 use super::texture::{CachedTexture, key_of};
-use super::view::{Action, Shell, View, simulation_status};
+use super::view::{Action, Shell, View};
 use super::worker::Control;
 use crate::app::plots::Outlined;
 use crate::diagnostics::classification::ClassMetrics;
@@ -44,11 +45,10 @@ const SINGLE: Color32 = Color32::from_rgb(190, 140, 255);
 
 /// The MLP view's state.
 pub struct MlpView {
-    session: MlpSession,
+    sim: Simulated<MlpCommand, MlpSnapshot>,
     /// The preset being edited (the controls' model).
     pub preset: MlpPreset,
     applied: MlpPreset,
-    snapshot: MlpSnapshot,
     /// Each map with the data over it, composed on the CPU into one texture (one textured
     /// quad a map: on a software rasteriser a frame costs the pixels it covers).
     maps: [CachedTexture; 3],
@@ -74,10 +74,9 @@ impl MlpView {
             repaint.request_repaint()
         });
         Self {
-            session,
+            sim: Simulated::new(session),
             applied: preset.clone(),
             preset,
-            snapshot: MlpSnapshot::default(),
             maps: Default::default(),
             dots: None,
             uncertainty: Uncertainty::Entropy,
@@ -88,7 +87,7 @@ impl MlpView {
 
     /// The worker's handle.
     pub fn session(&self) -> &MlpSession {
-        &self.session
+        self.sim.session()
     }
 
     /// Loads a preset: the networks start over.
@@ -103,7 +102,7 @@ impl MlpView {
         if self.preset == self.applied && !restart {
             return;
         }
-        self.session.command(MlpCommand::Apply {
+        self.sim.command(MlpCommand::Apply {
             preset: Box::new(self.preset.clone()),
             restart,
         });
@@ -112,7 +111,8 @@ impl MlpView {
 
     /// The control panel.
     fn control_panel(&mut self, ui: &mut Ui, shell: &mut Shell) {
-        let actions: Actions = controls::transport(ui, self.snapshot.playing, "↺ Reset networks");
+        let playing = self.sim.snapshot().playing;
+        let actions: Actions = controls::transport(ui, playing, "↺ Reset networks");
         if actions.toggle_play {
             self.act(Action::TogglePlay);
         }
@@ -187,9 +187,8 @@ impl MlpView {
 
     /// The maps, tables, portraits and plots.
     fn central_area(&mut self, ui: &mut Ui) {
-        let snapshot = std::mem::take(&mut self.snapshot);
+        let snapshot = self.sim.snapshot().clone();
         self.draw_central(ui, &snapshot);
-        self.snapshot = snapshot;
     }
 
     fn draw_central(&mut self, ui: &mut Ui, s: &MlpSnapshot) {
@@ -258,7 +257,7 @@ impl MlpView {
             s.first_divergence.unwrap_or(s.step)
         );
         if super::explosion_banner(ui, &text, "↺ Reset networks") {
-            self.session.control(Control::Reset);
+            self.sim.control(Control::Reset);
         }
     }
 
@@ -848,7 +847,11 @@ fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) 
 
 impl View for MlpView {
     fn refresh(&mut self) {
-        self.snapshot = self.session.snapshot();
+        self.sim.refresh();
+    }
+
+    fn simulation(&self) -> Option<&dyn SimulationHandle> {
+        Some(&self.sim)
     }
 
     fn controls(&mut self, ui: &mut Ui, shell: &mut Shell) {
@@ -860,41 +863,18 @@ impl View for MlpView {
         self.central_area(ui);
     }
 
-    fn status(&self) -> String {
-        let s = &self.snapshot;
-        simulation_status(
-            s.backend.as_ref(),
-            s.step,
-            s.playing,
-            s.gradients_per_s,
-            "network-gradients/s",
-        )
-    }
-
-    fn step(&self) -> u32 {
-        self.snapshot.step
-    }
-
-    fn set_visible(&mut self, visible: bool) {
-        if !visible {
-            self.session.control(Control::Play(false));
-        }
-    }
-
     fn act(&mut self, action: Action) {
-        match action.control(self.snapshot.playing) {
-            Some(control) => self.session.control(control),
-            None => {
-                let spf = &mut self.preset.view.steps_per_frame;
-                match action {
-                    Action::FlipSign => self.preset.sampler.flip_friction_sign(),
-                    Action::Faster => *spf = (*spf * 2).min(200),
-                    Action::Slower => *spf = (*spf / 2).max(1),
-                    _ => {}
-                }
-                self.apply_changes(false);
-            }
+        if self.sim.transport(action) {
+            return;
         }
+        let spf = &mut self.preset.view.steps_per_frame;
+        match action {
+            Action::FlipSign => self.preset.sampler.flip_friction_sign(),
+            Action::Faster => *spf = (*spf * 2).min(200),
+            Action::Slower => *spf = (*spf / 2).max(1),
+            _ => {}
+        }
+        self.apply_changes(false);
     }
 
     fn preset(&self) -> Option<AnyPreset> {
@@ -912,11 +892,13 @@ impl View for MlpView {
     }
 
     fn series_csv(&self) -> Option<String> {
-        Some(crate::diagnostics::mlp::series_csv(&self.snapshot.series))
+        Some(crate::diagnostics::mlp::series_csv(
+            &self.sim.snapshot().series,
+        ))
     }
 
     fn error(&self) -> Option<String> {
-        self.session.with_snapshot(|s| s.error.clone())
+        self.session().with_snapshot(|s| s.error.clone())
     }
 
     fn panels(&self) -> Vec<(String, Rect)> {
@@ -931,13 +913,9 @@ impl View for MlpView {
         .collect()
     }
 
-    fn run_to(&mut self, step: u32) {
-        self.session.control(Control::RunTo(step));
-    }
-
     /// The maps are evaluated at multiples of `map_every` and at the final step.
     fn settled_at(&mut self, step: u32) -> bool {
-        self.session.with_snapshot(|s| {
+        self.session().with_snapshot(|s| {
             s.error.is_some()
                 || (s.step >= step
                     && s.run_to.is_none()

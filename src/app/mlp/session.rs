@@ -3,14 +3,14 @@
 //! chains, every random number is a function of (seed, chain, step), and evaluations happen
 //! at fixed step counts, so the pictures at step N do not depend on timing.
 
-use crate::app::worker::{Message, Simulation, Transport, WorkerHandle};
+use crate::app::worker::{Latest, Message, Simulation, Transport, WorkerHandle};
 use crate::diagnostics::bounded::BoundedSeries;
 use crate::diagnostics::mlp::{EnsembleEvaluation, Evaluation, MlpSeriesRow, evaluate_with};
 use crate::engine::mlp::{MlpCpuEngine, MlpEngine, MlpReport, ParameterStates, Prediction};
 use crate::engine::{BackendChoice, BackendInfo, create_mlp_engine, gpu::GpuContext};
 use crate::math::{Dataset, Grid2};
 use crate::preset::{Change, MlpPreset};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Rows of the time series kept; older rows are thinned, never dropped.
@@ -40,7 +40,7 @@ pub struct MlpSnapshot {
     /// One row per evaluation.
     pub series: Vec<MlpSeriesRow>,
     /// The predictive maps.
-    pub map: Option<MapData>,
+    pub map: Option<Arc<MapData>>,
     /// The latest evaluation of the ensemble (and of the focus network).
     pub evaluation: Option<EnsembleEvaluation>,
     /// The latest evaluation of the SGD baseline.
@@ -67,6 +67,24 @@ pub struct MlpSnapshot {
     pub gradients_per_s: f64,
     /// Number of networks.
     pub chains: u32,
+}
+
+impl crate::app::simulated::Progress for MlpSnapshot {
+    fn step(&self) -> u32 {
+        self.step
+    }
+
+    fn playing(&self) -> bool {
+        self.playing
+    }
+
+    fn backend(&self) -> Option<&BackendInfo> {
+        self.backend.as_ref()
+    }
+
+    fn rate(&self) -> (f64, &'static str) {
+        (self.gradients_per_s, "network-gradients/s")
+    }
 }
 
 /// The MLP view's commands (transport is [`crate::app::worker::Control`]).
@@ -98,9 +116,9 @@ impl MlpSession {
             chains: preset.chains,
             ..MlpSnapshot::default()
         };
-        WorkerHandle::spawn_paced("atmc-lab mlp engine", initial, move |rx, shared, pacing| {
+        WorkerHandle::spawn_paced("atmc-lab mlp engine", initial, move |rx, latest, pacing| {
             crate::app::worker::run(
-                &mut Worker::new(preset, backend, playing, shared, repaint),
+                &mut Worker::new(preset, backend, playing, latest, repaint),
                 rx,
                 &pacing,
             );
@@ -123,11 +141,11 @@ struct Worker<R: Fn()> {
     error: Option<String>,
     notice: Option<String>,
     transport: Transport,
-    shared: Arc<Mutex<MlpSnapshot>>,
+    latest: Arc<Latest<MlpSnapshot>>,
     repaint: R,
     series: BoundedSeries<MlpSeriesRow>,
     first_divergence: Option<u32>,
-    map: Option<MapData>,
+    map: Option<Arc<MapData>>,
     /// Maps made so far (the next map's serial).
     maps_made: u64,
     evaluation: Option<EnsembleEvaluation>,
@@ -141,7 +159,7 @@ impl<R: Fn()> Worker<R> {
         preset: MlpPreset,
         backend: BackendChoice,
         playing: bool,
-        shared: Arc<Mutex<MlpSnapshot>>,
+        latest: Arc<Latest<MlpSnapshot>>,
         repaint: R,
     ) -> Self {
         let mut w = Self {
@@ -152,7 +170,7 @@ impl<R: Fn()> Worker<R> {
             error: None,
             notice: None,
             transport: Transport::new(playing),
-            shared,
+            latest,
             repaint,
             series: BoundedSeries::new(MAX_SERIES_ROWS),
             first_divergence: None,
@@ -350,12 +368,12 @@ impl<R: Fn()> Worker<R> {
             self.series.replace_last(row);
         }
         self.maps_made += 1;
-        self.map = Some(MapData {
+        self.map = Some(Arc::new(MapData {
             grid,
             prediction,
             step,
             serial: self.maps_made,
-        });
+        }));
         self.evaluation = Some(evaluation);
         self.baseline_eval = Some(baseline.ensemble);
         Ok(())
@@ -375,26 +393,25 @@ impl<R: Fn()> Worker<R> {
             ),
             None => (None, None, None, None),
         };
-        let mut s = self.shared.lock().expect("snapshot lock");
-        s.step = self.report.step;
-        s.report = self.report.clone();
-        s.series.clear();
-        s.series.extend_from_slice(&self.series);
-        s.map.clone_from(&self.map);
-        s.evaluation.clone_from(&self.evaluation);
-        s.baseline.clone_from(&self.baseline_eval);
-        s.baseline_parameter = baseline_parameter;
-        s.parameter = states.map(|st| (parameter, st));
-        s.data = data;
-        s.first_divergence = self.first_divergence;
-        s.backend = backend;
-        s.notice.clone_from(&self.notice);
-        s.error.clone_from(&self.error);
-        s.playing = self.transport.playing;
-        s.run_to = self.transport.run_to;
-        s.gradients_per_s = self.rate;
-        s.chains = self.preset.chains;
-        drop(s);
+        self.latest.publish(MlpSnapshot {
+            step: self.report.step,
+            report: self.report.clone(),
+            series: self.series.to_vec(),
+            map: self.map.clone(),
+            evaluation: self.evaluation.clone(),
+            baseline: self.baseline_eval.clone(),
+            baseline_parameter,
+            parameter: states.map(|st| (parameter, st)),
+            data,
+            first_divergence: self.first_divergence,
+            backend,
+            notice: self.notice.clone(),
+            error: self.error.clone(),
+            playing: self.transport.playing,
+            run_to: self.transport.run_to,
+            gradients_per_s: self.rate,
+            chains: self.preset.chains,
+        });
         (self.repaint)();
     }
 }

@@ -7,12 +7,12 @@ pub mod session;
 use super::colormap::Colormap;
 use super::controls;
 use super::plots;
-use super::portrait::{self, PortraitData, ViewRange};
-use super::view::{Action, Shell, View, simulation_status};
+use super::portrait::{self, Backdrop, PortraitData, ViewRange};
+use super::simulated::{Simulated, SimulationHandle};
+use super::view::{Action, Shell, View};
 use super::worker::Control;
-use crate::diagnostics::views::{Segment, hpd_contours, marginals, portrait_ranges};
+use crate::diagnostics::views::marginals;
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
-use crate::math::Grid2;
 use crate::preset::{AnyPreset, PlotPanel, Preset};
 use egui::{Color32, RichText, Ui};
 use session::{Command, Session, Snapshot};
@@ -51,21 +51,19 @@ impl Replay {
 
 /// The 2-D view's state.
 pub struct PosteriorView {
-    session: Session,
+    sim: Simulated<Command, Snapshot>,
     /// Presets loaded so far: snapshots of an older generation show the previous preset.
     generation: u64,
     /// The preset being edited (the controls' model).
     pub preset: Preset,
     applied: Preset,
-    snapshot: Snapshot,
     views: Views,
     textures: [portrait::PortraitTextures; 3],
     colormap: Colormap,
-    contour_cache: Option<(Grid2, Vec<Segment>)>,
+    /// The applied target's display grid (auto-range of θ) and contours.
+    backdrop: Backdrop,
     panel_rects: [egui::Rect; 3],
     sent_views: Vec<HistogramSpec>,
-    /// The display grid of the applied target (auto-range of θ).
-    target_grid: Grid2,
     replay: Option<Replay>,
 }
 
@@ -76,21 +74,13 @@ impl PosteriorView {
         let session = Session::start(preset.clone(), backend, playing, move || {
             repaint.request_repaint()
         });
-        let target_grid = preset.target.build().default_grid();
-        let r = portrait_ranges(
-            &target_grid,
-            preset.view.coordinate as usize,
-            preset.sampler.mass,
-            preset.sampler.temperature,
-            None,
-            None,
-        );
+        let backdrop = Backdrop::new(&preset.target);
+        let r = backdrop.ranges(preset.view.coordinate as usize, &preset.sampler, None, None);
         let mut view = Self {
-            session,
+            sim: Simulated::new(session),
             generation: 0,
             applied: preset.clone(),
             preset,
-            snapshot: Snapshot::default(),
             views: Views {
                 theta: ViewRange::auto(r.theta.0, r.theta.1),
                 phase: ViewRange::auto(r.phase.0, r.phase.1),
@@ -98,10 +88,9 @@ impl PosteriorView {
             },
             textures: Default::default(),
             colormap: Colormap::inferno(),
-            contour_cache: None,
+            backdrop,
             panel_rects: [egui::Rect::NOTHING; 3],
             sent_views: Vec::new(),
-            target_grid,
             replay: None,
         };
         view.send_views();
@@ -110,7 +99,7 @@ impl PosteriorView {
 
     /// The worker's handle (tests and tools wait on it).
     pub fn session(&self) -> &Session {
-        &self.session
+        self.sim.session()
     }
 
     /// The histograms the three portraits need.
@@ -134,14 +123,14 @@ impl PosteriorView {
     fn send_views(&mut self) {
         let specs = self.specs();
         if specs != self.sent_views {
-            self.session.command(Command::Views(specs.clone()));
+            self.sim.command(Command::Views(specs.clone()));
             self.sent_views = specs;
         }
     }
 
     /// Whether the worker has yet to answer for the preset loaded last.
     pub fn loading(&self) -> bool {
-        self.snapshot.generation < self.generation
+        self.sim.snapshot().generation < self.generation
     }
 
     /// Loads a preset: the chains start over and the portraits auto-range.
@@ -163,13 +152,11 @@ impl PosteriorView {
         if self.preset == self.applied && !restart {
             return;
         }
-        if self.preset.target != self.applied.target {
-            self.target_grid = self.preset.target.build().default_grid();
-        }
+        self.backdrop.set_target(&self.preset.target);
         if restart {
             self.generation += 1;
         }
-        self.session.command(Command::Apply {
+        self.sim.command(Command::Apply {
             preset: Box::new(self.preset.clone()),
             restart,
             generation: self.generation,
@@ -180,35 +167,20 @@ impl PosteriorView {
     /// Moves the auto-ranging views to the ranges of the snapshot (within `tolerance` of
     /// their width; 0 settles them exactly).
     fn follow_views(&mut self, tolerance: f64) {
-        let r = portrait_ranges(
-            &self.target_grid,
+        let s = self.sim.snapshot();
+        let r = self.backdrop.ranges(
             self.preset.view.coordinate as usize,
-            self.preset.sampler.mass,
-            self.preset.sampler.temperature,
-            Some(&self.snapshot.moments),
-            self.snapshot.extents.as_ref(),
+            &self.preset.sampler,
+            Some(&s.moments),
+            s.extents.as_ref(),
         );
         self.views.theta.follow(r.theta, tolerance);
         self.views.phase.follow(r.phase, tolerance);
         self.views.thermostat.follow(r.thermostat, tolerance);
     }
 
-    fn contours(&mut self) -> Vec<Segment> {
-        let Some((grid, masses)) = &self.snapshot.contour_truth else {
-            return Vec::new();
-        };
-        if let Some((g, segs)) = &self.contour_cache
-            && g == grid
-        {
-            return segs.clone();
-        }
-        let segs = hpd_contours(grid, masses, &[0.5, 0.9, 0.99]);
-        self.contour_cache = Some((*grid, segs.clone()));
-        segs
-    }
-
     fn explosion_banner(&self, ui: &mut Ui) {
-        let s = &self.snapshot;
+        let s = self.sim.snapshot();
         let total = s.moments.diverged + s.moments.alive;
         let text = format!(
             "⚠ Momentum explosion: {} of {} chains diverged ({:.1}%), first seen at step {}. Diverged chains are frozen and excluded from every statistic.",
@@ -218,7 +190,7 @@ impl PosteriorView {
             s.first_divergence.unwrap_or(s.step)
         );
         if super::explosion_banner(ui, &text, "↺ Reset chains") {
-            self.session.control(Control::Reset);
+            self.sim.control(Control::Reset);
         }
     }
 
@@ -246,9 +218,9 @@ impl PosteriorView {
                 [Axis::P(c), Axis::Xi(c)],
             ),
         ];
-        let contours = self.contours();
         let replayed = self.replay.map(|r| self.replayed_trails(r.cursor()));
-        let s = &self.snapshot;
+        let s = self.sim.snapshot().clone();
+        let contours = self.backdrop.contours(s.contour_truth.as_deref());
         let (trails, trail_diverged_at) = match &replayed {
             Some((t, d)) => (t.as_slice(), d.as_slice()),
             None => (s.trails.as_slice(), s.trail_diverged_at.as_slice()),
@@ -269,7 +241,7 @@ impl PosteriorView {
                     histogram,
                     trails,
                     trail_diverged_at,
-                    contours: if k == 0 { &contours } else { &[] },
+                    contours: if k == 0 { contours } else { &[] },
                     log_scale: self.preset.view.log_scale,
                     note: (k > 0 && !self.preset.sampler.kind.has_momentum())
                         .then_some("this sampler has no momentum p\nand no thermostat ξ"),
@@ -295,7 +267,7 @@ impl PosteriorView {
         Vec<std::collections::VecDeque<crate::math::Chain2>>,
         Vec<u32>,
     ) {
-        let h = &self.snapshot.history;
+        let h = &self.sim.snapshot().history;
         let trails = h
             .paths
             .iter()
@@ -317,7 +289,7 @@ impl PosteriorView {
     /// Where a replay of the tracked chains' last steps before divergence would run, if any
     /// of them diverged: from [`REPLAY_STEPS`] before the first divergence to the last one.
     fn replay_range(&self) -> Option<(u32, u32)> {
-        let h = &self.snapshot.history;
+        let h = &self.sim.snapshot().history;
         let first = h.diverged_at.iter().copied().filter(|&d| d != 0).min()?;
         let last = h.diverged_at.iter().copied().max()?;
         let earliest = h
@@ -345,7 +317,7 @@ impl PosteriorView {
                     self.replay = match self.replay {
                         Some(_) => None,
                         None => {
-                            self.session.control(Control::Play(false));
+                            self.sim.control(Control::Play(false));
                             Some(Replay {
                                 from,
                                 to,
@@ -355,7 +327,7 @@ impl PosteriorView {
                     };
                 }
             }
-            if let Some((mean, modes)) = self.snapshot.modes_visited {
+            if let Some((mean, modes)) = self.sim.snapshot().modes_visited {
                 ui.label(format!(
                     "highlighted chains visited {mean:.1} of {modes} modes on average"
                 ));
@@ -364,7 +336,7 @@ impl PosteriorView {
     }
 
     fn marginal_plots(&self, ui: &mut Ui, width: f32, height: f32) {
-        let s = &self.snapshot;
+        let s = self.sim.snapshot();
         let (Some(spec), Some((counts, _))) = (s.specs.first(), s.histograms.first()) else {
             return;
         };
@@ -372,7 +344,7 @@ impl PosteriorView {
         let (nx, ny) = (g.nx as usize, g.ny as usize);
         let counts: Vec<f64> = counts.iter().map(|&c| f64::from(c)).collect();
         let [mx, my] = marginals(&counts, nx, ny);
-        let [tx, ty] = match &s.view_truth {
+        let [tx, ty] = match s.view_truth.as_deref() {
             Some((tg, masses)) if *tg == g => marginals(masses, nx, ny),
             _ => [vec![0.0; nx], vec![0.0; ny]],
         };
@@ -384,12 +356,17 @@ impl PosteriorView {
 
 impl View for PosteriorView {
     fn refresh(&mut self) {
-        self.snapshot = self.session.snapshot();
+        self.sim.refresh();
+    }
+
+    fn simulation(&self) -> Option<&dyn SimulationHandle> {
+        Some(&self.sim)
     }
 
     fn controls(&mut self, ui: &mut Ui, _shell: &mut Shell) {
         let hidden = self.preset.story.hide.clone();
-        let actions = controls::show(ui, &mut self.preset, self.snapshot.playing, &hidden);
+        let playing = self.sim.snapshot().playing;
+        let actions = controls::show(ui, &mut self.preset, playing, &hidden);
         if actions.toggle_play {
             self.act(Action::TogglePlay);
         }
@@ -420,13 +397,14 @@ impl View for PosteriorView {
                 .request_repaint_after(std::time::Duration::from_millis(50));
             return;
         }
-        if let Some(notice) = &self.snapshot.notice {
+        let snapshot = self.sim.snapshot().clone();
+        if let Some(notice) = &snapshot.notice {
             ui.label(RichText::new(format!("⚠ {notice}")).color(Color32::from_rgb(255, 200, 80)));
         }
-        if self.snapshot.moments.diverged > 0 {
+        if snapshot.moments.diverged > 0 {
             self.explosion_banner(ui);
         }
-        if let Some(far) = &self.snapshot.far_from_target {
+        if let Some(far) = &snapshot.far_from_target {
             ui.label(
                 RichText::new(format!(
                     "⚠ Far from the target: {far} ({})",
@@ -459,10 +437,10 @@ impl View for PosteriorView {
         if self.preset.view.plots == PlotPanel::Growth {
             plots::growth(
                 ui,
-                &self.snapshot.history,
-                &self.snapshot.growth,
-                self.snapshot.sampler.as_ref(),
-                self.snapshot.growth_rate.as_ref(),
+                &snapshot.history,
+                &snapshot.growth,
+                snapshot.sampler.as_ref(),
+                snapshot.growth_rate.as_ref(),
                 self.replay.map(|r| r.cursor()),
                 rest.x,
                 plot_height,
@@ -477,9 +455,9 @@ impl View for PosteriorView {
             ui.vertical(|ui| {
                 plots::time_series(
                     ui,
-                    &self.snapshot.series,
+                    &snapshot.series,
                     self.preset.sampler.temperature,
-                    self.snapshot.chains,
+                    snapshot.chains,
                     (
                         self.preset.sampler.kind.has_momentum(),
                         self.preset.sampler.kind.has_thermostat(),
@@ -491,40 +469,17 @@ impl View for PosteriorView {
         });
     }
 
-    fn status(&self) -> String {
-        let s = &self.snapshot;
-        simulation_status(
-            s.backend.as_ref(),
-            s.step,
-            s.playing,
-            s.chain_steps_per_s,
-            "chain-steps/s",
-        )
-    }
-
-    fn step(&self) -> u32 {
-        self.snapshot.step
-    }
-
-    fn set_visible(&mut self, visible: bool) {
-        if !visible {
-            self.session.control(Control::Play(false));
-        }
-    }
-
     fn act(&mut self, action: Action) {
-        match action.control(self.snapshot.playing) {
-            Some(control) => self.session.control(control),
-            None => {
-                match action {
-                    Action::FlipSign => self.preset.sampler.flip_friction_sign(),
-                    Action::Faster => self.preset.view.set_speed(2.0 * self.preset.view.speed()),
-                    Action::Slower => self.preset.view.set_speed(0.5 * self.preset.view.speed()),
-                    _ => {}
-                }
-                self.apply_changes(false);
-            }
+        if self.sim.transport(action) {
+            return;
         }
+        match action {
+            Action::FlipSign => self.preset.sampler.flip_friction_sign(),
+            Action::Faster => self.preset.view.set_speed(2.0 * self.preset.view.speed()),
+            Action::Slower => self.preset.view.set_speed(0.5 * self.preset.view.speed()),
+            _ => {}
+        }
+        self.apply_changes(false);
     }
 
     fn preset(&self) -> Option<AnyPreset> {
@@ -542,7 +497,7 @@ impl View for PosteriorView {
     }
 
     fn series_csv(&self) -> Option<String> {
-        Some(crate::diagnostics::series_csv(&self.snapshot.series))
+        Some(crate::diagnostics::series_csv(&self.sim.snapshot().series))
     }
 
     fn panels(&self) -> Vec<(String, egui::Rect)> {
@@ -553,13 +508,9 @@ impl View for PosteriorView {
             .collect()
     }
 
-    fn run_to(&mut self, step: u32) {
-        self.session.control(Control::RunTo(step));
-    }
-
     fn settled_at(&mut self, step: u32) -> bool {
         let arrived = self
-            .session
+            .session()
             .with_snapshot(|s| s.step >= step && s.run_to.is_none());
         if !arrived {
             return false;
@@ -571,7 +522,7 @@ impl View for PosteriorView {
         self.follow_views(0.0);
         self.send_views();
         let specs = self.specs();
-        self.session
+        self.session()
             .with_snapshot(|s| s.histograms.len() == 3 && s.specs == specs)
     }
 }

@@ -2,7 +2,7 @@
 //! publishes what the portraits and plots draw. A preset run to step N gives the same state
 //! every time, however the ticks fell.
 
-use crate::app::worker::{Message, Simulation, Transport, WorkerHandle};
+use crate::app::worker::{Latest, Message, Simulation, Transport, WorkerHandle};
 use crate::diagnostics::bounded::BoundedSeries;
 use crate::diagnostics::growth::{Extents, GrowthRate, GrowthRow, growth_rate, growth_row};
 use crate::diagnostics::warnings::{instant_far_from_target, should_sample};
@@ -14,7 +14,7 @@ use crate::engine::{
 use crate::math::{Chain2, Grid2, SamplerParams, Target};
 use crate::preset::{Change, Preset};
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Positions kept per highlighted chain.
@@ -78,11 +78,11 @@ pub struct Snapshot {
     /// Step the worker is running to, when set.
     pub run_to: Option<u32>,
     /// Exact cell masses of the target on the first view's grid (for contours and marginals).
-    pub view_truth: Option<(Grid2, Vec<f64>)>,
+    pub view_truth: Option<Arc<(Grid2, Vec<f64>)>>,
     /// The sampler parameters the engine runs with.
     pub sampler: Option<SamplerParams>,
     /// Exact cell masses on a fine grid over the first view (for smooth contours).
-    pub contour_truth: Option<(Grid2, Vec<f64>)>,
+    pub contour_truth: Option<Arc<(Grid2, Vec<f64>)>>,
     /// Every step of the tracked (first highlighted) chains: the growth plot and the replay.
     pub history: Arc<History>,
     /// Quantiles of |p|, |θ| and ξ over the ensemble, one row per tick.
@@ -97,6 +97,24 @@ pub struct Snapshot {
     /// For a sampler meant to sample the target, past the preset's burn-in (half its steps):
     /// the moment of the alive chains that misses the target's, described.
     pub far_from_target: Option<String>,
+}
+
+impl crate::app::simulated::Progress for Snapshot {
+    fn step(&self) -> u32 {
+        self.step
+    }
+
+    fn playing(&self) -> bool {
+        self.playing
+    }
+
+    fn backend(&self) -> Option<&BackendInfo> {
+        self.backend.as_ref()
+    }
+
+    fn rate(&self) -> (f64, &'static str) {
+        (self.chain_steps_per_s, "chain-steps/s")
+    }
 }
 
 /// The 2-D view's commands (transport is [`crate::app::worker::Control`]).
@@ -133,9 +151,9 @@ impl Session {
             chains: preset.chains,
             ..Snapshot::default()
         };
-        WorkerHandle::spawn_paced("atmc-lab engine", initial, move |rx, shared, pacing| {
+        WorkerHandle::spawn_paced("atmc-lab engine", initial, move |rx, latest, pacing| {
             crate::app::worker::run(
-                &mut Worker::new(preset, backend, playing, shared, repaint),
+                &mut Worker::new(preset, backend, playing, latest, repaint),
                 rx,
                 &pacing,
             );
@@ -151,13 +169,13 @@ struct Worker<R: Fn()> {
     truth: Truth,
     target: Target,
     views: Vec<HistogramSpec>,
-    view_truth: Option<(Grid2, Vec<f64>)>,
-    contour_truth: Option<(Grid2, Vec<f64>)>,
+    view_truth: Option<Arc<(Grid2, Vec<f64>)>>,
+    contour_truth: Option<Arc<(Grid2, Vec<f64>)>>,
     transport: Transport,
     ticks: u32,
     /// The latest [`Command::Apply`]'s generation.
     generation: u64,
-    shared: Arc<Mutex<Snapshot>>,
+    latest: Arc<Latest<Snapshot>>,
     repaint: R,
     trails: Vec<VecDeque<Chain2>>,
     series: BoundedSeries<SeriesRow>,
@@ -177,7 +195,7 @@ impl<R: Fn()> Worker<R> {
         preset: Preset,
         backend: BackendChoice,
         playing: bool,
-        shared: Arc<Mutex<Snapshot>>,
+        latest: Arc<Latest<Snapshot>>,
         repaint: R,
     ) -> Self {
         let target = preset.model().target;
@@ -195,7 +213,7 @@ impl<R: Fn()> Worker<R> {
             transport: Transport::new(playing),
             ticks: 0,
             generation: 0,
-            shared,
+            latest,
             repaint,
             trails: Vec::new(),
             series: BoundedSeries::new(MAX_SERIES_ROWS),
@@ -295,17 +313,17 @@ impl<R: Fn()> Worker<R> {
         if self
             .view_truth
             .as_ref()
-            .is_some_and(|(g, _)| *g == spec.grid)
+            .is_some_and(|truth| truth.0 == spec.grid)
         {
             return;
         }
         let (masses, _) = self.target.cell_masses_with(&spec.grid, 2);
-        self.view_truth = Some((spec.grid, masses));
+        self.view_truth = Some(Arc::new((spec.grid, masses)));
         let fine = spec
             .grid
             .with_resolution(CONTOUR_RESOLUTION, CONTOUR_RESOLUTION);
         let (masses, _) = self.target.cell_masses_with(&fine, 2);
-        self.contour_truth = Some((fine, masses));
+        self.contour_truth = Some(Arc::new((fine, masses)));
     }
 
     fn reset_chains(&mut self) {
@@ -393,42 +411,55 @@ impl<R: Fn()> Worker<R> {
         }
         let backend = self.engine().backend();
         let chains = self.engine().chains();
-        let mut s = self.shared.lock().expect("snapshot lock");
-        s.generation = self.generation;
-        s.step = report.step;
-        s.moments = report.moments;
-        s.histograms = report.histograms;
-        s.specs = views;
-        s.trails = self.trails.clone();
-        s.trail_diverged_at =
-            head.diverged_at[..head.diverged_at.len().min(highlighted as usize)].to_vec();
-        s.series.clear();
-        s.series.extend_from_slice(&self.series);
-        s.first_divergence = self.first_divergence;
-        s.backend = Some(backend);
-        s.notice.clone_from(&self.notice);
-        s.playing = self.transport.playing;
-        s.chain_steps_per_s = self.rate;
-        s.chains = chains;
-        s.run_to = self.transport.run_to;
-        s.view_truth.clone_from(&self.view_truth);
-        s.contour_truth.clone_from(&self.contour_truth);
-        s.sampler = Some(model.sampler);
-        if new_step {
-            s.history = Arc::new(self.history.clone());
-            s.growth = Arc::new(self.growth.to_vec());
+        // The growth plot's data change once per new step count; republishing reuses them.
+        let previous = self.latest.get();
+        let (history, growth, growth_rate) = if new_step {
             let paths: Vec<Vec<Chain2>> = self
                 .history
                 .paths
                 .iter()
                 .map(|p| p.iter().map(|(_, c)| *c).collect())
                 .collect();
-            s.growth_rate = growth_rate(&paths, &model.sampler, GROWTH_WINDOW);
-        }
-        s.extents = extents;
-        s.modes_visited = self.modes.as_ref().map(|m| (m.mean(), m.modes()));
-        s.far_from_target = far_from_target;
-        drop(s);
+            (
+                Arc::new(self.history.clone()),
+                Arc::new(self.growth.to_vec()),
+                growth_rate(&paths, &model.sampler, GROWTH_WINDOW),
+            )
+        } else {
+            (
+                previous.history.clone(),
+                previous.growth.clone(),
+                previous.growth_rate,
+            )
+        };
+        drop(previous);
+        self.latest.publish(Snapshot {
+            generation: self.generation,
+            step: report.step,
+            moments: report.moments,
+            histograms: report.histograms,
+            specs: views,
+            trails: self.trails.clone(),
+            trail_diverged_at: head.diverged_at[..head.diverged_at.len().min(highlighted as usize)]
+                .to_vec(),
+            series: self.series.to_vec(),
+            first_divergence: self.first_divergence,
+            backend: Some(backend),
+            notice: self.notice.clone(),
+            playing: self.transport.playing,
+            chain_steps_per_s: self.rate,
+            chains,
+            run_to: self.transport.run_to,
+            view_truth: self.view_truth.clone(),
+            sampler: Some(model.sampler),
+            contour_truth: self.contour_truth.clone(),
+            history,
+            growth,
+            extents,
+            modes_visited: self.modes.as_ref().map(|m| (m.mean(), m.modes())),
+            growth_rate,
+            far_from_target,
+        });
         (self.repaint)();
         Ok(())
     }
@@ -477,11 +508,11 @@ impl<R: Fn()> Worker<R> {
     }
 
     fn publish_notice(&self) {
-        let mut s = self.shared.lock().expect("snapshot lock");
-        s.notice.clone_from(&self.notice);
-        s.playing = self.transport.playing;
-        s.run_to = self.transport.run_to;
-        drop(s);
+        self.latest.update(|s| {
+            s.notice.clone_from(&self.notice);
+            s.playing = self.transport.playing;
+            s.run_to = self.transport.run_to;
+        });
         (self.repaint)();
     }
 

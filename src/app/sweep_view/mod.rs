@@ -10,13 +10,12 @@ use crate::engine::BackendChoice;
 use crate::preset::sphere::SpherePreset;
 use crate::preset::sweep_file::{SHIPPED_SWEEPS, Sweep, apply};
 use crate::preset::{AnyPreset, MlpPreset, Preset};
+use crate::sweep::background::{BackgroundSweep, Polled};
 use crate::sweep::{self, Merged, Shard, Slice2d};
 use egui::{Color32, Rect, RichText, Ui};
 use egui_plot::{Line, Plot, PlotImage, PlotPoint, PlotPoints, Points};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Statistics offered first, when the records have them.
 const PREFERRED: [&str; 8] = [
@@ -29,123 +28,6 @@ const PREFERRED: [&str; 8] = [
     "posterior_predictive.test.accuracy",
     "posterior_predictive.test.nll",
 ];
-
-/// A sweep running on a background thread of the app, writing its shard file in a folder
-/// of the app's sweeps folder (resumed when the same sweep starts again).
-pub struct BackgroundSweep {
-    thread: Option<std::thread::JoinHandle<anyhow::Result<sweep::ShardReport>>>,
-    cancel: Arc<AtomicBool>,
-    progress: Arc<Mutex<(usize, usize)>>,
-    /// The shard file it writes.
-    pub file: PathBuf,
-    /// Reads what the thread appends to `file`.
-    follower: sweep::Follower,
-    last_read: Instant,
-}
-
-/// What [`BackgroundSweep::poll`] found.
-pub struct Polled {
-    /// The table, when records were appended since the last poll.
-    pub grown: Option<sweep::Merged>,
-    /// Once, when the thread has ended: points done and total, or the error.
-    pub finished: Option<Result<(usize, usize), String>>,
-}
-
-impl BackgroundSweep {
-    /// The folder of `sweeps` a sweep named `name` runs in: named by its content too, so
-    /// that an edited sweep starts afresh instead of being refused for holding another
-    /// sweep's points.
-    pub fn folder(sweeps: &Path, loaded: &Sweep, name: &str) -> PathBuf {
-        let hash = sweep::header(loaded, Shard::ALL).sweep_hash;
-        sweeps.join(format!("{name}-{}", &hash[..8.min(hash.len())]))
-    }
-
-    /// Starts `loaded` in its [folder](Self::folder) of `sweeps`.
-    pub fn start(
-        loaded: Sweep,
-        sweeps: &Path,
-        name: &str,
-        backend: BackendChoice,
-    ) -> Result<Self, String> {
-        let dir = Self::folder(sweeps, &loaded, name);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let cancel = Arc::new(AtomicBool::new(false));
-        let progress = Arc::new(Mutex::new((0, loaded.points)));
-        let (c, p) = (cancel.clone(), progress.clone());
-        let worker_dir = dir.clone();
-        let thread = std::thread::Builder::new()
-            .name("sweep".into())
-            .spawn(move || {
-                sweep::run_shard_until(&loaded, Shard::ALL, &worker_dir, backend, &mut |d, t| {
-                    *p.lock().expect("progress") = (d, t);
-                    !c.load(Ordering::Relaxed)
-                })
-            })
-            .map_err(|e| format!("cannot start the sweep: {e}"))?;
-        let file = Shard::ALL.file(&dir);
-        Ok(Self {
-            thread: Some(thread),
-            cancel,
-            progress,
-            follower: sweep::Follower::new(&file),
-            file,
-            last_read: Instant::now(),
-        })
-    }
-
-    /// Reads what was appended to the file (every 400 ms, and once more at the end) and
-    /// notices the thread's end.
-    pub fn poll(&mut self) -> Polled {
-        let finished = self.finished();
-        let due = self.last_read.elapsed() > Duration::from_millis(400);
-        let grown = (due || finished.is_some())
-            .then(|| {
-                self.last_read = Instant::now();
-                self.follower.grown()
-            })
-            .flatten();
-        Polled { grown, finished }
-    }
-
-    /// Asks the thread to stop after its current point.
-    pub fn cancel(&self) {
-        self.cancel.store(true, Ordering::Relaxed);
-    }
-
-    /// (points done, points) while it runs.
-    pub fn progress(&self) -> Option<(usize, usize)> {
-        self.thread
-            .is_some()
-            .then(|| *self.progress.lock().expect("progress"))
-    }
-
-    /// The thread's result once it has ended (once): points done and total, or the error.
-    fn finished(&mut self) -> Option<Result<(usize, usize), String>> {
-        if !self.thread.as_ref().is_some_and(|t| t.is_finished()) {
-            return None;
-        }
-        let total = self.progress.lock().expect("progress").1;
-        let result = self
-            .thread
-            .take()
-            .expect("checked")
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("the sweep thread failed")));
-        Some(
-            result
-                .map(|r| (r.ran + r.skipped, total))
-                .map_err(|e| format!("{e:#}")),
-        )
-    }
-}
-
-impl Drop for BackgroundSweep {
-    fn drop(&mut self) {
-        // The thread stops after its current point; its file keeps what was done.
-        self.cancel();
-    }
-}
 
 /// The sweep view.
 pub struct SweepView {
@@ -742,8 +624,6 @@ fn index_marks(n: usize) -> Vec<egui_plot::GridMark> {
 }
 
 impl View for SweepView {
-    fn refresh(&mut self) {}
-
     fn controls(&mut self, ui: &mut Ui, shell: &mut Shell) {
         ui.heading("Sweep");
         if ui
@@ -885,20 +765,10 @@ impl View for SweepView {
         self.table.as_ref().map_or(0, |t| t.records.len() as u32)
     }
 
-    fn set_visible(&mut self, _visible: bool) {}
-
     fn act(&mut self, action: Action) {
         if action == Action::Reset {
             self.cancel();
         }
-    }
-
-    fn preset(&self) -> Option<AnyPreset> {
-        None
-    }
-
-    fn load(&mut self, _preset: AnyPreset) -> bool {
-        false
     }
 
     fn series_csv(&self) -> Option<String> {
@@ -910,8 +780,6 @@ impl View for SweepView {
             .map(|r| vec![("sweep map".to_owned(), r)])
             .unwrap_or_default()
     }
-
-    fn run_to(&mut self, _step: u32) {}
 
     /// Settled when no local run is going on (every point is in).
     fn settled_at(&mut self, _step: u32) -> bool {

@@ -5,7 +5,6 @@
 //! globe and an equal-area map with the signal-to-noise ratio over time.
 
 use super::colormap::Colormap;
-use super::sweep_view::{BackgroundSweep, Polled};
 use super::view::{Action, Shell, Status, View};
 use crate::app::plots::Outlined;
 use crate::diagnostics::thermodynamics::Histogram;
@@ -13,6 +12,7 @@ use crate::engine::BackendChoice;
 use crate::math::SamplerKind;
 use crate::preset::AnyPreset;
 use crate::preset::sweep_file::Sweep;
+use crate::sweep::background::{BackgroundSweep, Polled};
 use crate::sweep::thermo_table::{Row, Table, table};
 use crate::sweep::{self, Merged};
 use egui::{Color32, Rect, RichText, Ui};
@@ -628,8 +628,6 @@ fn left_out(points: Vec<[f64; 2]>) -> Points<'static> {
 }
 
 impl View for ThermoView {
-    fn refresh(&mut self) {}
-
     fn controls(&mut self, ui: &mut Ui, shell: &mut Shell) {
         ui.heading("Thermodynamics of SGD");
         ui.label(
@@ -813,8 +811,6 @@ impl View for ThermoView {
     fn step(&self) -> u32 {
         self.table.as_ref().map_or(0, |t| t.rows.len() as u32)
     }
-
-    fn set_visible(&mut self, _visible: bool) {}
 
     fn act(&mut self, action: Action) {
         match action {

@@ -11,7 +11,6 @@ use super::plots::{reliability_diagram, small_plot};
 use super::view::{Action, Shell, View};
 use crate::app::plots::Outlined;
 use crate::math::{Kinetic, NoiseMass, XiUpdate, ranges};
-use crate::preset::AnyPreset;
 use crate::train::data::{DEBIAN_FASHION_MNIST, DatasetKind};
 use crate::train::trainer::{OptimizerKind, TrainConfig};
 use egui::{Color32, RichText, Slider, Ui};
@@ -26,7 +25,7 @@ const TRUTH: Color32 = Color32::from_rgb(120, 200, 255);
 /// The training view's state.
 pub struct TrainingView {
     session: TrainSession,
-    snapshot: TrainSnapshot,
+    snapshot: std::sync::Arc<TrainSnapshot>,
     /// The configuration being edited.
     pub config: TrainConfig,
     /// Folder of the checkpoint (empty: none).
@@ -44,7 +43,7 @@ impl TrainingView {
         );
         Self {
             session: TrainSession::start(move || repaint.request_repaint()),
-            snapshot: TrainSnapshot::default(),
+            snapshot: Default::default(),
             config,
             checkpoint: String::new(),
         }
@@ -521,15 +520,13 @@ impl View for TrainingView {
     }
 
     fn controls(&mut self, ui: &mut Ui, shell: &mut Shell) {
-        let snapshot = std::mem::take(&mut self.snapshot);
+        let snapshot = self.snapshot.clone();
         self.control_panel(ui, &snapshot, shell);
-        self.snapshot = snapshot;
     }
 
     fn central(&mut self, ui: &mut Ui, _shell: &mut Shell) {
-        let snapshot = std::mem::take(&mut self.snapshot);
+        let snapshot = self.snapshot.clone();
         self.central_area(ui, &snapshot);
-        self.snapshot = snapshot;
     }
 
     fn status(&self) -> String {
@@ -546,9 +543,6 @@ impl View for TrainingView {
         self.snapshot.step
     }
 
-    /// A training run goes on in the background: that is what it is for.
-    fn set_visible(&mut self, _visible: bool) {}
-
     fn act(&mut self, action: Action) {
         if matches!(action, Action::TogglePlay | Action::Play) {
             match self.snapshot.status {
@@ -561,26 +555,8 @@ impl View for TrainingView {
         }
     }
 
-    fn preset(&self) -> Option<AnyPreset> {
-        None
-    }
-
-    fn load(&mut self, _preset: AnyPreset) -> bool {
-        false
-    }
-
     fn series_csv(&self) -> Option<String> {
         Some(crate::train::trainer::history_csv(&self.snapshot.history))
-    }
-
-    fn panels(&self) -> Vec<(String, egui::Rect)> {
-        Vec::new()
-    }
-
-    fn run_to(&mut self, _step: u32) {}
-
-    fn settled_at(&mut self, _step: u32) -> bool {
-        true
     }
 }
 

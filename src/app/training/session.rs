@@ -2,15 +2,15 @@
 //! minibatch while running, writes a checkpoint after every epoch and publishes progress. It
 //! keeps running while the user explores the other views.
 
-use crate::app::worker::{QuitCommand, WorkerHandle};
+use crate::app::worker::{Latest, QuitCommand, WorkerHandle};
 use crate::diagnostics::classification::ReliabilityBin;
 use crate::train::checkpoint::{Checkpoint, ensure_fresh};
 use crate::train::checkpoint::{FolderLock, lock_checkpoint_folder};
 use crate::train::data::load;
 use crate::train::trainer::{EpochRow, TrainConfig, Trainer};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Where a run is.
@@ -102,7 +102,7 @@ impl TrainSession {
         WorkerHandle::spawn(
             "atmc-lab training",
             TrainSnapshot::default(),
-            move |rx, shared| {
+            move |rx, latest| {
                 Worker {
                     trainer: None,
                     checkpoint: None,
@@ -110,7 +110,7 @@ impl TrainSession {
                     status: TrainStatus::Idle,
                     message: None,
                     losses: Vec::new(),
-                    shared,
+                    latest,
                     repaint,
                     speed: (Instant::now(), 0),
                     images_per_s: 0.0,
@@ -129,7 +129,7 @@ struct Worker<R: Fn()> {
     status: TrainStatus,
     message: Option<String>,
     losses: Vec<[f64; 2]>,
-    shared: Arc<Mutex<TrainSnapshot>>,
+    latest: Arc<Latest<TrainSnapshot>>,
     repaint: R,
     /// Start of the speed window and images since.
     speed: (Instant, usize),
@@ -287,45 +287,47 @@ impl<R: Fn()> Worker<R> {
     }
 
     fn publish(&self) {
-        let mut s = self.shared.lock().expect("snapshot lock");
-        s.status = self.status;
-        s.message.clone_from(&self.message);
-        s.checkpoint.clone_from(&self.checkpoint);
-        s.images_per_s = self.images_per_s;
-        if let Some(t) = &self.trainer {
-            let total = t.steps_per_epoch() * t.config.epochs;
-            s.config = Some(t.config.clone());
-            s.parameters = t.parameters();
-            s.epoch = t.epoch;
-            s.step = t.step_count();
-            s.steps_per_epoch = t.steps_per_epoch();
-            s.eta_s = (self.images_per_s > 0.0 && self.status == TrainStatus::Running).then(|| {
-                f64::from(total.saturating_sub(t.step_count())) * f64::from(t.config.batch_size)
-                    / self.images_per_s
-            });
-            if s.progress.len() != t.progress.len() {
-                s.progress.clone_from(&t.progress);
+        self.latest.update(|s| {
+            s.status = self.status;
+            s.message.clone_from(&self.message);
+            s.checkpoint.clone_from(&self.checkpoint);
+            s.images_per_s = self.images_per_s;
+            if let Some(t) = &self.trainer {
+                let total = t.steps_per_epoch() * t.config.epochs;
+                s.config = Some(t.config.clone());
+                s.parameters = t.parameters();
+                s.epoch = t.epoch;
+                s.step = t.step_count();
+                s.steps_per_epoch = t.steps_per_epoch();
+                s.eta_s =
+                    (self.images_per_s > 0.0 && self.status == TrainStatus::Running).then(|| {
+                        f64::from(total.saturating_sub(t.step_count()))
+                            * f64::from(t.config.batch_size)
+                            / self.images_per_s
+                    });
+                if s.progress.len() != t.progress.len() {
+                    s.progress.clone_from(&t.progress);
+                }
+                if s.history.len() != t.history.len() {
+                    s.history.clone_from(&t.history);
+                    s.reliability.clone_from(&t.reliability);
+                }
+                if s.losses.len() != self.losses.len() {
+                    s.losses.clone_from(&self.losses);
+                }
+                s.diverged_at = t.diverged_at;
+                s.sgd_equivalent = t.sgd_equivalent();
+            } else {
+                s.sgd_equivalent = None;
+                s.config = None;
+                s.history.clear();
+                s.progress.clear();
+                s.losses.clear();
+                s.reliability.clear();
+                s.diverged_at = None;
+                s.eta_s = None;
             }
-            if s.history.len() != t.history.len() {
-                s.history.clone_from(&t.history);
-                s.reliability.clone_from(&t.reliability);
-            }
-            if s.losses.len() != self.losses.len() {
-                s.losses.clone_from(&self.losses);
-            }
-            s.diverged_at = t.diverged_at;
-            s.sgd_equivalent = t.sgd_equivalent();
-        } else {
-            s.sgd_equivalent = None;
-            s.config = None;
-            s.history.clear();
-            s.progress.clear();
-            s.losses.clear();
-            s.reliability.clear();
-            s.diverged_at = None;
-            s.eta_s = None;
-        }
-        drop(s);
+        });
         (self.repaint)();
     }
 }
