@@ -511,7 +511,8 @@ fn checker_reports_one_sided_changes() {
 
     // A struct on one side only, and WGSL that no longer parses.
     let mlp = generated_wgsl(Program::Mlp);
-    let without_slice = replace(&mlp, "struct Slice {", "struct SliceRenamed {");
+    let mut without_slice = replace(&mlp, "struct Slice {", "struct SliceRenamed {");
+    without_slice = replace(&without_slice, ": Slice;", ": SliceRenamed;");
     assert!(
         check_wgsl(&without_slice, Program::Mlp)
             .contains(&"struct Slice: missing from the WGSL".into())
