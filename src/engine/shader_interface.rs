@@ -442,7 +442,7 @@ shader_structs! {
 }
 
 const _: () = assert!(
-    TARGET_PARAMS % 4 == 0,
+    TARGET_PARAMS.is_multiple_of(4),
     "target constants travel four to a vec4"
 );
 
