@@ -2,16 +2,18 @@
 // per-coordinate updates of samplers.wgsl in the same order. `Chain` (one chain's θ, p, ξ)
 // is generated from `GpuChain` in src/engine/shader_interface.rs.
 
-// Whether the preset has synthetic gradient noise (`PipelineKey`): without, the second Philox
-// block and its Box-Muller pair are compiled out rather than run beside a false branch.
-override MAY_HAVE_GRADIENT_NOISE: bool = true;
-
+// `MAY_HAVE_GRADIENT_NOISE` (`PipelineKey`): without synthetic gradient noise, the second
+// Philox block and its Box-Muller pair are compiled out rather than run beside a false branch.
 fn stochastic_gradient(theta: vec2<f32>, rng: RngCounter) -> vec2<f32> {
     var g = target_gradient(theta, rng);
-    if (MAY_HAVE_GRADIENT_NOISE && (params.noise_sigma0 != 0.0 || params.noise_sigma1 != 0.0)) {
+    if (MAY_HAVE_GRADIENT_NOISE
+        && (chain2_params.noise_sigma0 != 0.0 || chain2_params.noise_sigma1 != 0.0)) {
         let z = rng_normal2(rng, STREAM_GRADIENT_NOISE, 0u);
-        let factor = 1.0 + params.noise_kappa * sqrt(theta.x * theta.x + theta.y * theta.y);
-        let sigma = vec2<f32>(params.noise_sigma0 * factor, params.noise_sigma1 * factor);
+        let factor = 1.0 + chain2_params.noise_kappa * sqrt(theta.x * theta.x + theta.y * theta.y);
+        let sigma = vec2<f32>(
+            chain2_params.noise_sigma0 * factor,
+            chain2_params.noise_sigma1 * factor,
+        );
         g += sigma * z;
     }
     return g;
@@ -25,11 +27,9 @@ fn chain_of(a: Coord, b: Coord) -> Chain {
     return Chain(vec2<f32>(a.theta, b.theta), vec2<f32>(a.p, b.p), vec2<f32>(a.xi, b.xi));
 }
 
-// The sampler this pipeline runs (`SamplerKind::gpu_code`), set when the host compiles it: the
+// `SPECIALISED_SAMPLER` is the sampler this pipeline runs, set when the host compiles it: the
 // other samplers' branches are compiled out (`GpuEngine` keeps one pipeline per
 // `PipelineKey`; a run-time switch costs llvmpipe every branch).
-override SPECIALISED_SAMPLER: u32;
-
 // Advances one chain by one step; returns true when it diverged.
 fn model_step(chain: ptr<function, Chain>, rng: RngCounter) -> bool {
     let phase = step_phase(rng.step);
@@ -62,7 +62,7 @@ fn model_step(chain: ptr<function, Chain>, rng: RngCounter) -> bool {
             a = sgnht_update(a, g.x, z.x, phase);
             b = sgnht_update(b, g.y, z.y, phase);
             var heat = vec2<f32>(a.s, b.s);
-            if ((params.flags & FLAG_SGNHT_SHARED) != 0u) {
+            if ((sampler_params.flags & FLAG_SGNHT_SHARED) != 0u) {
                 heat = vec2<f32>(0.5 * (heat.x + heat.y));
             }
             a.xi = sgnht_thermostat(a.xi, heat.x, phase);

@@ -1,14 +1,10 @@
-// The chain engine: each invocation advances one chain by `params.steps` steps with its state
-// in registers, then the workgroup reduces the moments of its alive chains and bins them into
-// the requested histograms (`params.hist_count`). Mirrors `CpuEngine::advance` in
+// The chain engine: each invocation advances one chain by `chain2_params.steps` steps with its
+// state in registers, then the workgroup reduces the moments of its alive chains and bins them
+// into the requested histograms (`chain2_params.hist_count`). Mirrors `CpuEngine::advance` in
 // src/engine/cpu.rs.
 
-@group(0) @binding(1) var<storage, read_write> chains: array<Chain>;
-@group(0) @binding(2) var<storage, read_write> diverged_at: array<u32>;
-// Per workgroup: alive, diverged, Σθ (2), Σθθᵀ (3), Σ pK'(p) (2), Σξ (2), unused.
-@group(0) @binding(3) var<storage, read_write> partials: array<array<f32, CHAIN_PARTIALS>>;
-// Histograms one after another: each one's cells, then its count of chains outside the grid.
-@group(0) @binding(4) var<storage, read_write> histogram: array<atomic<u32>>;
+// `chains`, `diverged_at`, `partials` (the `PARTIAL_*` slots per workgroup) and `histogram`
+// (each histogram's cells, then its count of chains outside the grid) are generated bindings.
 
 var<workgroup> scratch: array<array<f32, CHAIN_PARTIALS>, CHAIN_WORKGROUP>;
 
@@ -27,8 +23,8 @@ fn state_value(chain: Chain, a: u32) -> f32 {
 // Bins one alive chain into histogram `i` with the rule of `BinRule::bin` in src/math/grid.rs;
 // the slot after the cells counts chains outside the grid.
 fn bin_into(i: u32, chain: Chain) {
-    let f = params.hist_f[i];
-    let u = params.hist_u[i];
+    let f = chain2_params.hist_f[i];
+    let u = chain2_params.hist_u[i];
     let x = state_value(chain, u.z & ((1u << HIST_AXIS_SHIFT) - 1u));
     let y = state_value(chain, u.z >> HIST_AXIS_SHIFT);
     let fx = floor((x - f.x) * f.z);
@@ -45,19 +41,19 @@ fn advance(
     @builtin(workgroup_id) workgroup: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let group_index = workgroup.y * params.groups_x + workgroup.x;
+    let group_index = workgroup.y * chain2_params.groups_x + workgroup.x;
     let index = group_index * CHAIN_WORKGROUP + lane;
     var contribution: array<f32, CHAIN_PARTIALS>;
     for (var f = 0u; f < CHAIN_PARTIALS; f++) {
         contribution[f] = 0.0;
     }
-    if (index < params.chains) {
+    if (index < sampler_params.chains) {
         var chain = chains[index];
         var diverged = diverged_at[index];
         if (diverged == 0u) {
-            let key = vec2<u32>(params.seed_lo, params.seed_hi);
-            for (var k = 0u; k < params.steps; k++) {
-                let step_index = params.step0 + k;
+            let key = vec2<u32>(sampler_params.seed_lo, sampler_params.seed_hi);
+            for (var k = 0u; k < chain2_params.steps; k++) {
+                let step_index = chain2_params.step0 + k;
                 if (model_step(&chain, RngCounter(key, index, step_index))) {
                     diverged = step_index + 1u;
                     break;
@@ -67,21 +63,21 @@ fn advance(
             diverged_at[index] = diverged;
         }
         if (diverged == 0u) {
-            contribution[0] = 1.0;
-            contribution[2] = chain.theta.x;
-            contribution[3] = chain.theta.y;
-            contribution[4] = chain.theta.x * chain.theta.x;
-            contribution[5] = chain.theta.x * chain.theta.y;
-            contribution[6] = chain.theta.y * chain.theta.y;
-            contribution[7] = kinetic_heat(chain.p.x);
-            contribution[8] = kinetic_heat(chain.p.y);
-            contribution[9] = chain.xi.x;
-            contribution[10] = chain.xi.y;
-            for (var i = 0u; i < params.hist_count; i++) {
+            contribution[PARTIAL_ALIVE] = 1.0;
+            contribution[PARTIAL_THETA0] = chain.theta.x;
+            contribution[PARTIAL_THETA1] = chain.theta.y;
+            contribution[PARTIAL_THETA00] = chain.theta.x * chain.theta.x;
+            contribution[PARTIAL_THETA01] = chain.theta.x * chain.theta.y;
+            contribution[PARTIAL_THETA11] = chain.theta.y * chain.theta.y;
+            contribution[PARTIAL_HEAT0] = kinetic_heat(chain.p.x);
+            contribution[PARTIAL_HEAT1] = kinetic_heat(chain.p.y);
+            contribution[PARTIAL_XI0] = chain.xi.x;
+            contribution[PARTIAL_XI1] = chain.xi.y;
+            for (var i = 0u; i < chain2_params.hist_count; i++) {
                 bin_into(i, chain);
             }
         } else {
-            contribution[1] = 1.0;
+            contribution[PARTIAL_DIVERGED] = 1.0;
         }
     }
     scratch[lane] = contribution;

@@ -9,30 +9,16 @@
 // a whole minibatch of backward passes; `MlpGpuEngine` sizes the slices to stay below it. On
 // other GPUs the slices cost a few extra dispatches and nothing else.
 
-@group(0) @binding(1) var<storage, read_write> state: array<f32>;
-@group(0) @binding(2) var<storage, read_write> diverged_at: array<u32>;
-// Training points: (x, y, label, unused).
-@group(0) @binding(3) var<storage, read> data: array<vec4<f32>>;
-// Per workgroup: alive, diverged, then per weight layer Σ pK'(p) and Σ ξ (MAX_LAYERS).
-@group(0) @binding(4) var<storage, read_write> partials: array<array<f32, MLP_PARTIALS>>;
-// Prediction inputs and outputs: per point, the sums of the class probabilities over the
-// chains and of their squares, the focus chain's probabilities, and the number of chains
-// summed (the host divides).
-@group(0) @binding(5) var<storage, read> points: array<vec2<f32>>;
-@group(0) @binding(6) var<storage, read_write> predictions: array<f32>;
-// What varies between the dispatches of one submission: the step, and the slice
-// [first, end) of minibatch slots or chains this dispatch covers.
-@group(0) @binding(7) var<uniform> slice: Slice;
-
-// `Slice`, MLP_WORKGROUP, MAX_WIDTH, MAX_CLASSES, MAX_LAYERS, MAX_ACTIVATIONS, MLP_PARTIALS,
-// the activations ACT_* and the state regions REGION_* are generated from Rust
+// The bindings, the blocks `SamplerParams`, `MlpParams` and `Slice`, MLP_WORKGROUP, MAX_WIDTH,
+// MAX_CLASSES, MAX_LAYERS, MAX_ACTIVATIONS, MLP_PARTIALS and its slots PARTIAL_MLP_*, the
+// activations ACT_* and the state regions REGION_* are generated from Rust
 // (src/engine/shader_interface.rs). SELU's λ and α are the shader's own copies of
 // `SELU_LAMBDA` and `SELU_ALPHA` in src/math/mlp.rs.
 const SELU_LAMBDA: f32 = 1.050701;
 const SELU_ALPHA: f32 = 1.6732632;
 
 fn state_index(region: u32, i: u32, chain: u32) -> u32 {
-    return (region * params.mlp_params + i) * params.chains + chain;
+    return (region * mlp_params.param_count + i) * sampler_params.chains + chain;
 }
 
 fn theta_at(i: u32, chain: u32) -> f32 {
@@ -40,11 +26,11 @@ fn theta_at(i: u32, chain: u32) -> f32 {
 }
 
 fn layer_size(k: u32) -> u32 {
-    return params.mlp_sizes[k / 4u][k % 4u];
+    return mlp_params.sizes[k / 4u][k % 4u];
 }
 
 fn classes() -> u32 {
-    return layer_size(params.mlp_layers);
+    return layer_size(mlp_params.layers);
 }
 
 // Offset of weight layer l's matrix (`Architecture::layer`).
@@ -56,12 +42,11 @@ fn layer_offset(l: u32) -> u32 {
     return offset;
 }
 
-// The activation and the sampler this pipeline runs (`Activation::gpu_code`,
-// `SamplerKind::gpu_code`), set when the host compiles it: their switches sit in the innermost
-// loops, and with the values known the other branches are compiled out (`MlpGpuEngine` makes
-// new pipelines when the sampler or its `Features` change).
-override SPECIALISED_ACTIVATION: u32;
-override SPECIALISED_SAMPLER: u32;
+// `SPECIALISED_ACTIVATION` and `SPECIALISED_SAMPLER` are the activation and the sampler this
+// pipeline runs (`Activation::gpu_code`, `SamplerKind::gpu_code`), set when the host compiles
+// it: their switches sit in the innermost loops, and with the values known the other branches
+// are compiled out (`MlpGpuEngine` makes new pipelines when the sampler or its `Features`
+// change).
 
 // Mirrors `real::tanh_rational`: an odd rational function, ±1 beyond the clamp. The same
 // formula on both sides, and no exponential (a builtin tanh may overflow e^{2x} to NaN).
@@ -120,7 +105,7 @@ fn forward_into(chain: u32, x: vec2<f32>, acts: ptr<function, array<f32, MAX_ACT
     (*acts)[1] = x.y;
     var input = 0u;
     var offset = 0u;
-    let layers = params.mlp_layers;
+    let layers = mlp_params.layers;
     for (var l = 0u; l < layers; l++) {
         let n_in = layer_size(l);
         let n_out = layer_size(l + 1u);
@@ -170,8 +155,8 @@ fn accumulate_example(chain: u32, x: vec2<f32>, y: u32, acts: ptr<function, arra
         delta[c] = probs[c] - select(0.0, 1.0, c == y);
     }
     var output = logits;
-    for (var back = 0u; back < params.mlp_layers; back++) {
-        let l = params.mlp_layers - 1u - back;
+    for (var back = 0u; back < mlp_params.layers; back++) {
+        let l = mlp_params.layers - 1u - back;
         let n_in = layer_size(l);
         let n_out = layer_size(l + 1u);
         let weights = layer_offset(l);
@@ -202,20 +187,21 @@ fn accumulate_example(chain: u32, x: vec2<f32>, y: u32, acts: ptr<function, arra
 }
 
 fn chain_rng(chain: u32) -> RngCounter {
-    return RngCounter(vec2<u32>(params.seed_lo, params.seed_hi), chain, slice.step);
+    let key = vec2<u32>(sampler_params.seed_lo, sampler_params.seed_hi);
+    return RngCounter(key, chain, slice.step);
 }
 
 // The example of minibatch slot j (`MlpPosterior::batch_index`).
 fn batch_index(j: u32, rng: RngCounter) -> u32 {
-    if (params.batch_size >= params.data_n) {
+    if (mlp_params.batch_size >= mlp_params.data_n) {
         return j;
     }
     let bits = rng_bits4(rng, STREAM_MINIBATCH, j / 4u);
-    return index_below(bits[j % 4u], params.data_n);
+    return index_below(bits[j % 4u], mlp_params.data_n);
 }
 
 fn zero_gradient(chain: u32) {
-    for (var i = 0u; i < params.mlp_params; i++) {
+    for (var i = 0u; i < mlp_params.param_count; i++) {
         state[state_index(REGION_GRADIENT, i, chain)] = 0.0;
     }
 }
@@ -232,10 +218,10 @@ fn accumulate_slice(chain: u32) {
 
 // g̃ = θ/σ² + (N/n) Σ_batch ∇CE (`MlpPosterior::stochastic_gradient`, after the sum).
 fn finish_gradient(chain: u32) {
-    let scale = f32(params.data_n) / f32(params.batch_size);
-    for (var i = 0u; i < params.mlp_params; i++) {
+    let scale = f32(mlp_params.data_n) / f32(mlp_params.batch_size);
+    for (var i = 0u; i < mlp_params.param_count; i++) {
         let g = state_index(REGION_GRADIENT, i, chain);
-        state[g] = theta_at(i, chain) * params.mlp_prior_precision + state[g] * scale;
+        state[g] = theta_at(i, chain) * mlp_params.prior_precision + state[g] * scale;
     }
 }
 
@@ -262,7 +248,7 @@ fn gradient_at(i: u32, chain: u32) -> f32 {
 fn sampler_first_half(chain: u32) {
     if (SPECIALISED_SAMPLER == SAMPLER_ATMC) {
         let phase = step_phase(slice.step);
-        for (var i = 0u; i < params.mlp_params; i++) {
+        for (var i = 0u; i < mlp_params.param_count; i++) {
             store_coord(i, chain, atmc_first_half(load_coord(i, chain), phase));
         }
     }
@@ -274,7 +260,7 @@ fn sampler_second_half(chain: u32) -> bool {
     finish_gradient(chain);
     let rng = chain_rng(chain);
     let phase = step_phase(slice.step);
-    let n = params.mlp_params;
+    let n = mlp_params.param_count;
     var z4 = vec4<f32>(0.0);
     switch SPECIALISED_SAMPLER {
         case SAMPLER_ATMC: {
@@ -284,7 +270,12 @@ fn sampler_second_half(chain: u32) -> bool {
                 }
                 var c = load_coord(i, chain);
                 // p is unchanged since the first half: s there is s here.
-                c.s = kinetic_derivatives(c.p, params.mass, params.inv_mass, params.speed).s;
+                c.s = kinetic_derivatives(
+                    c.p,
+                    sampler_params.mass,
+                    sampler_params.inv_mass,
+                    sampler_params.speed,
+                ).s;
                 store_coord(i, chain, atmc_second_half(c, gradient_at(i, chain), z4[i % 4u], phase));
             }
         }
@@ -318,7 +309,7 @@ fn sampler_second_half(chain: u32) -> bool {
                 state[state_index(REGION_GRADIENT, i, chain)] = c.s;
                 heat_sum += c.s;
             }
-            let shared_xi = (params.flags & FLAG_SGNHT_SHARED) != 0u;
+            let shared_xi = (sampler_params.flags & FLAG_SGNHT_SHARED) != 0u;
             for (var i = 0u; i < n; i++) {
                 let heat = select(gradient_at(i, chain), heat_sum / f32(n), shared_xi);
                 let k = state_index(REGION_XI, i, chain);
@@ -341,7 +332,7 @@ fn sampler_second_half(chain: u32) -> bool {
 }
 
 fn alive(chain: u32) -> bool {
-    return chain < params.chains && diverged_at[chain] == 0u;
+    return chain < sampler_params.chains && diverged_at[chain] == 0u;
 }
 
 @compute @workgroup_size(MLP_WORKGROUP)
@@ -368,21 +359,21 @@ fn mlp_second_half(@builtin(global_invocation_id) id: vec3<u32>) {
 // The gradient alone, for tests: clear, then the slices, then this.
 @compute @workgroup_size(MLP_WORKGROUP)
 fn mlp_clear_gradient(@builtin(global_invocation_id) id: vec3<u32>) {
-    if (id.x < params.chains) {
+    if (id.x < sampler_params.chains) {
         zero_gradient(id.x);
     }
 }
 
 @compute @workgroup_size(MLP_WORKGROUP)
 fn mlp_finish_gradient(@builtin(global_invocation_id) id: vec3<u32>) {
-    if (id.x < params.chains) {
+    if (id.x < sampler_params.chains) {
         finish_gradient(id.x);
     }
 }
 
 @compute @workgroup_size(MLP_WORKGROUP)
 fn mlp_accumulate_all(@builtin(global_invocation_id) id: vec3<u32>) {
-    if (id.x < params.chains) {
+    if (id.x < sampler_params.chains) {
         accumulate_slice(id.x);
     }
 }
@@ -398,18 +389,19 @@ fn mlp_statistics(
     let index = workgroup.x * MLP_WORKGROUP + lane;
     var contribution: array<f32, MLP_PARTIALS>;
     if (alive(index)) {
-        contribution[0] = 1.0;
+        contribution[PARTIAL_MLP_ALIVE] = 1.0;
         var offset = 0u;
-        for (var l = 0u; l < params.mlp_layers; l++) {
+        for (var l = 0u; l < mlp_params.layers; l++) {
             let end = offset + (layer_size(l) + 1u) * layer_size(l + 1u);
             for (var i = offset; i < end; i++) {
-                contribution[2u + 2u * l] += kinetic_heat(state[state_index(REGION_P, i, index)]);
-                contribution[3u + 2u * l] += state[state_index(REGION_XI, i, index)];
+                let heat = PARTIAL_MLP_LAYERS + 2u * l;
+                contribution[heat] += kinetic_heat(state[state_index(REGION_P, i, index)]);
+                contribution[heat + 1u] += state[state_index(REGION_XI, i, index)];
             }
             offset = end;
         }
-    } else if (index < params.chains) {
-        contribution[1] = 1.0;
+    } else if (index < sampler_params.chains) {
+        contribution[PARTIAL_MLP_DIVERGED] = 1.0;
     }
     mlp_scratch[lane] = contribution;
     workgroupBarrier();
@@ -432,7 +424,7 @@ fn mlp_statistics(
 @compute @workgroup_size(MLP_WORKGROUP)
 fn mlp_predict(@builtin(global_invocation_id) id: vec3<u32>) {
     let index = id.x;
-    if (index >= params.mlp_points) {
+    if (index >= mlp_params.points) {
         return;
     }
     let k = classes();
@@ -463,7 +455,7 @@ fn mlp_predict(@builtin(global_invocation_id) id: vec3<u32>) {
     }
     predictions[base + 3u * k] = count;
     if (slice.with_focus != 0u) {
-        let own = softmax_at(&acts, forward_into(params.mlp_focus_chain, x, &acts));
+        let own = softmax_at(&acts, forward_into(mlp_params.focus_chain, x, &acts));
         for (var c = 0u; c < k; c++) {
             predictions[base + 2u * k + c] = own[c];
         }

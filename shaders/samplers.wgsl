@@ -2,14 +2,12 @@
 // src/math/samplers.rs function by function. The 2-D chains (chain2.wgsl) and the MLP
 // posteriors (mlp.wgsl) both call these, so every formula of MATH.md §1–3 is written once.
 
-// What a pipeline may meet, set by the host from the preset (`Features` in
-// src/engine/gpu.rs): with one off, its branch is compiled out. llvmpipe runs both sides of a
-// branch on a value it cannot prove uniform, so a cyclical schedule's cosine, the hyperbolic
-// kinetic energy's square roots and the overwrite would cost every step of every preset.
-// The defaults keep the run-time tests.
-override MAY_BE_CYCLICAL: bool = true;
-override MAY_BE_HYPERBOLIC: bool = true;
-override MAY_OVERWRITE_XI: bool = true;
+// What a pipeline may meet, the generated overrides `MAY_BE_CYCLICAL`, `MAY_BE_HYPERBOLIC`
+// and `MAY_OVERWRITE_XI`, set by the host from the preset (`Features` in src/engine/gpu.rs):
+// with one off, its branch is compiled out. llvmpipe runs both sides of a branch on a value it
+// cannot prove uniform, so a cyclical schedule's cosine, the hyperbolic kinetic energy's
+// square roots and the overwrite would cost every step of every preset. The defaults keep the
+// run-time tests.
 
 // One step of the schedule: `StepPhase` in src/math/samplers.rs. While a cyclical schedule
 // explores, no noise is injected and the thermostat is frozen (MATH.md §3).
@@ -22,13 +20,15 @@ struct StepPhase {
 
 // `SamplerParams::phase`.
 fn step_phase(step: u32) -> StepPhase {
-    if (!MAY_BE_CYCLICAL || params.cycle_len == 0u) {
-        return StepPhase(params.h, params.temperature, params.temperature, false);
+    if (!MAY_BE_CYCLICAL || sampler_params.cycle_len == 0u) {
+        let t = sampler_params.temperature;
+        return StepPhase(sampler_params.h, t, t, false);
     }
-    let r = f32(step % params.cycle_len) / f32(params.cycle_len);
-    let h = 0.5 * params.h * (cos(3.14159274 * r) + 1.0);
-    let exploring = r < params.explore_fraction;
-    return StepPhase(h, params.temperature, select(params.temperature, 0.0, exploring), exploring);
+    let r = f32(step % sampler_params.cycle_len) / f32(sampler_params.cycle_len);
+    let h = 0.5 * sampler_params.h * (cos(3.14159274 * r) + 1.0);
+    let exploring = r < sampler_params.explore_fraction;
+    let t = sampler_params.temperature;
+    return StepPhase(h, t, select(t, 0.0, exploring), exploring);
 }
 
 fn one_minus_exp_neg_over_x(x: f32, exp_neg_x: f32) -> f32 {
@@ -65,15 +65,20 @@ fn thermostat_half_step(xi: f32, k: Kinetic, phase: StepPhase) -> f32 {
     if (phase.exploring) {
         return xi;
     }
-    let heat = params.mass * (k.k1 * k.k1 - phase.temperature * k.k2);
-    if (MAY_OVERWRITE_XI && (params.flags & FLAG_XI_OVERWRITE) != 0u) {
+    let heat = sampler_params.mass * (k.k1 * k.k1 - phase.temperature * k.k2);
+    if (MAY_OVERWRITE_XI && (sampler_params.flags & FLAG_XI_OVERWRITE) != 0u) {
         return phase.h * heat;
     }
     return xi + 0.5 * phase.h * heat;
 }
 
 fn atmc_first_half(c: Coord, phase: StepPhase) -> Coord {
-    let k = kinetic_derivatives(c.p, params.mass, params.inv_mass, params.speed);
+    let k = kinetic_derivatives(
+        c.p,
+        sampler_params.mass,
+        sampler_params.inv_mass,
+        sampler_params.speed,
+    );
     var r = c;
     r.theta += 0.5 * phase.h * k.k1;
     r.xi = thermostat_half_step(c.xi, k, phase);
@@ -85,19 +90,24 @@ fn atmc_second_half(c: Coord, g: f32, z: f32, phase: StepPhase) -> Coord {
     let h = phase.h;
     let t = phase.noise_temperature;
     var r = c;
-    let beta = max(params.friction_floor, c.xi);
-    let alpha = max(params.friction_floor - c.xi, 0.0);
+    let beta = max(sampler_params.friction_floor, c.xi);
+    let alpha = max(sampler_params.friction_floor - c.xi, 0.0);
     // Exact OU step with friction φβ/s (s frozen over the step for hyperbolic K).
-    var x = params.friction_sign * beta * h;
-    if (MAY_BE_HYPERBOLIC && params.speed != 0.0) {
+    var x = sampler_params.friction_sign * beta * h;
+    if (MAY_BE_HYPERBOLIC && sampler_params.speed != 0.0) {
         x = x / c.s;
     }
     let decay = exp(-x);
     let drift = h * one_minus_exp_neg_over_x(x, decay);
-    let variance = 2.0 * alpha * params.noise_mass * t * h
+    let variance = 2.0 * alpha * sampler_params.noise_mass * t * h
         * one_minus_exp_neg_over_x(2.0 * x, decay * decay);
     r.p = decay * c.p - drift * g + sqrt(variance) * z;
-    let k = kinetic_derivatives(r.p, params.mass, params.inv_mass, params.speed);
+    let k = kinetic_derivatives(
+        r.p,
+        sampler_params.mass,
+        sampler_params.inv_mass,
+        sampler_params.speed,
+    );
     r.xi = thermostat_half_step(c.xi, k, phase);
     r.theta += 0.5 * h * k.k1;
     return r;
@@ -112,9 +122,11 @@ fn sghmc_update(c: Coord, g: f32, z: f32, phase: StepPhase) -> Coord {
     let h = phase.h;
     let t = phase.noise_temperature;
     var r = c;
-    let scale = sqrt(max(2.0 * (params.sghmc_friction - params.sghmc_noise_estimate) * h * t, 0.0));
-    r.p = c.p - h * g - h * params.sghmc_friction * c.p * params.inv_mass + scale * z;
-    r.theta += h * r.p * params.inv_mass;
+    let excess = sampler_params.sghmc_friction - sampler_params.sghmc_noise_estimate;
+    let scale = sqrt(max(2.0 * excess * h * t, 0.0));
+    r.p = c.p - h * g - h * sampler_params.sghmc_friction * c.p * sampler_params.inv_mass
+        + scale * z;
+    r.theta += h * r.p * sampler_params.inv_mass;
     return r;
 }
 
@@ -123,10 +135,10 @@ fn sghmc_update(c: Coord, g: f32, z: f32, phase: StepPhase) -> Coord {
 fn sgnht_update(c: Coord, g: f32, z: f32, phase: StepPhase) -> Coord {
     let h = phase.h;
     var r = c;
-    let scale = sqrt(2.0 * params.sgnht_diffusion * h * phase.noise_temperature);
+    let scale = sqrt(2.0 * sampler_params.sgnht_diffusion * h * phase.noise_temperature);
     r.p = c.p - h * g - h * c.xi * c.p + scale * z;
-    r.theta += h * r.p * params.inv_mass;
-    r.s = r.p * r.p * params.inv_mass - phase.temperature;
+    r.theta += h * r.p * sampler_params.inv_mass;
+    r.s = r.p * r.p * sampler_params.inv_mass - phase.temperature;
     return r;
 }
 
@@ -144,10 +156,16 @@ fn sgd_update(theta: f32, g: f32, phase: StepPhase) -> f32 {
 // `SamplerParams::coordinate_diverged`: non-finite values, or |p| or |θ| beyond their bounds.
 fn coordinate_diverged(theta: f32, p: f32, xi: f32) -> bool {
     return !(is_finite(theta) && is_finite(p) && is_finite(xi))
-        || abs(p) > params.divergence_bound
-        || abs(theta) > params.theta_bound;
+        || abs(p) > sampler_params.divergence_bound
+        || abs(theta) > sampler_params.theta_bound;
 }
 
 fn kinetic_heat(p: f32) -> f32 {
-    return p * kinetic_derivatives(p, params.mass, params.inv_mass, params.speed).k1;
+    let k = kinetic_derivatives(
+        p,
+        sampler_params.mass,
+        sampler_params.inv_mass,
+        sampler_params.speed,
+    );
+    return p * k.k1;
 }

@@ -1,12 +1,10 @@
 // The sphere toy (MATH.md §5.4): projected SGD with heavy-ball momentum on the unit sphere.
 // Mirrors src/math/sphere.rs function by function; each invocation advances one chain by
-// `params.steps` steps with its state in registers. The minibatch of chain c at step s is
+// `sphere_params.steps` steps with its state in registers. The minibatch of chain c at step s is
 // drawn from Philox((c, s, ⌊j/4⌋, STREAM_MINIBATCH)) exactly as on the CPU, so both
 // engines pick the same objects and differ only by float rounding (f32 here, f64 there).
 
-@group(0) @binding(1) var<storage, read_write> chains: array<SphereChain>;
-// The objects aᵢ (unit length; w unused), `params.data_n` of them.
-@group(0) @binding(2) var<storage, read> objects: array<vec4<f32>>;
+// `chains` and `objects` (the aᵢ, unit length, w unused) are generated bindings.
 
 // `object_gradient`: 2(a·x)(a − (a·x)x), tangent at a unit x.
 fn object_gradient(a: vec3<f32>, x: vec3<f32>) -> vec3<f32> {
@@ -24,11 +22,11 @@ fn sphere_step(chain: ptr<function, SphereChain>, rng: RngCounter) {
     var x = (*chain).x.xyz;
     var v = (*chain).v.xyz;
     var g = vec3<f32>(0.0);
-    for (var j = 0u; j < params.batch_size; j++) {
-        g += object_gradient(objects[batch_index(rng, j, params.data_n)].xyz, x);
+    for (var j = 0u; j < sphere_params.batch_size; j++) {
+        g += object_gradient(objects[batch_index(rng, j, sphere_params.data_n)].xyz, x);
     }
-    g = g / f32(params.batch_size);
-    v = params.momentum * v - params.h * g;
+    g = g / f32(sphere_params.batch_size);
+    v = sphere_params.momentum * v - sphere_params.h * g;
     let moved = x + v;
     let len = length(moved);
     if (len > 0.0 && is_finite(len)) {
@@ -43,14 +41,14 @@ fn advance_sphere(
     @builtin(workgroup_id) workgroup: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let index = (workgroup.y * params.groups_x + workgroup.x) * CHAIN_WORKGROUP + lane;
-    if (index >= params.chains) {
+    let index = (workgroup.y * sphere_params.groups_x + workgroup.x) * CHAIN_WORKGROUP + lane;
+    if (index >= sphere_params.chains) {
         return;
     }
     var chain = chains[index];
-    let key = vec2<u32>(params.seed_lo, params.seed_hi);
-    for (var k = 0u; k < params.steps; k++) {
-        sphere_step(&chain, RngCounter(key, index, params.step0 + k));
+    let key = vec2<u32>(sphere_params.seed_lo, sphere_params.seed_hi);
+    for (var k = 0u; k < sphere_params.steps; k++) {
+        sphere_step(&chain, RngCounter(key, index, sphere_params.step0 + k));
     }
     chains[index] = chain;
 }

@@ -1,8 +1,11 @@
 // Gradients of -log density, mirroring `Target::gradient` in src/math/targets.rs. The host
 // passes the same f32 constants the Rust code computes (see `Target::gpu_constants`).
 
-// Logistic regression data: (x0, x1, label, unused) per point.
-@group(0) @binding(5) var<storage, read> data: array<vec4<f32>>;
+// The constant of the target at `position` (`TargetParam::position`, generated as `PARAM_*`),
+// packed four to a vec4 because arrays in a uniform need a 16-byte stride.
+fn target_param(position: u32) -> f32 {
+    return chain2_params.target_params[position / 4u][position % 4u];
+}
 
 fn gmm_gradient(t: vec2<f32>, spacing: f32, variance: f32) -> vec2<f32> {
     var d_min = 3.4028235e38;
@@ -28,12 +31,12 @@ fn gmm_gradient(t: vec2<f32>, spacing: f32, variance: f32) -> vec2<f32> {
 }
 
 fn logistic_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
-    let n = params.data_n;
-    let inv_var = target_param(0u);
+    let n = chain2_params.data_n;
+    let inv_var = target_param(PARAM_LOGISTIC_PRIOR_PRECISION);
     var g0 = 0.0;
     var g1 = 0.0;
-    let full = params.batch_size >= n;
-    for (var j = 0u; j < params.batch_size; j++) {
+    let full = chain2_params.batch_size >= n;
+    for (var j = 0u; j < chain2_params.batch_size; j++) {
         var i = j;
         if (!full) {
             let bits = rng_bits4(rng, STREAM_MINIBATCH, j / 4u);
@@ -45,34 +48,31 @@ fn logistic_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
         g0 += r * x.x;
         g1 += r * x.y;
     }
-    let scale = f32(n) / f32(params.batch_size);
+    let scale = f32(n) / f32(chain2_params.batch_size);
     return vec2<f32>(t.x * inv_var + scale * g0, t.y * inv_var + scale * g1);
 }
 
-// The target this pipeline runs (`TargetKind::gpu_code`), set when the host compiles it (see
-// `SPECIALISED_SAMPLER` in chain2.wgsl).
-override SPECIALISED_TARGET: u32;
-
+// `SPECIALISED_TARGET`: the target this pipeline runs, set when the host compiles it.
 fn target_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
     switch SPECIALISED_TARGET {
         case TARGET_GAUSSIAN: {
-            let d0 = t.x - target_param(0u);
-            let d1 = t.y - target_param(1u);
-            let p0 = target_param(2u);
-            let p1 = target_param(3u);
-            let p2 = target_param(4u);
+            let d0 = t.x - target_param(PARAM_GAUSSIAN_MEAN0);
+            let d1 = t.y - target_param(PARAM_GAUSSIAN_MEAN1);
+            let p0 = target_param(PARAM_GAUSSIAN_PRECISION00);
+            let p1 = target_param(PARAM_GAUSSIAN_PRECISION01);
+            let p2 = target_param(PARAM_GAUSSIAN_PRECISION11);
             return vec2<f32>(p0 * d0 + p1 * d1, p1 * d0 + p2 * d1);
         }
         case TARGET_BANANA: {
-            let a = target_param(0u);
-            let b = target_param(1u);
-            let s = target_param(2u);
+            let a = target_param(PARAM_BANANA_A);
+            let b = target_param(PARAM_BANANA_B);
+            let s = target_param(PARAM_BANANA_S);
             let r = (t.y - b * (t.x * t.x - a * a)) / (s * s);
             return vec2<f32>(t.x / (a * a) - 2.0 * b * t.x * r, r);
         }
         case TARGET_DONUT: {
-            let radius = target_param(0u);
-            let width_sq = target_param(1u);
+            let radius = target_param(PARAM_DONUT_RADIUS);
+            let width_sq = target_param(PARAM_DONUT_WIDTH_SQ);
             let norm = sqrt(t.x * t.x + t.y * t.y);
             var f = 0.0;
             if (norm > 1e-20) {
@@ -81,16 +81,17 @@ fn target_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
             return vec2<f32>(f * t.x, f * t.y);
         }
         case TARGET_GMM25: {
-            return gmm_gradient(t, target_param(0u), target_param(1u));
+            let spacing = target_param(PARAM_GMM25_SPACING);
+            return gmm_gradient(t, spacing, target_param(PARAM_GMM25_VARIANCE));
         }
         case TARGET_FUNNEL: {
-            let s2 = target_param(0u);
+            let s2 = target_param(PARAM_FUNNEL_SIGMA_V_SQ);
             let e = exp(-t.y);
             return vec2<f32>(t.x * e, t.y / s2 - 0.5 * t.x * t.x * e + 0.5);
         }
         case TARGET_DOUBLE_WELL: {
-            let mu2 = target_param(0u);
-            let barrier = target_param(1u);
+            let mu2 = target_param(PARAM_DOUBLE_WELL_SEPARATION_SQ);
+            let barrier = target_param(PARAM_DOUBLE_WELL_BARRIER);
             let q = t.x * t.x / mu2 - 1.0;
             return vec2<f32>(4.0 * barrier * q * t.x / mu2, t.y);
         }

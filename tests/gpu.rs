@@ -252,10 +252,10 @@ fn gpu_freezes_diverged_chains() {
 /// NaNs of any payload are not finite, the largest finite and the subnormal values are.
 #[test]
 fn wgsl_is_finite_reads_the_bit_pattern() {
-    let library = format!(
-        "{}{}",
-        atmc_lab::engine::shader_interface::prelude(),
-        include_str!("../shaders/samplers.wgsl")
+    // `is_finite` is in shaders/common.wgsl, part of every program's prelude; the sphere's
+    // declares no override constant that the check's pipeline would have to set.
+    let library = atmc_lab::engine::shader_interface::prelude(
+        atmc_lab::engine::shader_interface::Program::Sphere,
     );
     let entry =
         "fn check(bits: u32) -> u32 { return select(0u, 1u, is_finite(bitcast<f32>(bits))); }";

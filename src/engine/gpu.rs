@@ -1,15 +1,18 @@
 //! The GPU engine: chains stepped in WGSL compute shaders (`shaders/`), one invocation per
 //! chain with its state in registers for all K steps of a dispatch.
 //!
-//! Parameters live in a uniform buffer (`GpuParams`, a few hundred bytes written before
-//! every dispatch), so a slider change needs no pipeline rebuild and no reset. Moments are
+//! Parameters live in two uniform blocks (`GpuSamplerParams`, written once per advance, and
+//! `GpuChain2Params`, a few hundred bytes written before every dispatch), so a slider change
+//! needs no pipeline rebuild and no reset. Moments are
 //! reduced per workgroup on the GPU and the alive chains are binned there into up to
 //! [`MAX_HISTOGRAMS`] atomic histograms of two state coordinates each, so a frame reads back
 //! kilobytes, not the chains; full state is read only on request.
 
 use super::shader_interface::{
-    self, CHAIN_PARTIALS, CHAIN_WORKGROUP, FLAG_SGNHT_SHARED, FLAG_XI_OVERWRITE, GpuChain,
-    GpuParams, HIST_AXIS_SHIFT, PARAMS_BINDING,
+    self, BindingSpace, CHAIN_PARTIALS, CHAIN_WORKGROUP, Chain2Binding, ChainPartial,
+    FLAG_SGNHT_SHARED, FLAG_XI_OVERWRITE, GpuChain, GpuChain2Params, GpuSamplerParams,
+    HIST_AXIS_SHIFT, MAY_BE_CYCLICAL, MAY_BE_HYPERBOLIC, MAY_HAVE_GRADIENT_NOISE, MAY_OVERWRITE_XI,
+    Program, ProgramBindings, SPECIALISED_SAMPLER, SPECIALISED_TARGET,
 };
 use super::{
     BackendInfo, ChainStates, Engine, HistogramSpec, InitSpec, MAX_HISTOGRAMS, Moments, Report,
@@ -23,16 +26,19 @@ use wgpu::util::DeviceExt;
 /// The WGSL of the engine: the generated prelude of [`shader_interface`], then the files that
 /// mirror `src/math` one to one.
 pub static SHADER_SOURCE: LazyLock<String> = LazyLock::new(|| {
-    shader_interface::compose(&[
-        ("rng.wgsl", include_str!("../../shaders/rng.wgsl")),
-        ("targets.wgsl", include_str!("../../shaders/targets.wgsl")),
-        ("samplers.wgsl", include_str!("../../shaders/samplers.wgsl")),
-        ("chain2.wgsl", include_str!("../../shaders/chain2.wgsl")),
-        ("engine.wgsl", include_str!("../../shaders/engine.wgsl")),
-    ])
+    shader_interface::compose(
+        Program::Chain2,
+        &[
+            ("rng.wgsl", include_str!("../../shaders/rng.wgsl")),
+            ("targets.wgsl", include_str!("../../shaders/targets.wgsl")),
+            ("samplers.wgsl", include_str!("../../shaders/samplers.wgsl")),
+            ("chain2.wgsl", include_str!("../../shaders/chain2.wgsl")),
+            ("engine.wgsl", include_str!("../../shaders/engine.wgsl")),
+        ],
+    )
 });
 
-/// Moments per workgroup (see `partials` in `shaders/engine.wgsl`).
+/// Partial sums per workgroup ([`ChainPartial`], `partials` in `shaders/engine.wgsl`).
 const PARTIAL_FIELDS: usize = CHAIN_PARTIALS as usize;
 /// Longest dispatch: keeps each submission short enough for display watchdogs.
 const MAX_STEPS_PER_DISPATCH: u32 = 1024;
@@ -53,24 +59,18 @@ fn loop_iterations_per_step(model: &Model) -> u32 {
     30 + 50 + 10 + batch
 }
 
-impl GpuParams {
-    /// The parameters of a dispatch of `steps` steps from `step0` with everything
-    /// target-specific zero.
+impl GpuSamplerParams {
+    /// The sampler block of `chains` chains of a run seeded `seed`.
     pub(crate) fn for_sampler(
         sp: &SamplerParams,
         schedule: &Schedule,
         seed: u64,
-        step0: u32,
-        steps: u32,
         chains: u32,
     ) -> Self {
         Self {
             seed_lo: seed as u32,
             seed_hi: (seed >> 32) as u32,
-            step0,
-            steps,
             chains,
-            sampler_kind: sp.kind.gpu_code(),
             flags: (if sp.xi_overwrite {
                 FLAG_XI_OVERWRITE
             } else {
@@ -95,7 +95,7 @@ impl GpuParams {
             explore_fraction: schedule.explore_fraction,
             inv_mass: sp.inv_mass,
             theta_bound: sp.theta_bound,
-            ..Zeroable::zeroed()
+            pad: 0,
         }
     }
 }
@@ -193,39 +193,16 @@ impl GpuContext {
         })
     }
 
-    /// Copies `size` bytes at `offset` of `source` back to the host.
+    /// Copies `size` bytes at `offset` of `source` back to the host through a staging buffer
+    /// of its own (engines keep a [`Readback`] instead).
     pub fn read_buffer(
         &self,
         source: &wgpu::Buffer,
         offset: u64,
         size: u64,
     ) -> anyhow::Result<Vec<u8>> {
-        let device = &self.device;
-        let staging = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder = device.create_command_encoder(&Default::default());
-        encoder.copy_buffer_to_buffer(source, offset, &staging, 0, size);
-        self.queue.submit([encoder.finish()]);
-        let (tx, rx) = std::sync::mpsc::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-        device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| anyhow!("GPU device lost while reading back: {e}"))?;
-        rx.recv()
-            .context("readback callback dropped")?
-            .map_err(|e| anyhow!("cannot map the readback buffer: {e}"))?;
-        let bytes = staging
-            .get_mapped_range(..)
-            .map_err(|e| anyhow!("cannot read the readback buffer: {e:?}"))?
-            .to_vec();
-        staging.unmap();
-        Ok(bytes)
+        let mut bytes = Readback::default().read(self, &[(source, offset, size)])?;
+        Ok(bytes.remove(0))
     }
 
     /// A one-line description: adapter name, type and backend.
@@ -234,6 +211,76 @@ impl GpuContext {
             "{} ({:?}, {:?})",
             self.adapter.name, self.adapter.device_type, self.adapter.backend
         )
+    }
+}
+
+/// A host-visible staging buffer that GPU results are copied into and read from, kept for an
+/// engine's lifetime and grown when a read needs more (a buffer per read cost two
+/// allocations per `advance`).
+#[derive(Debug, Default)]
+pub struct Readback {
+    staging: Option<wgpu::Buffer>,
+}
+
+impl Readback {
+    /// Copies each `(source, offset, size)` (sizes a multiple of 4) into the staging buffer in
+    /// one submission, maps it once and returns the bytes of each read in order.
+    pub fn read(
+        &mut self,
+        ctx: &GpuContext,
+        reads: &[(&wgpu::Buffer, u64, u64)],
+    ) -> anyhow::Result<Vec<Vec<u8>>> {
+        // Each read starts at a multiple of the map alignment.
+        let align = |x: u64| x.next_multiple_of(wgpu::MAP_ALIGNMENT);
+        let total: u64 = reads.iter().map(|&(_, _, size)| align(size)).sum();
+        if total == 0 {
+            return Ok(vec![Vec::new(); reads.len()]);
+        }
+        let device = &ctx.device;
+        if self.staging.as_ref().is_none_or(|b| b.size() < total) {
+            self.staging = Some(device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("readback"),
+                size: total.next_power_of_two(),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }));
+        }
+        let staging = self.staging.as_ref().expect("allocated above");
+        let mut encoder = device.create_command_encoder(&Default::default());
+        let mut at = 0;
+        for &(source, offset, size) in reads {
+            if size > 0 {
+                encoder.copy_buffer_to_buffer(source, offset, staging, at, size);
+            }
+            at += align(size);
+        }
+        ctx.queue.submit([encoder.finish()]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        staging.map_async(wgpu::MapMode::Read, ..total, move |r| {
+            let _ = tx.send(r);
+        });
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| anyhow!("GPU device lost while reading back: {e}"))?;
+        rx.recv()
+            .context("readback callback dropped")?
+            .map_err(|e| anyhow!("cannot map the readback buffer: {e}"))?;
+        let bytes = {
+            let mapped = staging
+                .get_mapped_range(..total)
+                .map_err(|e| anyhow!("cannot read the readback buffer: {e:?}"))?;
+            let mut at = 0;
+            reads
+                .iter()
+                .map(|&(_, _, size)| {
+                    let part = mapped[at as usize..(at + size) as usize].to_vec();
+                    at += align(size);
+                    part
+                })
+                .collect()
+        };
+        staging.unmap();
+        Ok(bytes)
     }
 }
 
@@ -253,43 +300,93 @@ pub struct GpuEngine {
     /// specialised through its override constants, so the branches the preset cannot take
     /// are compiled out (llvmpipe runs every branch of a switch it cannot prove uniform).
     pipelines: std::collections::HashMap<PipelineKey, wgpu::ComputePipeline>,
-    params: wgpu::Buffer,
+    sampler_params: wgpu::Buffer,
+    chain2_params: wgpu::Buffer,
     histogram: wgpu::Buffer,
     histogram_slots: u32,
     data: wgpu::Buffer,
     buffers: ChainBuffers,
     bind_group: wgpu::BindGroup,
+    readback: Readback,
     model: Model,
     seed: u64,
     step: u32,
     chains: u32,
 }
 
-/// A uniform buffer binding of `size` bytes, with a dynamic offset when `dynamic`.
-pub(crate) fn uniform_entry(binding: u32, dynamic: bool, size: u64) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Uniform,
-            has_dynamic_offset: dynamic,
-            min_binding_size: wgpu::BufferSize::new(size),
-        },
-        count: None,
-    }
+/// The bind group layout entries of a program, one per binding of its table.
+pub(crate) fn layout_entries<B: ProgramBindings>() -> Vec<wgpu::BindGroupLayoutEntry> {
+    B::ALL
+        .iter()
+        .map(|&b| {
+            let (ty, has_dynamic_offset, min_binding_size) = match b.decl().space {
+                BindingSpace::Uniform { size, dynamic } => (
+                    wgpu::BufferBindingType::Uniform,
+                    dynamic,
+                    wgpu::BufferSize::new(size as u64),
+                ),
+                BindingSpace::Storage { read_only } => {
+                    (wgpu::BufferBindingType::Storage { read_only }, false, None)
+                }
+            };
+            wgpu::BindGroupLayoutEntry {
+                binding: b.index(),
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty,
+                    has_dynamic_offset,
+                    min_binding_size,
+                },
+                count: None,
+            }
+        })
+        .collect()
 }
 
-/// The `params` binding every engine starts with.
-pub(crate) fn params_entry() -> wgpu::BindGroupLayoutEntry {
-    uniform_entry(
-        PARAMS_BINDING,
-        false,
-        std::mem::size_of::<GpuParams>() as u64,
-    )
+/// The bind group of a program: `buffer(b)` at every binding `b` of its table, whole, but for
+/// a dynamic uniform, which binds one block of its buffer at a time.
+pub(crate) fn bind_group<'a, B: ProgramBindings>(
+    device: &wgpu::Device,
+    layout: &wgpu::BindGroupLayout,
+    label: &str,
+    buffer: impl Fn(B) -> &'a wgpu::Buffer,
+) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry<'_>> = B::ALL
+        .iter()
+        .map(|&b| wgpu::BindGroupEntry {
+            binding: b.index(),
+            resource: match b.decl().space {
+                BindingSpace::Uniform {
+                    size,
+                    dynamic: true,
+                } => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: buffer(b),
+                    offset: 0,
+                    size: wgpu::BufferSize::new(size as u64),
+                }),
+                _ => buffer(b).as_entire_binding(),
+            },
+        })
+        .collect();
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout,
+        entries: &entries,
+    })
 }
 
-/// What a sampler step may meet besides its sampler: the override constants `MAY_*` of
-/// shaders/samplers.wgsl. A pipeline built with a feature off has that feature's branch
+/// A uniform buffer for one block of `size` bytes, written by the host.
+pub(crate) fn uniform_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
+/// What a sampler step may meet besides its sampler: the override constants `MAY_*` that
+/// shaders/samplers.wgsl reads. A pipeline built with a feature off has that feature's branch
 /// compiled out and runs only presets without it; the engines key their pipelines by it.
 /// llvmpipe runs both sides of a branch on a value it cannot prove uniform: a cyclical
 /// schedule's cosine and the hyperbolic kinetic energy's square roots cost every step of
@@ -319,15 +416,15 @@ impl Features {
     /// The override constants.
     pub(crate) fn constants(self) -> [(&'static str, f64); 3] {
         [
-            ("MAY_BE_CYCLICAL", flag(self.cyclical)),
-            ("MAY_BE_HYPERBOLIC", flag(self.hyperbolic)),
-            ("MAY_OVERWRITE_XI", flag(self.xi_overwrite)),
+            (MAY_BE_CYCLICAL, flag(self.cyclical)),
+            (MAY_BE_HYPERBOLIC, flag(self.hyperbolic)),
+            (MAY_OVERWRITE_XI, flag(self.xi_overwrite)),
         ]
     }
 }
 
 /// What a 2-D pipeline is specialised on: the sampler and target codes, the [`Features`],
-/// and whether there is synthetic gradient noise (`MAY_HAVE_GRADIENT_NOISE` in chain2.wgsl:
+/// and whether there is synthetic gradient noise (`MAY_HAVE_GRADIENT_NOISE`, read in chain2.wgsl:
 /// without it the second Philox block and its Box–Muller pair are compiled out; with all of
 /// it the kernel ran 2× faster on llvmpipe).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -350,9 +447,9 @@ impl PipelineKey {
 
     fn constants(self) -> Vec<(&'static str, f64)> {
         let mut constants = vec![
-            ("SPECIALISED_SAMPLER", f64::from(self.sampler)),
-            ("SPECIALISED_TARGET", f64::from(self.target)),
-            ("MAY_HAVE_GRADIENT_NOISE", flag(self.gradient_noise)),
+            (SPECIALISED_SAMPLER, f64::from(self.sampler)),
+            (SPECIALISED_TARGET, f64::from(self.target)),
+            (MAY_HAVE_GRADIENT_NOISE, flag(self.gradient_noise)),
         ];
         constants.extend(self.features.constants());
         constants
@@ -370,14 +467,14 @@ pub(crate) struct ShaderProgram {
 }
 
 impl ShaderProgram {
-    /// Compiles `source` over one bind group layout of `entries`. Fails naming `what` and the
-    /// device when the WGSL does not validate there.
-    pub(crate) fn new(
+    /// Compiles `source` over one bind group layout of the bindings `B`. Fails naming `what`
+    /// and the device when the WGSL does not validate there.
+    pub(crate) fn new<B: ProgramBindings>(
         ctx: &GpuContext,
         what: &str,
         source: &str,
-        entries: &[wgpu::BindGroupLayoutEntry],
     ) -> anyhow::Result<Self> {
+        let entries = &layout_entries::<B>();
         let device = &ctx.device;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -440,33 +537,19 @@ impl ShaderProgram {
 }
 
 /// Compiles `source` and makes one compute pipeline per entry point over one bind group
-/// layout of `entries`.
-pub(crate) fn compute_pipelines(
+/// layout of the bindings `B`.
+pub(crate) fn compute_pipelines<B: ProgramBindings>(
     ctx: &GpuContext,
     what: &str,
     source: &str,
-    entries: &[wgpu::BindGroupLayoutEntry],
     entry_points: &[&str],
 ) -> anyhow::Result<(wgpu::BindGroupLayout, Vec<wgpu::ComputePipeline>)> {
-    let program = ShaderProgram::new(ctx, what, source, entries)?;
+    let program = ShaderProgram::new::<B>(ctx, what, source)?;
     let pipelines = entry_points
         .iter()
         .map(|entry| program.pipeline(ctx, entry, &[]))
         .collect::<anyhow::Result<_>>()?;
     Ok((program.layout, pipelines))
-}
-
-pub(crate) fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Storage { read_only },
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
 }
 
 impl GpuEngine {
@@ -484,47 +567,36 @@ impl GpuEngine {
         init: &InitSpec,
         seed: u64,
     ) -> anyhow::Result<Self> {
-        let program = ShaderProgram::new(
-            &ctx,
-            "engine",
-            SHADER_SOURCE.as_str(),
-            &[
-                params_entry(),
-                storage_entry(1, false),
-                storage_entry(2, false),
-                storage_entry(3, false),
-                storage_entry(4, false),
-                storage_entry(5, true),
-            ],
-        )?;
+        let program = ShaderProgram::new::<Chain2Binding>(&ctx, "engine", SHADER_SOURCE.as_str())?;
         let device = &ctx.device;
-        let params = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("params"),
-            size: std::mem::size_of::<GpuParams>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let sampler_params = uniform_buffer(
+            device,
+            "sampler params",
+            size_of::<GpuSamplerParams>() as u64,
+        );
+        let chain2_params =
+            uniform_buffer(device, "chain2 params", size_of::<GpuChain2Params>() as u64);
         let histogram = Self::histogram_buffer(device, 1);
         let data = Self::data_buffer(device, &model.target);
         let buffers = Self::chain_buffers(&ctx, chains)?;
         let bind_group = Self::bind_group(
             device,
             &program.layout,
-            &params,
+            [&sampler_params, &chain2_params, &histogram, &data],
             &buffers,
-            &histogram,
-            &data,
         );
         let mut engine = Self {
             ctx,
             program,
             pipelines: std::collections::HashMap::new(),
-            params,
+            sampler_params,
+            chain2_params,
             histogram,
             histogram_slots: 1,
             data,
             buffers,
             bind_group,
+            readback: Readback::default(),
             model,
             seed,
             step: 0,
@@ -605,31 +677,22 @@ impl GpuEngine {
         })
     }
 
+    /// The bind group of the uniform blocks, the histograms and the data (in that order)
+    /// and the chain buffers.
     fn bind_group(
         device: &wgpu::Device,
         layout: &wgpu::BindGroupLayout,
-        params: &wgpu::Buffer,
+        [sampler_params, chain2_params, histogram, data]: [&wgpu::Buffer; 4],
         buffers: &ChainBuffers,
-        histogram: &wgpu::Buffer,
-        data: &wgpu::Buffer,
     ) -> wgpu::BindGroup {
-        fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
-            wgpu::BindGroupEntry {
-                binding,
-                resource: buffer.as_entire_binding(),
-            }
-        }
-        device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("engine"),
-            layout,
-            entries: &[
-                entry(PARAMS_BINDING, params),
-                entry(1, &buffers.chains),
-                entry(2, &buffers.diverged_at),
-                entry(3, &buffers.partials),
-                entry(4, histogram),
-                entry(5, data),
-            ],
+        bind_group(device, layout, "engine", |b| match b {
+            Chain2Binding::Sampler => sampler_params,
+            Chain2Binding::Params => chain2_params,
+            Chain2Binding::Chains => &buffers.chains,
+            Chain2Binding::DivergedAt => &buffers.diverged_at,
+            Chain2Binding::Partials => &buffers.partials,
+            Chain2Binding::Histogram => histogram,
+            Chain2Binding::Data => data,
         })
     }
 
@@ -637,17 +700,24 @@ impl GpuEngine {
         self.bind_group = Self::bind_group(
             &self.ctx.device,
             &self.program.layout,
-            &self.params,
+            [
+                &self.sampler_params,
+                &self.chain2_params,
+                &self.histogram,
+                &self.data,
+            ],
             &self.buffers,
-            &self.histogram,
-            &self.data,
         );
     }
 
-    /// The uniform parameters of a dispatch.
-    fn gpu_params(&self, step0: u32, steps: u32, histograms: &[HistogramSpec]) -> GpuParams {
-        let sp = &self.model.sampler;
-        let (target, target_params) = self.model.target.gpu_constants();
+    /// The 2-D block of a dispatch of `steps` steps from `step0`.
+    fn chain2_params(
+        &self,
+        step0: u32,
+        steps: u32,
+        histograms: &[HistogramSpec],
+    ) -> GpuChain2Params {
+        let (_, target_params) = self.model.target.gpu_constants();
         let (data_n, batch_size) = match &self.model.target {
             Target::Logistic(l) => (l.inputs.len() as u32, l.batch_size),
             _ => (0, 0),
@@ -666,26 +736,20 @@ impl GpuEngine {
             ];
             offset += spec.grid.cells() as u32 + 1;
         }
-        GpuParams {
-            target_kind: target.gpu_code(),
+        GpuChain2Params {
+            step0,
+            steps,
+            groups_x: self.buffers.groups[0],
+            hist_count: histograms.len() as u32,
+            data_n,
+            batch_size,
             noise_kappa: self.model.noise.kappa,
             noise_sigma0: self.model.noise.sigma[0],
             noise_sigma1: self.model.noise.sigma[1],
             target_params: bytemuck::cast(target_params),
             hist_f,
             hist_u,
-            hist_count: histograms.len() as u32,
-            data_n,
-            batch_size,
-            groups_x: self.buffers.groups[0],
-            ..GpuParams::for_sampler(
-                sp,
-                &self.model.schedule,
-                self.seed,
-                step0,
-                steps,
-                self.chains,
-            )
+            ..Zeroable::zeroed()
         }
     }
 }
@@ -740,18 +804,27 @@ impl Engine for GpuEngine {
         let per_dispatch =
             (LOOP_BUDGET / loop_iterations_per_step(&self.model)).clamp(1, MAX_STEPS_PER_DISPATCH);
         let chunks = steps.div_ceil(per_dispatch).max(1);
+        let sampler = GpuSamplerParams::for_sampler(
+            &self.model.sampler,
+            &self.model.schedule,
+            self.seed,
+            self.chains,
+        );
+        self.ctx
+            .queue
+            .write_buffer(&self.sampler_params, 0, bytemuck::bytes_of(&sampler));
         let mut done = 0;
         for chunk in 0..chunks {
             let n = (steps - done).min(per_dispatch);
             let last = chunk + 1 == chunks;
-            let params = self.gpu_params(
+            let params = self.chain2_params(
                 self.step.wrapping_add(done),
                 n,
                 if last { histograms } else { &[] },
             );
             self.ctx
                 .queue
-                .write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
+                .write_buffer(&self.chain2_params, 0, bytemuck::bytes_of(&params));
             let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
             if last && !histograms.is_empty() {
                 encoder.clear_buffer(&self.histogram, 0, None);
@@ -767,32 +840,33 @@ impl Engine for GpuEngine {
             done += n;
         }
         self.step = self.step.wrapping_add(steps);
-        let partial_bytes = self.buffers.partials.size();
-        let raw = self
-            .ctx
-            .read_buffer(&self.buffers.partials, 0, partial_bytes)?;
-        let partials: &[f32] = bytemuck::cast_slice(&raw);
+        // The partial sums and the histograms in one copy and one map.
+        let raw = self.readback.read(
+            &self.ctx,
+            &[
+                (&self.buffers.partials, 0, self.buffers.partials.size()),
+                (&self.histogram, 0, 4 * u64::from(slots)),
+            ],
+        )?;
+        let partials: &[f32] = bytemuck::cast_slice(&raw[0]);
         let mut moments = Moments::default();
         for p in partials.chunks_exact(PARTIAL_FIELDS) {
-            let v: Vec<f64> = p.iter().map(|&x| f64::from(x)).collect();
-            moments.alive += v[0] as u64;
-            moments.diverged += v[1] as u64;
-            moments.sum_theta[0] += v[2];
-            moments.sum_theta[1] += v[3];
-            moments.sum_theta_sq[0] += v[4];
-            moments.sum_theta_sq[1] += v[5];
-            moments.sum_theta_sq[2] += v[6];
-            moments.sum_heat[0] += v[7];
-            moments.sum_heat[1] += v[8];
-            moments.sum_xi[0] += v[9];
-            moments.sum_xi[1] += v[10];
+            let v = |slot: ChainPartial| f64::from(p[slot.slot()]);
+            moments.alive += v(ChainPartial::Alive) as u64;
+            moments.diverged += v(ChainPartial::Diverged) as u64;
+            moments.sum_theta[0] += v(ChainPartial::Theta0);
+            moments.sum_theta[1] += v(ChainPartial::Theta1);
+            moments.sum_theta_sq[0] += v(ChainPartial::Theta00);
+            moments.sum_theta_sq[1] += v(ChainPartial::Theta01);
+            moments.sum_theta_sq[2] += v(ChainPartial::Theta11);
+            moments.sum_heat[0] += v(ChainPartial::Heat0);
+            moments.sum_heat[1] += v(ChainPartial::Heat1);
+            moments.sum_xi[0] += v(ChainPartial::Xi0);
+            moments.sum_xi[1] += v(ChainPartial::Xi1);
         }
         let mut result = Vec::with_capacity(histograms.len());
         if slots > 0 {
-            let raw = self
-                .ctx
-                .read_buffer(&self.histogram, 0, 4 * u64::from(slots))?;
-            let counts: &[u32] = bytemuck::cast_slice(&raw);
+            let counts: &[u32] = bytemuck::cast_slice(&raw[1]);
             let mut offset = 0;
             for spec in histograms {
                 let cells = spec.grid.cells();
@@ -817,20 +891,25 @@ impl Engine for GpuEngine {
             return Ok(ChainStates::default());
         }
         let size = std::mem::size_of::<GpuChain>() as u64;
-        let raw = self.ctx.read_buffer(
-            &self.buffers.chains,
-            u64::from(start) * size,
-            u64::from(end - start) * size,
+        let raw = self.readback.read(
+            &self.ctx,
+            &[
+                (
+                    &self.buffers.chains,
+                    u64::from(start) * size,
+                    u64::from(end - start) * size,
+                ),
+                (
+                    &self.buffers.diverged_at,
+                    4 * u64::from(start),
+                    4 * u64::from(end - start),
+                ),
+            ],
         )?;
-        let chains: &[GpuChain] = bytemuck::cast_slice(&raw);
-        let raw = self.ctx.read_buffer(
-            &self.buffers.diverged_at,
-            4 * u64::from(start),
-            4 * u64::from(end - start),
-        )?;
+        let chains: &[GpuChain] = bytemuck::cast_slice(&raw[0]);
         Ok(ChainStates {
             chains: chains.iter().map(|&c| c.into()).collect(),
-            diverged_at: bytemuck::cast_slice(&raw).to_vec(),
+            diverged_at: bytemuck::cast_slice(&raw[1]).to_vec(),
         })
     }
 

@@ -3,34 +3,46 @@
 //! Everything the host writes and a WGSL shader reads with a shared meaning is declared here,
 //! and the WGSL side is generated from it, so the two cannot drift apart:
 //!
-//! - **Structs.** [`GpuParams`] (the uniform block `Params` of both engines), [`MlpSlice`]
-//!   (`Slice`, the per-dispatch uniform of the MLP engine), [`GpuChain`] (`Chain`, one 2-D
-//!   chain in a storage buffer) and [`GpuSphereChain`] (`SphereChain`, the sphere engine's) are declared by `shader_structs!` (below): each field is written once,
-//!   with its Rust type, and the WGSL type follows from it (`u32`, `f32`; `[S; 2..=4]` is
-//!   `vecN<S>`; `[[S; 4]; N]` is `array<vec4<S>, N>`). The same macro checks at compile time
-//!   that every field sits at the offset WGSL gives it and that arrays in a uniform have a
-//!   16-byte stride, so a field added in the wrong place fails the build, not a GPU run.
+//! - **Structs.** The uniform blocks — [`GpuSamplerParams`] (`SamplerParams`, the sampler
+//!   block of the 2-D and MLP engines), [`GpuChain2Params`], [`GpuMlpParams`] and
+//!   [`GpuSphereParams`] (one block per program) and [`MlpSlice`] (`Slice`, the MLP engine's
+//!   per-dispatch uniform) — and the chain layouts [`GpuChain`] (`Chain`) and
+//!   [`GpuSphereChain`] (`SphereChain`) are declared by `shader_structs!` (below): each
+//!   field is written once, with its Rust type, and the WGSL type follows from it (`u32`,
+//!   `f32`; `[S; 2..=4]` is `vecN<S>`; `[[S; 4]; N]` is `array<vec4<S>, N>`). The same macro
+//!   checks at compile time that every field sits at the offset WGSL gives it and that
+//!   arrays in a uniform have a 16-byte stride, so a field added in the wrong place fails the
+//!   build, not a GPU run.
+//! - **Bindings.** [`Chain2Binding`], [`MlpBinding`] and [`SphereBinding`] list each
+//!   program's buffers (`shader_bindings!`): a variant's position is its binding number, its
+//!   [`BindingDecl`] says name, uniform or storage, access and type. The prelude declares the
+//!   variables from them and `engine::gpu` makes the bind group layouts and the bind groups
+//!   from the same tables.
+//! - **Overrides.** [`SPECIALISED_SAMPLER`], [`SPECIALISED_TARGET`],
+//!   [`SPECIALISED_ACTIVATION`] and the `MAY_*` features are Rust constants the pipelines
+//!   are made with; [`Program::overrides`] declares them in each program's prelude.
 //! - **Constants.** [`constants`] lists every `const NAME: u32 = Nu;` of the generated WGSL,
 //!   each taken from the Rust value the host uses: the enum codes (`SamplerKind::gpu_code`,
-//!   `TargetKind`, `Stream`, `Activation`, [`MlpRegion`], [`Axis::index`]), the flag bits,
-//!   workgroup sizes and buffer strides, and the MLP shader's array bounds.
+//!   `TargetKind`, `Stream`, `Activation`, [`MlpRegion`], [`Axis::index`]), the partial-sum
+//!   slots ([`ChainPartial`], [`MlpPartial`]), the target constants' positions
+//!   ([`TargetParam::position`]), the flag bits, workgroup sizes and buffer strides, and the
+//!   MLP shader's array bounds.
 //!
-//! [`prelude`] is the generated WGSL (structs, constants, the `params` binding) followed by
-//! the hand-written helpers of `shaders/params.wgsl`; [`compose`] puts it in front of an
-//! engine's `.wgsl` files. [`check_wgsl`] parses WGSL with naga and lists every place where
-//! it disagrees with this module; `tests/shader_interface.rs` runs it on both engines'
-//! shaders and on deliberately altered copies. Constants only the shaders use (Philox's
-//! multipliers, SELU's λ and α, π) stay in the `.wgsl` files.
+//! [`prelude`] is a [`Program`]'s generated WGSL (its structs, the constants, its overrides
+//! and bindings) followed by the hand-written helpers of `shaders/common.wgsl`; [`compose`]
+//! puts it in front of the program's `.wgsl` files. [`check_wgsl`] parses WGSL with naga and
+//! lists every place where it disagrees with this module; `tests/shader_interface.rs` runs it
+//! on the three programs and on deliberately altered copies. Constants only the shaders use
+//! (Philox's multipliers, SELU's λ and α, π) stay in the `.wgsl` files.
 
 use super::Axis;
 use super::mlp::MAX_LAYERS;
 use crate::math::SamplerKind;
 use crate::math::mlp::{Activation, MAX_ACTIVATIONS, MAX_CLASSES, MAX_HIDDEN_LAYERS, MAX_WIDTH};
 use crate::math::rng::Stream;
-use crate::math::targets::TargetKind;
+use crate::math::targets::{TARGET_PARAMS, TargetKind, TargetParam};
 use bytemuck::{Pod, Zeroable};
 use std::fmt::Write as _;
-use std::sync::LazyLock;
 use wgpu::naga;
 
 /// A WGSL type a field of a shared struct can have, with its host-shareable layout (WGSL
@@ -263,30 +275,24 @@ macro_rules! shader_structs {
 }
 
 shader_structs! {
-    /// The uniform parameters of a dispatch (`Params`, bound as `params` at
-    /// [`PARAMS_BINDING`]). The 2-D engine and the MLP engine share it, so the sampler fields
-    /// have one host-side writer (`GpuParams::for_sampler`).
-    pub struct GpuParams as "Params" in Uniform {
+    /// The sampler block (`SamplerParams`, bound as `sampler_params`): what the per-coordinate
+    /// updates of `shaders/samplers.wgsl` read, shared by the 2-D engine and the MLP engine so
+    /// the sampler fields have one host-side writer (`GpuSamplerParams::for_sampler`).
+    pub struct GpuSamplerParams as "SamplerParams" in Uniform {
         /// Low word of the run seed (the Philox key).
         pub seed_lo: u32,
         /// High word of the run seed.
         pub seed_hi: u32,
-        /// Global index of the dispatch's first step.
-        pub step0: u32,
-        /// Steps of this dispatch (2-D engine).
-        pub steps: u32,
         /// Number of chains.
         pub chains: u32,
-        /// `SAMPLER_*`: `SamplerKind::gpu_code`.
-        pub sampler_kind: u32,
-        /// `TARGET_*`: `TargetKind::gpu_code`.
-        pub target_kind: u32,
         /// `FLAG_*` bits.
         pub flags: u32,
         /// Peak step size h₀ (`SamplerParams::h`).
         pub h: f32,
         /// Mass m.
         pub mass: f32,
+        /// 1 / m.
+        pub inv_mass: f32,
         /// ATMC's friction floor D.
         pub friction_floor: f32,
         /// Temperature T.
@@ -299,57 +305,102 @@ shader_structs! {
         pub noise_mass: f32,
         /// |p| beyond which a chain diverges.
         pub divergence_bound: f32,
+        /// Divergence bound on |θ|.
+        pub theta_bound: f32,
         /// SGHMC's friction C.
         pub sghmc_friction: f32,
         /// SGHMC's gradient-noise estimate B̂.
         pub sghmc_noise_estimate: f32,
         /// SGNHT's diffusion A.
         pub sgnht_diffusion: f32,
-        /// State dependence κ of the synthetic gradient noise.
-        pub noise_kappa: f32,
-        /// Standard deviation of the synthetic gradient noise, coordinate 0.
-        pub noise_sigma0: f32,
-        /// Standard deviation of the synthetic gradient noise, coordinate 1.
-        pub noise_sigma1: f32,
         /// Cycle length of the cyclical schedule; 0 for a constant step.
         pub cycle_len: u32,
         /// Fraction of a cycle spent exploring.
         pub explore_fraction: f32,
-        /// The target's f32 constants (`Target::gpu_constants`), read by `target_param`.
-        pub target_params: [[f32; 4]; 2],
-        /// Per histogram: origin x, origin y, scale x, scale y.
-        pub hist_f: [[f32; 4]; super::MAX_HISTOGRAMS],
-        /// Per histogram: nx, ny, axes (x | y << HIST_AXIS_SHIFT), offset of its first cell.
-        pub hist_u: [[u32; 4]; super::MAX_HISTOGRAMS],
+        /// Padding: a uniform block is a whole number of 16-byte rows.
+        pub pad: u32,
+    }
+
+    /// The 2-D engine's block (`Chain2Params`, bound as `chain2_params`): the dispatch, the
+    /// target, the synthetic gradient noise and the histograms.
+    pub struct GpuChain2Params as "Chain2Params" in Uniform {
+        /// Global index of the dispatch's first step.
+        pub step0: u32,
+        /// Steps of this dispatch.
+        pub steps: u32,
+        /// Workgroups along x of the dispatch.
+        pub groups_x: u32,
         /// Histograms to fill.
         pub hist_count: u32,
         /// Size N of the data set.
         pub data_n: u32,
         /// Minibatch size n.
         pub batch_size: u32,
-        /// Workgroups along x of a 2-D dispatch.
-        pub groups_x: u32,
-        /// 1 / m.
-        pub inv_mass: f32,
-        /// MLP posteriors: weight layers.
-        pub mlp_layers: u32,
-        /// MLP posteriors: `ACT_*`.
-        pub mlp_activation: u32,
-        /// MLP posteriors: parameters P per chain.
-        pub mlp_params: u32,
-        /// MLP posteriors: units per layer, from the 2 inputs to the classes.
-        pub mlp_sizes: [[u32; 4]; 2],
-        /// MLP posteriors: prior precision 1/σ².
-        pub mlp_prior_precision: f32,
+        /// State dependence κ of the synthetic gradient noise.
+        pub noise_kappa: f32,
+        /// Standard deviation of the synthetic gradient noise, coordinate 0.
+        pub noise_sigma0: f32,
+        /// Standard deviation of the synthetic gradient noise, coordinate 1.
+        pub noise_sigma1: f32,
+        /// Padding before the arrays.
+        pub pad1: u32,
+        /// Padding.
+        pub pad2: u32,
+        /// Padding.
+        pub pad3: u32,
+        /// The target's f32 constants (`Target::gpu_constants`) at their `TargetParam`
+        /// positions, read by `target_param(PARAM_*)`.
+        pub target_params: [[f32; 4]; TARGET_PARAMS / 4],
+        /// Per histogram: origin x, origin y, scale x, scale y.
+        pub hist_f: [[f32; 4]; super::MAX_HISTOGRAMS],
+        /// Per histogram: nx, ny, axes (x | y << HIST_AXIS_SHIFT), offset of its first cell.
+        pub hist_u: [[u32; 4]; super::MAX_HISTOGRAMS],
+    }
+
+    /// The MLP engine's block (`MlpParams`, bound as `mlp_params`): the posterior and the
+    /// prediction requests.
+    pub struct GpuMlpParams as "MlpParams" in Uniform {
+        /// Size N of the data set.
+        pub data_n: u32,
+        /// Minibatch size n.
+        pub batch_size: u32,
+        /// Weight layers.
+        pub layers: u32,
+        /// Parameters P per chain.
+        pub param_count: u32,
+        /// Prior precision 1/σ².
+        pub prior_precision: f32,
         /// Prediction: points.
-        pub mlp_points: u32,
-        /// Prediction: chains averaged over.
-        pub mlp_predict_chains: u32,
+        pub points: u32,
         /// Prediction: the chain whose own map is drawn.
-        pub mlp_focus_chain: u32,
-        /// Divergence bound on |θ|.
-        pub theta_bound: f32,
-        /// The sphere engine: heavy-ball momentum μ.
+        pub focus_chain: u32,
+        /// Padding before the array.
+        pub pad: u32,
+        /// Units per layer, from the 2 inputs to the classes.
+        pub sizes: [[u32; 4]; 2],
+    }
+
+    /// The sphere engine's block (`SphereParams`, bound as `sphere_params`).
+    pub struct GpuSphereParams as "SphereParams" in Uniform {
+        /// Low word of the run seed (the Philox key).
+        pub seed_lo: u32,
+        /// High word of the run seed.
+        pub seed_hi: u32,
+        /// Global index of the dispatch's first step.
+        pub step0: u32,
+        /// Steps of this dispatch.
+        pub steps: u32,
+        /// Number of chains.
+        pub chains: u32,
+        /// Workgroups along x of the dispatch.
+        pub groups_x: u32,
+        /// Number of objects.
+        pub data_n: u32,
+        /// Minibatch size n.
+        pub batch_size: u32,
+        /// Step size η.
+        pub h: f32,
+        /// Heavy-ball momentum μ.
         pub momentum: f32,
         /// Padding: a uniform block is a whole number of 16-byte rows.
         pub pad1: u32,
@@ -390,24 +441,27 @@ shader_structs! {
     }
 }
 
-/// The binding of `params` in group 0, in both engines.
-pub const PARAMS_BINDING: u32 = 0;
+const _: () = assert!(
+    TARGET_PARAMS.is_multiple_of(4),
+    "target constants travel four to a vec4"
+);
 
-/// `GpuParams::flags`: ATMC's thermostat overwrites ξ (as printed) instead of accumulating.
+/// `GpuSamplerParams::flags`: ATMC's thermostat overwrites ξ (as printed) instead of
+/// accumulating.
 pub const FLAG_XI_OVERWRITE: u32 = 1 << 0;
-/// `GpuParams::flags`: SGNHT with one ξ shared by all coordinates.
+/// `GpuSamplerParams::flags`: SGNHT with one ξ shared by all coordinates.
 pub const FLAG_SGNHT_SHARED: u32 = 1 << 1;
 
 /// Invocations per workgroup of the 2-D engine (`CHAIN_WORKGROUP`).
 pub const CHAIN_WORKGROUP: u32 = 256;
-/// Moments per workgroup of the 2-D engine (`partials` in `shaders/engine.wgsl`): alive,
-/// diverged, Σθ (2), Σθθᵀ (3), Σ pK'(p) (2), Σξ (2), unused.
+/// Partial sums per workgroup of the 2-D engine (`partials`): the [`ChainPartial`] slots and
+/// one unused.
 pub const CHAIN_PARTIALS: u32 = 12;
 /// Invocations per workgroup of the MLP engine (`MLP_WORKGROUP`).
 pub const MLP_WORKGROUP: u32 = 64;
-/// Partial sums per workgroup of the MLP engine (`partials` in `shaders/mlp.wgsl`): alive,
-/// diverged, then per weight layer Σ pK'(p) and Σ ξ.
-pub const MLP_PARTIALS: u32 = 2 + 2 * MAX_LAYERS as u32;
+/// Partial sums per workgroup of the MLP engine (`partials`): the [`MlpPartial`] slots, the
+/// last of them once per weight layer.
+pub const MLP_PARTIALS: u32 = MlpPartial::Layers.slot(MAX_LAYERS) as u32;
 /// Bits of each axis code in `hist_u[i].z` (x in the low bits, y above).
 pub const HIST_AXIS_SHIFT: u32 = 8;
 
@@ -415,6 +469,87 @@ const _: () = assert!(
     MAX_LAYERS == MAX_HIDDEN_LAYERS + 1,
     "the MLP engine reports every weight layer"
 );
+
+/// A slot of the 2-D engine's per-workgroup partial sums over its alive chains (`PARTIAL_*`):
+/// `shaders/engine.wgsl` writes them, `GpuEngine::advance` adds them up into `Moments`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum ChainPartial {
+    /// Chains alive.
+    Alive,
+    /// Chains diverged.
+    Diverged,
+    /// Σθ₀.
+    Theta0,
+    /// Σθ₁.
+    Theta1,
+    /// Σθ₀θ₀.
+    Theta00,
+    /// Σθ₀θ₁.
+    Theta01,
+    /// Σθ₁θ₁.
+    Theta11,
+    /// Σ p₀K'(p₀).
+    Heat0,
+    /// Σ p₁K'(p₁).
+    Heat1,
+    /// Σξ₀.
+    Xi0,
+    /// Σξ₁.
+    Xi1,
+}
+
+impl ChainPartial {
+    /// Every slot, in buffer order.
+    pub const ALL: [ChainPartial; 11] = [
+        ChainPartial::Alive,
+        ChainPartial::Diverged,
+        ChainPartial::Theta0,
+        ChainPartial::Theta1,
+        ChainPartial::Theta00,
+        ChainPartial::Theta01,
+        ChainPartial::Theta11,
+        ChainPartial::Heat0,
+        ChainPartial::Heat1,
+        ChainPartial::Xi0,
+        ChainPartial::Xi1,
+    ];
+
+    /// The slot's index in a workgroup's partial sums, on the host and in WGSL.
+    pub const fn slot(self) -> usize {
+        self as usize
+    }
+}
+
+const _: () = assert!(ChainPartial::ALL.len() <= CHAIN_PARTIALS as usize);
+
+/// A slot of the MLP engine's per-workgroup partial sums (`PARTIAL_MLP_*`):
+/// `mlp_statistics` in `shaders/mlp.wgsl` writes them, `MlpGpuEngine::advance` reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum MlpPartial {
+    /// Chains alive.
+    Alive,
+    /// Chains diverged.
+    Diverged,
+    /// The first of the per-layer pairs: weight layer l has Σ pK'(p) at `Layers + 2l` and
+    /// Σ ξ at `Layers + 2l + 1`.
+    Layers,
+}
+
+impl MlpPartial {
+    /// Every slot, in buffer order.
+    pub const ALL: [MlpPartial; 3] = [MlpPartial::Alive, MlpPartial::Diverged, MlpPartial::Layers];
+
+    /// The slot's index; for [`MlpPartial::Layers`] the first slot of weight layer `layer`
+    /// (other slots ignore it).
+    pub const fn slot(self, layer: usize) -> usize {
+        match self {
+            MlpPartial::Layers => self as usize + 2 * layer,
+            _ => self as usize,
+        }
+    }
+}
 
 /// The four regions of the MLP engine's state buffer (`REGION_*`), each P × chains with the
 /// chain index fastest.
@@ -455,11 +590,23 @@ pub struct WgslConst {
     pub value: u32,
 }
 
-/// The prefixes of the generated enum-code families; `shaders/*.wgsl` must declare no
+/// The prefixes of the generated constant families; `shaders/*.wgsl` must declare no
 /// constant that starts with one of them.
 pub const GENERATED_PREFIXES: &[&str] = &[
-    "SAMPLER_", "FLAG_", "TARGET_", "STREAM_", "ACT_", "REGION_", "AXIS_",
+    "SAMPLER_", "FLAG_", "TARGET_", "STREAM_", "ACT_", "REGION_", "AXIS_", "PARTIAL_", "PARAM_",
 ];
+
+/// "DoubleWell" → "DOUBLE_WELL": the WGSL spelling of a Rust variant name.
+fn screaming_snake(name: &str) -> String {
+    let mut out = String::new();
+    for (i, ch) in name.chars().enumerate() {
+        if ch.is_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.extend(ch.to_uppercase());
+    }
+    out
+}
 
 fn sampler_name(kind: SamplerKind) -> &'static str {
     match kind {
@@ -559,47 +706,431 @@ pub fn constants() -> Vec<WgslConst> {
     push("MAX_CLASSES".into(), MAX_CLASSES as u32);
     push("MAX_LAYERS".into(), MAX_LAYERS as u32);
     push("MAX_ACTIVATIONS".into(), MAX_ACTIVATIONS as u32);
+    for slot in ChainPartial::ALL {
+        push(
+            format!("PARTIAL_{}", screaming_snake(&format!("{slot:?}"))),
+            slot.slot() as u32,
+        );
+    }
+    for slot in MlpPartial::ALL {
+        push(
+            format!("PARTIAL_MLP_{}", screaming_snake(&format!("{slot:?}"))),
+            slot.slot(0) as u32,
+        );
+    }
+    for param in TargetParam::ALL {
+        push(
+            format!("PARAM_{}", screaming_snake(&format!("{param:?}"))),
+            param.position() as u32,
+        );
+    }
     out
 }
 
-/// The generated part of the prelude: structs, constants and the `params` binding.
-pub fn generated_wgsl() -> String {
+/// How a buffer is bound (`var<uniform>`, `var<storage, read>`, `var<storage, read_write>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindingSpace {
+    /// A uniform block of `size` bytes; `dynamic` when it is bound at a dynamic offset.
+    Uniform {
+        /// Its size in bytes (the binding's minimum size).
+        size: usize,
+        /// Bound at a dynamic offset (one block of a larger buffer per dispatch).
+        dynamic: bool,
+    },
+    /// A storage buffer.
+    Storage {
+        /// `var<storage, read>` rather than `read_write`.
+        read_only: bool,
+    },
+}
+
+/// One binding of group 0 of a program: the host makes the bind group layout entry and the
+/// bind group entry from it, the prelude declares it.
+#[derive(Clone, Copy, Debug)]
+pub struct BindingDecl {
+    /// The WGSL variable.
+    pub name: &'static str,
+    /// Uniform or storage.
+    pub space: BindingSpace,
+    /// The WGSL type of the variable.
+    pub wgsl_type: &'static str,
+}
+
+impl BindingDecl {
+    /// A uniform block holding `block`.
+    pub const fn uniform(name: &'static str, block: &SharedStruct) -> Self {
+        Self {
+            name,
+            space: BindingSpace::Uniform {
+                size: block.size,
+                dynamic: false,
+            },
+            wgsl_type: block.wgsl_name,
+        }
+    }
+
+    /// A uniform `block` bound at a dynamic offset.
+    pub const fn dynamic_uniform(name: &'static str, block: &SharedStruct) -> Self {
+        Self {
+            name,
+            space: BindingSpace::Uniform {
+                size: block.size,
+                dynamic: true,
+            },
+            wgsl_type: block.wgsl_name,
+        }
+    }
+
+    /// A read-only storage buffer.
+    pub const fn read(name: &'static str, wgsl_type: &'static str) -> Self {
+        Self {
+            name,
+            space: BindingSpace::Storage { read_only: true },
+            wgsl_type,
+        }
+    }
+
+    /// A read-write storage buffer.
+    pub const fn read_write(name: &'static str, wgsl_type: &'static str) -> Self {
+        Self {
+            name,
+            space: BindingSpace::Storage { read_only: false },
+            wgsl_type,
+        }
+    }
+
+    /// The WGSL declaration at `binding` of group 0.
+    pub fn wgsl(&self, binding: u32) -> String {
+        let space = match self.space {
+            BindingSpace::Uniform { .. } => "uniform",
+            BindingSpace::Storage { read_only: true } => "storage, read",
+            BindingSpace::Storage { read_only: false } => "storage, read_write",
+        };
+        format!(
+            "@group(0) @binding({binding}) var<{space}> {}: {};",
+            self.name, self.wgsl_type
+        )
+    }
+}
+
+/// The bindings of one program, one enum variant per binding: the variant's position is its
+/// binding number, so the host names a binding and never writes its number.
+pub trait ProgramBindings: Copy + std::fmt::Debug + 'static {
+    /// Every binding, by binding number.
+    const ALL: &'static [Self];
+    /// The binding's declaration.
+    fn decl(self) -> BindingDecl;
+    /// The binding number in group 0.
+    fn index(self) -> u32;
+}
+
+/// Declares the bindings of a program as an enum whose variants are numbered in order, with
+/// their [`BindingDecl`]s and doc comments (copied into the WGSL).
+macro_rules! shader_bindings {
+    ($(
+        $(#[doc = $edoc:literal])*
+        pub enum $name:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $variant:ident = $decl:expr,
+            )*
+        }
+    )*) => {
+        $(
+            $(#[doc = $edoc])*
+            #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+            #[repr(u32)]
+            pub enum $name {
+                $(
+                    $(#[doc = $doc])*
+                    $variant,
+                )*
+            }
+
+            impl $name {
+                /// Each binding's doc comment, by binding number.
+                pub const DOCS: &'static [&'static [&'static str]] = &[$(&[$($doc),*]),*];
+            }
+
+            impl ProgramBindings for $name {
+                const ALL: &'static [Self] = &[$($name::$variant),*];
+
+                fn decl(self) -> BindingDecl {
+                    match self {
+                        $($name::$variant => $decl,)*
+                    }
+                }
+
+                fn index(self) -> u32 {
+                    self as u32
+                }
+            }
+        )*
+    };
+}
+
+shader_bindings! {
+    /// The bindings of the 2-D engine (`GpuEngine`).
+    pub enum Chain2Binding {
+        /// The sampler block.
+        Sampler = BindingDecl::uniform("sampler_params", &GpuSamplerParams::SHARED),
+        /// The 2-D engine's block.
+        Params = BindingDecl::uniform("chain2_params", &GpuChain2Params::SHARED),
+        /// The chains.
+        Chains = BindingDecl::read_write("chains", "array<Chain>"),
+        /// Per chain: 0 while alive, else one past the step at which it diverged.
+        DivergedAt = BindingDecl::read_write("diverged_at", "array<u32>"),
+        /// Per workgroup: the `PARTIAL_*` sums of its alive chains.
+        Partials = BindingDecl::read_write("partials", "array<array<f32, CHAIN_PARTIALS>>"),
+        /// Histograms one after another: each one's cells, then its count of chains outside
+        /// the grid.
+        Histogram = BindingDecl::read_write("histogram", "array<atomic<u32>>"),
+        /// Logistic regression data: (x0, x1, label, unused) per point.
+        Data = BindingDecl::read("data", "array<vec4<f32>>"),
+    }
+
+    /// The bindings of the MLP engine (`MlpGpuEngine`).
+    pub enum MlpBinding {
+        /// The sampler block.
+        Sampler = BindingDecl::uniform("sampler_params", &GpuSamplerParams::SHARED),
+        /// The MLP engine's block.
+        Params = BindingDecl::uniform("mlp_params", &GpuMlpParams::SHARED),
+        /// The four `REGION_*` regions of every chain, each P × chains, chain index fastest.
+        State = BindingDecl::read_write("state", "array<f32>"),
+        /// Per chain: 0 while alive, else one past the step at which it diverged.
+        DivergedAt = BindingDecl::read_write("diverged_at", "array<u32>"),
+        /// Training points: (x, y, label, unused).
+        Data = BindingDecl::read("data", "array<vec4<f32>>"),
+        /// Per workgroup: the `PARTIAL_MLP_*` sums.
+        Partials = BindingDecl::read_write("partials", "array<array<f32, MLP_PARTIALS>>"),
+        /// Prediction inputs.
+        Points = BindingDecl::read("points", "array<vec2<f32>>"),
+        /// Prediction outputs: per point, the sums of the class probabilities over the chains
+        /// and of their squares, the focus chain's probabilities, and the number of chains
+        /// summed (the host divides).
+        Predictions = BindingDecl::read_write("predictions", "array<f32>"),
+        /// What varies between the dispatches of one submission, at a dynamic offset.
+        Slice = BindingDecl::dynamic_uniform("slice", &MlpSlice::SHARED),
+    }
+
+    /// The bindings of the sphere engine (`GpuSphereEngine`).
+    pub enum SphereBinding {
+        /// The sphere engine's block.
+        Params = BindingDecl::uniform("sphere_params", &GpuSphereParams::SHARED),
+        /// The chains.
+        Chains = BindingDecl::read_write("chains", "array<SphereChain>"),
+        /// The objects aᵢ (unit length; w unused), `sphere_params.data_n` of them.
+        Objects = BindingDecl::read("objects", "array<vec4<f32>>"),
+    }
+}
+
+/// The override constant of the sampler a pipeline runs (`SamplerKind::gpu_code`).
+pub const SPECIALISED_SAMPLER: &str = "SPECIALISED_SAMPLER";
+/// The override constant of the target a 2-D pipeline runs (`TargetKind::gpu_code`).
+pub const SPECIALISED_TARGET: &str = "SPECIALISED_TARGET";
+/// The override constant of the activation an MLP pipeline runs (`Activation::gpu_code`).
+pub const SPECIALISED_ACTIVATION: &str = "SPECIALISED_ACTIVATION";
+/// The override constant: the schedule may be cyclical (`Features`).
+pub const MAY_BE_CYCLICAL: &str = "MAY_BE_CYCLICAL";
+/// The override constant: the kinetic energy may be hyperbolic (`Features`).
+pub const MAY_BE_HYPERBOLIC: &str = "MAY_BE_HYPERBOLIC";
+/// The override constant: ATMC's thermostat may overwrite ξ (`Features`).
+pub const MAY_OVERWRITE_XI: &str = "MAY_OVERWRITE_XI";
+/// The override constant: the 2-D preset may have synthetic gradient noise (`PipelineKey`).
+pub const MAY_HAVE_GRADIENT_NOISE: &str = "MAY_HAVE_GRADIENT_NOISE";
+
+/// One pipeline-overridable constant of a program: the host sets it by [`Self::name`] when it
+/// makes a pipeline, the prelude declares it.
+#[derive(Clone, Copy, Debug)]
+pub struct OverrideDecl {
+    /// The WGSL name, one of the `SPECIALISED_*`/`MAY_*` constants of this module.
+    pub name: &'static str,
+    /// `u32` (a code, set by every pipeline) or `bool` (a feature, default on).
+    pub is_bool: bool,
+    /// Why it exists, copied into the WGSL.
+    pub doc: &'static str,
+}
+
+const fn code_override(name: &'static str, doc: &'static str) -> OverrideDecl {
+    OverrideDecl {
+        name,
+        is_bool: false,
+        doc,
+    }
+}
+
+const fn feature_override(name: &'static str, doc: &'static str) -> OverrideDecl {
+    OverrideDecl {
+        name,
+        is_bool: true,
+        doc,
+    }
+}
+
+impl OverrideDecl {
+    /// The WGSL declaration: codes have no default (every pipeline sets them); features
+    /// default to on, which keeps the run-time tests.
+    pub fn wgsl(&self) -> String {
+        if self.is_bool {
+            format!("// {}\noverride {}: bool = true;", self.doc, self.name)
+        } else {
+            format!("// {}\noverride {}: u32;", self.doc, self.name)
+        }
+    }
+}
+
+/// The overrides of `shaders/samplers.wgsl`, in every program that steps a sampler.
+const SAMPLER_OVERRIDES: [OverrideDecl; 4] = [
+    code_override(
+        SPECIALISED_SAMPLER,
+        "The sampler this pipeline runs (`SamplerKind::gpu_code`): the other samplers' \
+         branches are compiled out (llvmpipe runs every branch of a switch it cannot prove \
+         uniform).",
+    ),
+    feature_override(
+        MAY_BE_CYCLICAL,
+        "With this off (`Features`), the cyclical schedule's cosine is compiled out.",
+    ),
+    feature_override(
+        MAY_BE_HYPERBOLIC,
+        "With this off, the hyperbolic kinetic energy's square roots are compiled out.",
+    ),
+    feature_override(
+        MAY_OVERWRITE_XI,
+        "With this off, the thermostat's overwrite (as printed) is compiled out.",
+    ),
+];
+
+const CHAIN2_OVERRIDES: [OverrideDecl; 6] = [
+    SAMPLER_OVERRIDES[0],
+    SAMPLER_OVERRIDES[1],
+    SAMPLER_OVERRIDES[2],
+    SAMPLER_OVERRIDES[3],
+    code_override(
+        SPECIALISED_TARGET,
+        "The target this pipeline runs (`TargetKind::gpu_code`).",
+    ),
+    feature_override(
+        MAY_HAVE_GRADIENT_NOISE,
+        "With this off (`PipelineKey`), the synthetic gradient noise's Philox block and \
+         Box-Muller pair are compiled out.",
+    ),
+];
+
+const MLP_OVERRIDES: [OverrideDecl; 5] = [
+    SAMPLER_OVERRIDES[0],
+    SAMPLER_OVERRIDES[1],
+    SAMPLER_OVERRIDES[2],
+    SAMPLER_OVERRIDES[3],
+    code_override(
+        SPECIALISED_ACTIVATION,
+        "The activation this pipeline runs (`Activation::gpu_code`): its switch sits in the \
+         innermost loops.",
+    ),
+];
+
+/// A compute program of the engines: what its generated prelude declares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// The 2-D engine (`GpuEngine`).
+    Chain2,
+    /// The MLP engine (`MlpGpuEngine`).
+    Mlp,
+    /// The sphere engine (`GpuSphereEngine`).
+    Sphere,
+}
+
+impl Program {
+    /// Every program.
+    pub const ALL: [Program; 3] = [Program::Chain2, Program::Mlp, Program::Sphere];
+
+    /// The shared structs the program sees: its parameter blocks and its chain layout.
+    pub fn structs(self) -> &'static [SharedStruct] {
+        match self {
+            Program::Chain2 => &[
+                GpuSamplerParams::SHARED,
+                GpuChain2Params::SHARED,
+                GpuChain::SHARED,
+            ],
+            Program::Mlp => &[
+                GpuSamplerParams::SHARED,
+                GpuMlpParams::SHARED,
+                MlpSlice::SHARED,
+            ],
+            Program::Sphere => &[GpuSphereParams::SHARED, GpuSphereChain::SHARED],
+        }
+    }
+
+    /// Its bindings, by binding number, with their doc comments.
+    pub fn bindings(self) -> Vec<(BindingDecl, &'static [&'static str])> {
+        fn of<B: ProgramBindings>(
+            docs: &[&'static [&'static str]],
+        ) -> Vec<(BindingDecl, &'static [&'static str])> {
+            B::ALL
+                .iter()
+                .zip(docs)
+                .map(|(b, d)| (b.decl(), *d))
+                .collect()
+        }
+        match self {
+            Program::Chain2 => of::<Chain2Binding>(Chain2Binding::DOCS),
+            Program::Mlp => of::<MlpBinding>(MlpBinding::DOCS),
+            Program::Sphere => of::<SphereBinding>(SphereBinding::DOCS),
+        }
+    }
+
+    /// Its override constants.
+    pub fn overrides(self) -> &'static [OverrideDecl] {
+        match self {
+            Program::Chain2 => &CHAIN2_OVERRIDES,
+            Program::Mlp => &MLP_OVERRIDES,
+            Program::Sphere => &[],
+        }
+    }
+}
+
+/// The generated part of a program's prelude: its structs, every constant, its overrides and
+/// its bindings.
+pub fn generated_wgsl(program: Program) -> String {
     let mut out = String::from(
         "// Generated by src/engine/shader_interface.rs: edit the Rust, not this text.\n\n",
     );
-    for s in SHARED_STRUCTS {
+    for s in program.structs() {
         out.push_str(&s.wgsl());
         out.push('\n');
     }
     for c in constants() {
         let _ = writeln!(out, "const {}: u32 = {}u;", c.name, c.value);
     }
-    let _ = writeln!(
-        out,
-        "\n@group(0) @binding({PARAMS_BINDING}) var<uniform> params: {};",
-        GpuParams::SHARED.wgsl_name
-    );
+    out.push('\n');
+    for o in program.overrides() {
+        let _ = writeln!(out, "{}", o.wgsl());
+    }
+    out.push('\n');
+    for (i, (b, doc)) in program.bindings().iter().enumerate() {
+        for line in *doc {
+            let _ = writeln!(out, "//{line}");
+        }
+        let _ = writeln!(out, "{}", b.wgsl(i as u32));
+    }
     out
 }
 
-/// The WGSL every shader of the engines starts with: [`generated_wgsl`], then the
-/// hand-written helpers of `shaders/params.wgsl`. WGSL snippets that use the engines' helper
-/// files (tests) put it first too.
-pub fn prelude() -> &'static str {
-    static PRELUDE: LazyLock<String> = LazyLock::new(|| {
-        format!(
-            "{}\n// ---- shaders/params.wgsl ----\n{}",
-            generated_wgsl(),
-            include_str!("../../shaders/params.wgsl")
-        )
-    });
-    &PRELUDE
+/// The WGSL a program's shaders start with: [`generated_wgsl`], then the hand-written
+/// helpers of `shaders/common.wgsl`. WGSL snippets that use the engines' helper files
+/// (tests) put it first too.
+pub fn prelude(program: Program) -> String {
+    format!(
+        "{}\n// ---- shaders/common.wgsl ----\n{}",
+        generated_wgsl(program),
+        include_str!("../../shaders/common.wgsl")
+    )
 }
 
-/// [`prelude`] followed by the `(name, source)` files in order, each under a comment with
-/// its name.
-pub fn compose(files: &[(&str, &str)]) -> String {
-    let mut out = prelude().to_owned();
+/// The [`prelude`] of `program` followed by the `(name, source)` files in order, each under
+/// a comment with its name.
+pub fn compose(program: Program, files: &[(&str, &str)]) -> String {
+    let mut out = prelude(program);
     for (name, source) in files {
         let _ = write!(out, "\n// ---- shaders/{name} ----\n{source}");
     }
@@ -634,12 +1165,16 @@ fn naga_type_wgsl(module: &naga::Module, ty: naga::Handle<naga::Type>) -> String
     }
 }
 
-/// Parses WGSL `source` with naga and compares it with this module: for every struct of
-/// [`SHARED_STRUCTS`] the members (name, order, offset, size, type) and the struct's size,
-/// and for every constant of [`constants`] its type (`u32`) and value. Returns one line per
-/// disagreement, naming the member or constant; empty when WGSL and Rust agree. A source
-/// that does not parse gives one line with naga's error.
-pub fn check_wgsl(source: &str) -> Vec<String> {
+/// Parses WGSL `source` with naga and compares it with what this module declares for
+/// `program`: for every struct of [`Program::structs`] the members (name, order, offset,
+/// size, type) and the struct's size; for every constant of [`constants`] its type (`u32`)
+/// and value; for every binding of [`Program::bindings`] its variable (name, group 0 and
+/// number, address space and access, and a uniform's struct), and that no other variable is
+/// bound; for every override of [`Program::overrides`] its name and type, and that there is
+/// no other. Returns one line per disagreement, naming the member, constant, binding or
+/// override; empty when WGSL and Rust agree. A source that does not parse gives one line with
+/// naga's error.
+pub fn check_wgsl(source: &str, program: Program) -> Vec<String> {
     let module = match naga::front::wgsl::parse_str(source) {
         Ok(m) => m,
         Err(e) => {
@@ -654,7 +1189,7 @@ pub fn check_wgsl(source: &str) -> Vec<String> {
         return vec![format!("naga cannot lay out the WGSL's types: {e}")];
     }
     let mut problems = Vec::new();
-    for s in SHARED_STRUCTS {
+    for s in program.structs() {
         let found = module.types.iter().find_map(|(handle, t)| match &t.inner {
             naga::TypeInner::Struct { members, span } if t.name.as_deref() == Some(s.wgsl_name) => {
                 Some((handle, members, *span))
@@ -735,7 +1270,107 @@ pub fn check_wgsl(source: &str) -> Vec<String> {
             )),
         }
     }
+    check_bindings(&module, program, &mut problems);
+    check_overrides(&module, program, &mut problems);
     problems
+}
+
+/// The bindings of `module` against [`Program::bindings`].
+fn check_bindings(module: &naga::Module, program: Program, problems: &mut Vec<String>) {
+    let bindings = program.bindings();
+    for (i, (b, _)) in bindings.iter().enumerate() {
+        let name = b.name;
+        let Some((_, var)) = module
+            .global_variables
+            .iter()
+            .find(|(_, v)| v.name.as_deref() == Some(name))
+        else {
+            problems.push(format!("binding {name}: missing from the WGSL"));
+            continue;
+        };
+        match var.binding.as_ref().map(|b| (b.group, b.binding)) {
+            Some((0, binding)) if binding == i as u32 => {}
+            Some((group, binding)) => problems.push(format!(
+                "binding {name}: @group({group}) @binding({binding}) in the WGSL, \
+                 @group(0) @binding({i}) in Rust"
+            )),
+            None => problems.push(format!("binding {name}: not bound in the WGSL")),
+        }
+        let space = match var.space {
+            naga::AddressSpace::Uniform => Some(("uniform", None)),
+            naga::AddressSpace::Storage { access } => Some((
+                "storage",
+                Some(!access.contains(naga::StorageAccess::STORE)),
+            )),
+            _ => None,
+        };
+        let expected = match b.space {
+            BindingSpace::Uniform { .. } => ("uniform", None),
+            BindingSpace::Storage { read_only } => ("storage", Some(read_only)),
+        };
+        if space != Some(expected) {
+            let spell = |s: Option<(&str, Option<bool>)>| match s {
+                Some((space, None)) => space.to_owned(),
+                Some((space, Some(true))) => format!("{space}, read"),
+                Some((space, Some(false))) => format!("{space}, read_write"),
+                None => format!("{:?}", var.space),
+            };
+            problems.push(format!(
+                "binding {name}: var<{}> in the WGSL, var<{}> in Rust",
+                spell(space),
+                spell(Some(expected))
+            ));
+        }
+        if let BindingSpace::Uniform { .. } = b.space {
+            let wgsl = naga_type_wgsl(module, var.ty);
+            if wgsl != b.wgsl_type {
+                problems.push(format!(
+                    "binding {name}: type {wgsl} in the WGSL, {} in Rust",
+                    b.wgsl_type
+                ));
+            }
+        }
+    }
+    for (_, var) in module.global_variables.iter() {
+        let name = var.name.as_deref().unwrap_or("?");
+        if let Some(b) = &var.binding
+            && !bindings.iter().any(|(decl, _)| decl.name == name)
+        {
+            problems.push(format!(
+                "binding {name}: @group({}) @binding({}) in the WGSL only",
+                b.group, b.binding
+            ));
+        }
+    }
+}
+
+/// The override constants of `module` against [`Program::overrides`].
+fn check_overrides(module: &naga::Module, program: Program, problems: &mut Vec<String>) {
+    let overrides = program.overrides();
+    for o in overrides {
+        let name = o.name;
+        let Some((_, found)) = module
+            .overrides
+            .iter()
+            .find(|(_, v)| v.name.as_deref() == Some(name))
+        else {
+            problems.push(format!("override {name}: missing from the WGSL"));
+            continue;
+        };
+        let wgsl = naga_type_wgsl(module, found.ty);
+        let rust = if o.is_bool { "bool" } else { "u32" };
+        if wgsl != rust {
+            problems.push(format!(
+                "override {name}: type {wgsl} in the WGSL, {rust} in Rust"
+            ));
+        }
+    }
+    for (_, found) in module.overrides.iter() {
+        let name = found.name.as_deref().unwrap_or("?");
+        if !overrides.iter().any(|o| o.name == name) {
+            problems.push(format!("override {name}: in the WGSL only"));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -744,26 +1379,26 @@ mod tests {
 
     #[test]
     fn field_table_is_rusts_layout() {
-        let f = |name| {
-            GpuParams::SHARED
-                .fields
-                .iter()
-                .find(|f| f.name == name)
-                .copied()
-                .unwrap()
-        };
+        let f = |s: &SharedStruct, name| s.fields.iter().find(|f| f.name == name).copied().unwrap();
+        let chain2 = GpuChain2Params::SHARED;
         assert_eq!(
-            f("target_params").offset,
-            core::mem::offset_of!(GpuParams, target_params)
+            f(&chain2, "target_params").offset,
+            core::mem::offset_of!(GpuChain2Params, target_params)
         );
         assert_eq!(
-            f("mlp_focus_chain").offset,
-            core::mem::offset_of!(GpuParams, mlp_focus_chain)
+            f(&GpuMlpParams::SHARED, "focus_chain").offset,
+            core::mem::offset_of!(GpuMlpParams, focus_chain)
         );
-        assert_eq!((f("hist_u").wgsl_type)(), "array<vec4<u32>, 3>");
-        assert_eq!((f("mlp_sizes").wgsl_type)(), "array<vec4<u32>, 2>");
+        assert_eq!((f(&chain2, "hist_u").wgsl_type)(), "array<vec4<u32>, 3>");
+        assert_eq!(
+            (f(&GpuMlpParams::SHARED, "sizes").wgsl_type)(),
+            "array<vec4<u32>, 2>"
+        );
         assert_eq!(<[f32; 2] as WgslType>::wgsl(), "vec2<f32>");
-        assert_eq!(GpuParams::SHARED.size, 320);
+        assert_eq!(GpuSamplerParams::SHARED.size, 80);
+        assert_eq!(GpuChain2Params::SHARED.size, 176);
+        assert_eq!(GpuMlpParams::SHARED.size, 64);
+        assert_eq!(GpuSphereParams::SHARED.size, 48);
         assert_eq!(GpuChain::SHARED.size, 24);
     }
 
@@ -790,8 +1425,32 @@ mod tests {
         }
     }
 
+    /// Each target's constants take distinct positions below `TARGET_PARAMS`.
     #[test]
-    fn prelude_matches_rust() {
-        assert_eq!(check_wgsl(prelude()), Vec::<String>::new());
+    fn target_param_positions_are_distinct_per_target() {
+        for kind in TargetKind::ALL {
+            let mut positions: Vec<usize> = TargetParam::ALL
+                .iter()
+                .filter(|p| p.target() == kind)
+                .map(|p| p.position())
+                .collect();
+            assert!(!positions.is_empty(), "{kind:?} has no constants");
+            assert!(positions.iter().all(|&p| p < TARGET_PARAMS), "{kind:?}");
+            let n = positions.len();
+            positions.sort_unstable();
+            positions.dedup();
+            assert_eq!(positions.len(), n, "{kind:?} uses a position twice");
+        }
+    }
+
+    #[test]
+    fn preludes_match_rust() {
+        for program in Program::ALL {
+            assert_eq!(
+                check_wgsl(&prelude(program), program),
+                Vec::<String>::new(),
+                "{program:?}"
+            );
+        }
     }
 }

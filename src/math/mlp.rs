@@ -58,7 +58,8 @@ impl Activation {
         }
     }
 
-    /// The code of `GpuParams::mlp_activation` and of the generated WGSL `ACT_*`.
+    /// The code of the override constant `SPECIALISED_ACTIVATION` and of the generated WGSL
+    /// `ACT_*`.
     pub const fn gpu_code(self) -> u32 {
         self as u32
     }

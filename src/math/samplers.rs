@@ -44,8 +44,8 @@ impl SamplerKind {
         Self::ALL.iter().find(|(k, _)| *k == self).unwrap().1
     }
 
-    /// The code of `GpuParams::sampler_kind` and of the generated WGSL `SAMPLER_*`
-    /// (declaration order).
+    /// The code of the override constant `SPECIALISED_SAMPLER` and of the generated WGSL
+    /// `SAMPLER_*` (declaration order).
     pub const fn gpu_code(self) -> u32 {
         self as u32
     }

@@ -476,8 +476,8 @@ fn softplus(z: f64) -> f64 {
     }
 }
 
-/// The kind of a [`Target`], as the shaders number it (`GpuParams::target_kind`, the
-/// generated WGSL `TARGET_*`).
+/// The kind of a [`Target`], as the shaders number it (the override constant
+/// `SPECIALISED_TARGET`, the generated WGSL `TARGET_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum TargetKind {
@@ -512,6 +512,112 @@ impl TargetKind {
     /// The code the shaders switch on.
     pub const fn gpu_code(self) -> u32 {
         self as u32
+    }
+}
+
+/// The number of f32 constants a target passes to the shaders ([`Target::gpu_constants`]).
+pub const TARGET_PARAMS: usize = 8;
+
+/// Where [`Target::gpu_constants`] puts each constant of a target: the host writes by these
+/// positions and `shaders/targets.wgsl` reads `target_param(PARAM_*)` with the constants
+/// generated from them (`src/engine/shader_interface.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetParam {
+    /// Gaussian: mean, coordinate 0.
+    GaussianMean0,
+    /// Gaussian: mean, coordinate 1.
+    GaussianMean1,
+    /// Gaussian: precision matrix, entry (0, 0).
+    GaussianPrecision00,
+    /// Gaussian: precision matrix, entry (0, 1) = (1, 0).
+    GaussianPrecision01,
+    /// Gaussian: precision matrix, entry (1, 1).
+    GaussianPrecision11,
+    /// Banana: a.
+    BananaA,
+    /// Banana: b.
+    BananaB,
+    /// Banana: s.
+    BananaS,
+    /// Donut: the radius.
+    DonutRadius,
+    /// Donut: the squared width.
+    DonutWidthSq,
+    /// 25-Gaussian mixture: the spacing of the components.
+    Gmm25Spacing,
+    /// 25-Gaussian mixture: the variance of each component.
+    Gmm25Variance,
+    /// Funnel: σ_v².
+    FunnelSigmaVSq,
+    /// Double well: the squared separation μ².
+    DoubleWellSeparationSq,
+    /// Double well: the barrier height.
+    DoubleWellBarrier,
+    /// Logistic regression: the prior precision 1/s².
+    LogisticPriorPrecision,
+}
+
+impl TargetParam {
+    /// Every position, by target.
+    pub const ALL: [TargetParam; 16] = [
+        TargetParam::GaussianMean0,
+        TargetParam::GaussianMean1,
+        TargetParam::GaussianPrecision00,
+        TargetParam::GaussianPrecision01,
+        TargetParam::GaussianPrecision11,
+        TargetParam::BananaA,
+        TargetParam::BananaB,
+        TargetParam::BananaS,
+        TargetParam::DonutRadius,
+        TargetParam::DonutWidthSq,
+        TargetParam::Gmm25Spacing,
+        TargetParam::Gmm25Variance,
+        TargetParam::FunnelSigmaVSq,
+        TargetParam::DoubleWellSeparationSq,
+        TargetParam::DoubleWellBarrier,
+        TargetParam::LogisticPriorPrecision,
+    ];
+
+    /// The target whose constant this is.
+    pub const fn target(self) -> TargetKind {
+        match self {
+            TargetParam::GaussianMean0
+            | TargetParam::GaussianMean1
+            | TargetParam::GaussianPrecision00
+            | TargetParam::GaussianPrecision01
+            | TargetParam::GaussianPrecision11 => TargetKind::Gaussian,
+            TargetParam::BananaA | TargetParam::BananaB | TargetParam::BananaS => {
+                TargetKind::Banana
+            }
+            TargetParam::DonutRadius | TargetParam::DonutWidthSq => TargetKind::Donut,
+            TargetParam::Gmm25Spacing | TargetParam::Gmm25Variance => TargetKind::Gmm25,
+            TargetParam::FunnelSigmaVSq => TargetKind::Funnel,
+            TargetParam::DoubleWellSeparationSq | TargetParam::DoubleWellBarrier => {
+                TargetKind::DoubleWell
+            }
+            TargetParam::LogisticPriorPrecision => TargetKind::Logistic,
+        }
+    }
+
+    /// The constant's index among its target's [`TARGET_PARAMS`].
+    pub const fn position(self) -> usize {
+        match self {
+            TargetParam::GaussianMean0
+            | TargetParam::BananaA
+            | TargetParam::DonutRadius
+            | TargetParam::Gmm25Spacing
+            | TargetParam::FunnelSigmaVSq
+            | TargetParam::DoubleWellSeparationSq
+            | TargetParam::LogisticPriorPrecision => 0,
+            TargetParam::GaussianMean1
+            | TargetParam::BananaB
+            | TargetParam::DonutWidthSq
+            | TargetParam::Gmm25Variance
+            | TargetParam::DoubleWellBarrier => 1,
+            TargetParam::GaussianPrecision00 | TargetParam::BananaS => 2,
+            TargetParam::GaussianPrecision01 => 3,
+            TargetParam::GaussianPrecision11 => 4,
+        }
     }
 }
 
@@ -877,40 +983,54 @@ impl Target {
     }
 
     /// The target's kind and the f32 constants its gradient uses, exactly as
-    /// [`Self::gradient`] computes them, for `shaders/targets.wgsl`.
-    pub fn gpu_constants(&self) -> (TargetKind, [f32; 8]) {
-        let mut c = [0.0f32; 8];
+    /// [`Self::gradient`] computes them, each at its [`TargetParam::position`], for
+    /// `shaders/targets.wgsl`.
+    pub fn gpu_constants(&self) -> (TargetKind, [f32; TARGET_PARAMS]) {
+        use TargetParam as P;
+        let mut c = [0.0f32; TARGET_PARAMS];
+        let mut set = |param: P, value: f32| c[param.position()] = value;
         let kind = match self {
             Target::Gaussian(g) => {
-                c[..2].copy_from_slice(&g.mean.map(|v| v as f32));
-                c[2..5].copy_from_slice(&g.precision.map(|v| v as f32));
+                set(P::GaussianMean0, g.mean[0] as f32);
+                set(P::GaussianMean1, g.mean[1] as f32);
+                set(P::GaussianPrecision00, g.precision[0] as f32);
+                set(P::GaussianPrecision01, g.precision[1] as f32);
+                set(P::GaussianPrecision11, g.precision[2] as f32);
                 TargetKind::Gaussian
             }
             Target::Banana { a, b, s } => {
-                c[..3].copy_from_slice(&[*a as f32, *b as f32, *s as f32]);
+                set(P::BananaA, *a as f32);
+                set(P::BananaB, *b as f32);
+                set(P::BananaS, *s as f32);
                 TargetKind::Banana
             }
             Target::Donut { radius, width } => {
-                c[..2].copy_from_slice(&[*radius as f32, (width * width) as f32]);
+                set(P::DonutRadius, *radius as f32);
+                set(P::DonutWidthSq, (width * width) as f32);
                 TargetKind::Donut
             }
             Target::Gmm25 { spacing, variance } => {
-                c[..2].copy_from_slice(&[*spacing as f32, *variance as f32]);
+                set(P::Gmm25Spacing, *spacing as f32);
+                set(P::Gmm25Variance, *variance as f32);
                 TargetKind::Gmm25
             }
             Target::Funnel { sigma_v } => {
-                c[0] = (sigma_v * sigma_v) as f32;
+                set(P::FunnelSigmaVSq, (sigma_v * sigma_v) as f32);
                 TargetKind::Funnel
             }
             Target::DoubleWell {
                 separation,
                 barrier,
             } => {
-                c[..2].copy_from_slice(&[(separation * separation) as f32, *barrier as f32]);
+                set(P::DoubleWellSeparationSq, (separation * separation) as f32);
+                set(P::DoubleWellBarrier, *barrier as f32);
                 TargetKind::DoubleWell
             }
             Target::Logistic(l) => {
-                c[0] = 1.0 / (l.prior_scale * l.prior_scale) as f32;
+                set(
+                    P::LogisticPriorPrecision,
+                    1.0 / (l.prior_scale * l.prior_scale) as f32,
+                );
                 TargetKind::Logistic
             }
         };

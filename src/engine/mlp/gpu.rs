@@ -1,6 +1,7 @@
 //! The GPU engine for MLP posteriors: `shaders/mlp.wgsl`, one invocation per network.
 //!
-//! Sampler parameters travel in the same uniform block as the 2-D engine's, so a slider
+//! Sampler parameters travel in the same uniform block as the 2-D engine's
+//! (`GpuSamplerParams`), the network's in a block of its own (`GpuMlpParams`), so a slider
 //! change is one small write. A step is a first-half dispatch, the minibatch in slices and a
 //! second-half dispatch (the shader says why: llvmpipe's loop limit); one submission carries
 //! many steps, each dispatch finding its step and slice at a dynamic uniform offset. An
@@ -10,10 +11,11 @@
 use super::{MlpEngine, MlpReport, ParameterStates, Prediction};
 use crate::engine::BackendInfo;
 use crate::engine::gpu::{
-    Features, GpuContext, ShaderProgram, params_entry, storage_entry, uniform_entry,
+    Features, GpuContext, Readback, ShaderProgram, bind_group, uniform_buffer,
 };
 use crate::engine::shader_interface::{
-    self, GpuParams, MLP_PARTIALS, MLP_WORKGROUP, MlpRegion, MlpSlice as Slice,
+    self, GpuMlpParams, GpuSamplerParams, MLP_PARTIALS, MLP_WORKGROUP, MlpBinding, MlpPartial,
+    MlpRegion, MlpSlice as Slice, Program, SPECIALISED_ACTIVATION, SPECIALISED_SAMPLER,
 };
 use crate::math::mlp::{Architecture, ChainSlices, MlpInit, MlpModel};
 use anyhow::{bail, ensure};
@@ -25,14 +27,17 @@ use wgpu::util::DeviceExt;
 /// The WGSL of the MLP engine: the generated prelude of [`shader_interface`], then the files
 /// that mirror `src/math`.
 pub static MLP_SHADER_SOURCE: LazyLock<String> = LazyLock::new(|| {
-    shader_interface::compose(&[
-        ("rng.wgsl", include_str!("../../../shaders/rng.wgsl")),
-        (
-            "samplers.wgsl",
-            include_str!("../../../shaders/samplers.wgsl"),
-        ),
-        ("mlp.wgsl", include_str!("../../../shaders/mlp.wgsl")),
-    ])
+    shader_interface::compose(
+        Program::Mlp,
+        &[
+            ("rng.wgsl", include_str!("../../../shaders/rng.wgsl")),
+            (
+                "samplers.wgsl",
+                include_str!("../../../shaders/samplers.wgsl"),
+            ),
+            ("mlp.wgsl", include_str!("../../../shaders/mlp.wgsl")),
+        ],
+    )
 });
 
 /// Partial sums per workgroup (`partials` in `shaders/mlp.wgsl`).
@@ -120,7 +125,8 @@ pub struct MlpGpuEngine {
     ctx: GpuContext,
     pipelines: Vec<(Entry, wgpu::ComputePipeline)>,
     program: ShaderProgram,
-    params: wgpu::Buffer,
+    sampler_params: wgpu::Buffer,
+    mlp_params: wgpu::Buffer,
     slices: wgpu::Buffer,
     slice_capacity: u64,
     slice_stride: u64,
@@ -132,6 +138,7 @@ pub struct MlpGpuEngine {
     predictions: wgpu::Buffer,
     point_capacity: u32,
     bind_group: wgpu::BindGroup,
+    readback: Readback,
     model: MlpModel,
     chains: u32,
     seed: u64,
@@ -149,13 +156,18 @@ fn storage_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer
     })
 }
 
-fn uniform_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer {
-    device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
-        size,
-        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    })
+/// The buffers of the bind group, in the order of [`MlpBinding`] but for the slices, which
+/// come last.
+struct Bound<'a> {
+    sampler_params: &'a wgpu::Buffer,
+    mlp_params: &'a wgpu::Buffer,
+    state: &'a wgpu::Buffer,
+    diverged_at: &'a wgpu::Buffer,
+    data: &'a wgpu::Buffer,
+    partials: &'a wgpu::Buffer,
+    points: &'a wgpu::Buffer,
+    predictions: &'a wgpu::Buffer,
+    slices: &'a wgpu::Buffer,
 }
 
 impl MlpGpuEngine {
@@ -169,11 +181,11 @@ impl MlpGpuEngine {
     ) -> anyhow::Result<Vec<(Entry, wgpu::ComputePipeline)>> {
         let mut constants = vec![
             (
-                "SPECIALISED_SAMPLER",
+                SPECIALISED_SAMPLER,
                 f64::from(model.sampler.kind.gpu_code()),
             ),
             (
-                "SPECIALISED_ACTIVATION",
+                SPECIALISED_ACTIVATION,
                 f64::from(model.posterior.arch.activation.gpu_code()),
             ),
         ];
@@ -206,27 +218,14 @@ impl MlpGpuEngine {
             );
         }
         let slice_size = std::mem::size_of::<Slice>() as u64;
-        let program = ShaderProgram::new(
-            &ctx,
-            "MLP",
-            MLP_SHADER_SOURCE.as_str(),
-            &[
-                params_entry(),
-                storage_entry(1, false),
-                storage_entry(2, false),
-                storage_entry(3, true),
-                storage_entry(4, false),
-                storage_entry(5, true),
-                storage_entry(6, false),
-                uniform_entry(7, true, slice_size),
-            ],
-        )?;
+        let program = ShaderProgram::new::<MlpBinding>(&ctx, "MLP", MLP_SHADER_SOURCE.as_str())?;
         let pipelines = Self::specialised(&program, &ctx, &model)?;
-        let params = uniform_buffer(
+        let sampler_params = uniform_buffer(
             device,
-            "mlp params",
-            std::mem::size_of::<GpuParams>() as u64,
+            "mlp sampler params",
+            size_of::<GpuSamplerParams>() as u64,
         );
+        let mlp_params = uniform_buffer(device, "mlp params", size_of::<GpuMlpParams>() as u64);
         let slice_stride =
             u64::from(device.limits().min_uniform_buffer_offset_alignment).max(slice_size);
         let slice_capacity = 64;
@@ -241,22 +240,24 @@ impl MlpGpuEngine {
         let bind_group = Self::bind_group(
             device,
             &program.layout,
-            [
-                &params,
-                &state,
-                &diverged_at,
-                &data,
-                &partials,
-                &points,
-                &predictions,
-                &slices,
-            ],
+            Bound {
+                sampler_params: &sampler_params,
+                mlp_params: &mlp_params,
+                state: &state,
+                diverged_at: &diverged_at,
+                data: &data,
+                partials: &partials,
+                points: &points,
+                predictions: &predictions,
+                slices: &slices,
+            },
         );
         let mut engine = Self {
             ctx,
             pipelines,
             program,
-            params,
+            sampler_params,
+            mlp_params,
             slices,
             slice_capacity,
             slice_stride,
@@ -268,6 +269,7 @@ impl MlpGpuEngine {
             predictions,
             point_capacity: 1,
             bind_group,
+            readback: Readback::default(),
             model,
             chains,
             seed,
@@ -295,29 +297,18 @@ impl MlpGpuEngine {
     fn bind_group(
         device: &wgpu::Device,
         layout: &wgpu::BindGroupLayout,
-        buffers: [&wgpu::Buffer; 8],
+        bound: Bound<'_>,
     ) -> wgpu::BindGroup {
-        let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                // The slices are bound one at a time, at a dynamic offset.
-                resource: if i == 7 {
-                    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: b,
-                        offset: 0,
-                        size: wgpu::BufferSize::new(std::mem::size_of::<Slice>() as u64),
-                    })
-                } else {
-                    b.as_entire_binding()
-                },
-            })
-            .collect();
-        device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("mlp"),
-            layout,
-            entries: &entries,
+        bind_group(device, layout, "mlp", |b| match b {
+            MlpBinding::Sampler => bound.sampler_params,
+            MlpBinding::Params => bound.mlp_params,
+            MlpBinding::State => bound.state,
+            MlpBinding::DivergedAt => bound.diverged_at,
+            MlpBinding::Data => bound.data,
+            MlpBinding::Partials => bound.partials,
+            MlpBinding::Points => bound.points,
+            MlpBinding::Predictions => bound.predictions,
+            MlpBinding::Slice => bound.slices,
         })
     }
 
@@ -325,50 +316,51 @@ impl MlpGpuEngine {
         self.bind_group = Self::bind_group(
             &self.ctx.device,
             &self.program.layout,
-            [
-                &self.params,
-                &self.state,
-                &self.diverged_at,
-                &self.data,
-                &self.partials,
-                &self.points,
-                &self.predictions,
-                &self.slices,
-            ],
+            Bound {
+                sampler_params: &self.sampler_params,
+                mlp_params: &self.mlp_params,
+                state: &self.state,
+                diverged_at: &self.diverged_at,
+                data: &self.data,
+                partials: &self.partials,
+                points: &self.points,
+                predictions: &self.predictions,
+                slices: &self.slices,
+            },
         );
     }
 
-    /// The uniform parameters shared by the dispatches of one submission.
-    fn gpu_params(&self) -> GpuParams {
+    /// The uniform blocks shared by the dispatches of one submission: the sampler's and the
+    /// network's (no prediction requested).
+    fn gpu_params(&self) -> (GpuSamplerParams, GpuMlpParams) {
         let m = &self.model;
         let post = &m.posterior;
-        let mut mlp_sizes = [[0u32; 4]; 2];
-        let flat: &mut [u32] = bytemuck::cast_slice_mut(&mut mlp_sizes);
+        let mut sizes = [[0u32; 4]; 2];
+        let flat: &mut [u32] = bytemuck::cast_slice_mut(&mut sizes);
         for (s, &n) in flat.iter_mut().zip(&post.arch.sizes) {
             *s = n as u32;
         }
-        GpuParams {
+        let sampler =
+            GpuSamplerParams::for_sampler(&m.sampler, &m.schedule, self.seed, self.chains);
+        let mlp = GpuMlpParams {
             data_n: post.inputs.len() as u32,
             batch_size: post.batch_size,
-            mlp_layers: post.arch.layers() as u32,
-            mlp_activation: post.arch.activation.gpu_code(),
-            mlp_params: post.params() as u32,
-            mlp_sizes,
-            mlp_prior_precision: post.prior_precision,
-            ..GpuParams::for_sampler(
-                &m.sampler,
-                &m.schedule,
-                self.seed,
-                self.step,
-                0,
-                self.chains,
-            )
-        }
+            layers: post.arch.layers() as u32,
+            param_count: post.params() as u32,
+            prior_precision: post.prior_precision,
+            sizes,
+            ..Zeroable::zeroed()
+        };
+        (sampler, mlp)
     }
 
-    /// Writes `params`, then runs `dispatches` (entry point, slice, invocations) in order in
-    /// one submission, each seeing its own slice at a dynamic offset.
-    fn submit(&mut self, params: &GpuParams, dispatches: &[(Entry, Slice, u32)]) {
+    /// Writes the uniform blocks `params`, then runs `dispatches` (entry point, slice,
+    /// invocations) in order in one submission, each seeing its own slice at a dynamic offset.
+    fn submit(
+        &mut self,
+        params: &(GpuSamplerParams, GpuMlpParams),
+        dispatches: &[(Entry, Slice, u32)],
+    ) {
         let needed = dispatches.len() as u64;
         if needed > self.slice_capacity {
             self.slice_capacity = needed.next_power_of_two();
@@ -386,7 +378,8 @@ impl MlpGpuEngine {
                 .copy_from_slice(bytemuck::bytes_of(slice));
         }
         let queue = &self.ctx.queue;
-        queue.write_buffer(&self.params, 0, bytemuck::bytes_of(params));
+        queue.write_buffer(&self.sampler_params, 0, bytemuck::bytes_of(&params.0));
+        queue.write_buffer(&self.mlp_params, 0, bytemuck::bytes_of(&params.1));
         queue.write_buffer(&self.slices, 0, &bytes);
         let mut encoder = self.ctx.device.create_command_encoder(&Default::default());
         {
@@ -420,23 +413,27 @@ impl MlpGpuEngine {
         })
     }
 
-    /// Region `region` of parameter `param`, across chains.
-    fn read_region(&self, region: MlpRegion, param: u64) -> anyhow::Result<Vec<f32>> {
+    /// Where region `region` of parameter `param` lies in the state buffer, across chains:
+    /// (offset, size) in bytes.
+    fn region_range(&self, region: MlpRegion, param: u64) -> (u64, u64) {
         let n = u64::from(self.chains);
         let params = self.model.posterior.params() as u64;
-        let offset = 4 * (u64::from(region.gpu_code()) * params + param) * n;
-        let raw = self.ctx.read_buffer(&self.state, offset, 4 * n)?;
-        Ok(bytemuck::cast_slice(&raw).to_vec())
+        (
+            4 * (u64::from(region.gpu_code()) * params + param) * n,
+            4 * n,
+        )
     }
 
     /// A whole region, transposed to chain-major.
-    fn read_region_chain_major(&self, region: MlpRegion) -> anyhow::Result<Vec<f32>> {
+    fn read_region_chain_major(&mut self, region: MlpRegion) -> anyhow::Result<Vec<f32>> {
         let n = self.chains as usize;
         let params = self.model.posterior.params();
         let bytes = 4 * (params * n) as u64;
         let offset = u64::from(region.gpu_code()) * bytes;
-        let raw = self.ctx.read_buffer(&self.state, offset, bytes)?;
-        let flat: &[f32] = bytemuck::cast_slice(&raw);
+        let raw = self
+            .readback
+            .read(&self.ctx, &[(&self.state, offset, bytes)])?;
+        let flat: &[f32] = bytemuck::cast_slice(&raw[0]);
         let mut out = vec![0.0; params * n];
         for (i, column) in flat.chunks_exact(n).enumerate() {
             for (chain, &v) in column.iter().enumerate() {
@@ -515,19 +512,20 @@ impl MlpEngine for MlpGpuEngine {
         }
         self.step = self.step.wrapping_add(steps);
         let raw = self
-            .ctx
-            .read_buffer(&self.partials, 0, self.partials.size())?;
-        let partials: &[f32] = bytemuck::cast_slice(&raw);
+            .readback
+            .read(&self.ctx, &[(&self.partials, 0, self.partials.size())])?;
+        let partials: &[f32] = bytemuck::cast_slice(&raw[0]);
         let arch = &self.model.posterior.arch;
         let layers = arch.layers();
         let (mut alive, mut diverged) = (0u64, 0u64);
         let mut sums = vec![[0.0f64; 2]; layers];
         for p in partials.chunks_exact(PARTIAL_FIELDS) {
-            alive += p[0] as u64;
-            diverged += p[1] as u64;
+            alive += p[MlpPartial::Alive.slot(0)] as u64;
+            diverged += p[MlpPartial::Diverged.slot(0)] as u64;
             for (l, s) in sums.iter_mut().enumerate() {
-                s[0] += f64::from(p[2 + 2 * l]);
-                s[1] += f64::from(p[3 + 2 * l]);
+                let first = MlpPartial::Layers.slot(l);
+                s[0] += f64::from(p[first]);
+                s[1] += f64::from(p[first + 1]);
             }
         }
         let sizes = arch.layer_params();
@@ -551,14 +549,23 @@ impl MlpEngine for MlpGpuEngine {
     fn read_parameter(&mut self, param: usize) -> anyhow::Result<ParameterStates> {
         let params = self.model.posterior.params();
         ensure!(param < params, "parameter {param} of {params}");
-        let raw = self
-            .ctx
-            .read_buffer(&self.diverged_at, 0, 4 * u64::from(self.chains))?;
+        let [theta, p, xi] = [MlpRegion::Theta, MlpRegion::P, MlpRegion::Xi]
+            .map(|region| self.region_range(region, param as u64));
+        let raw = self.readback.read(
+            &self.ctx,
+            &[
+                (&self.state, theta.0, theta.1),
+                (&self.state, p.0, p.1),
+                (&self.state, xi.0, xi.1),
+                (&self.diverged_at, 0, 4 * u64::from(self.chains)),
+            ],
+        )?;
+        let floats = |bytes: &[u8]| bytemuck::cast_slice::<u8, f32>(bytes).to_vec();
         Ok(ParameterStates {
-            theta: self.read_region(MlpRegion::Theta, param as u64)?,
-            p: self.read_region(MlpRegion::P, param as u64)?,
-            xi: self.read_region(MlpRegion::Xi, param as u64)?,
-            diverged_at: bytemuck::cast_slice(&raw).to_vec(),
+            theta: floats(&raw[0]),
+            p: floats(&raw[1]),
+            xi: floats(&raw[2]),
+            diverged_at: bytemuck::cast_slice(&raw[3]).to_vec(),
         })
     }
 
@@ -599,8 +606,8 @@ impl MlpEngine for MlpGpuEngine {
         encoder.clear_buffer(&self.predictions, 0, Some(bytes));
         queue.submit([encoder.finish()]);
         let mut params = self.gpu_params();
-        params.mlp_points = count;
-        params.mlp_focus_chain = focus.min(self.chains.saturating_sub(1));
+        params.1.points = count;
+        params.1.focus_chain = focus.min(self.chains.saturating_sub(1));
         let chains = chains.min(self.chains);
         let per = (LOOP_BUDGET / forward_iterations(&self.model.posterior.arch)).max(1) as u32;
         let mut dispatches: Vec<_> = (0..chains)
@@ -624,8 +631,10 @@ impl MlpEngine for MlpGpuEngine {
             slice.with_focus = 1;
         }
         self.submit(&params, &dispatches);
-        let raw = self.ctx.read_buffer(&self.predictions, 0, bytes)?;
-        let flat: &[f32] = bytemuck::cast_slice(&raw);
+        let raw = self
+            .readback
+            .read(&self.ctx, &[(&self.predictions, 0, bytes)])?;
+        let flat: &[f32] = bytemuck::cast_slice(&raw[0]);
         let mut out = Prediction {
             classes: k,
             chains_used: flat[3 * k] as u32,

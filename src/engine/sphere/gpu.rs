@@ -4,23 +4,25 @@
 
 use super::SphereEngine;
 use crate::engine::BackendInfo;
-use crate::engine::gpu::{GpuContext, compute_pipelines, params_entry, storage_entry};
+use crate::engine::gpu::{GpuContext, Readback, bind_group, compute_pipelines, uniform_buffer};
 use crate::engine::shader_interface::{
-    self, CHAIN_WORKGROUP, GpuParams, GpuSphereChain, PARAMS_BINDING,
+    self, CHAIN_WORKGROUP, GpuSphereChain, GpuSphereParams, Program, SphereBinding,
 };
 use crate::math::sphere::{SphereChain, SphereOptimizer, SphereProblem};
 use anyhow::bail;
-use bytemuck::Zeroable;
 use glam::DVec3;
 use std::sync::LazyLock;
 use wgpu::util::DeviceExt;
 
 /// The WGSL of the sphere engine: the generated prelude, Philox, the step.
 pub static SPHERE_SHADER_SOURCE: LazyLock<String> = LazyLock::new(|| {
-    shader_interface::compose(&[
-        ("rng.wgsl", include_str!("../../../shaders/rng.wgsl")),
-        ("sphere.wgsl", include_str!("../../../shaders/sphere.wgsl")),
-    ])
+    shader_interface::compose(
+        Program::Sphere,
+        &[
+            ("rng.wgsl", include_str!("../../../shaders/rng.wgsl")),
+            ("sphere.wgsl", include_str!("../../../shaders/sphere.wgsl")),
+        ],
+    )
 });
 
 /// Loop iterations one invocation may run on llvmpipe (see `LOOP_BUDGET` of the 2-D engine):
@@ -52,6 +54,7 @@ pub struct GpuSphereEngine {
     params: wgpu::Buffer,
     chain_buffer: wgpu::Buffer,
     bind_group: wgpu::BindGroup,
+    readback: Readback,
     groups: [u32; 2],
     objects: Vec<DVec3>,
     optimizer: SphereOptimizer,
@@ -78,24 +81,14 @@ impl GpuSphereEngine {
                 ctx.describe()
             );
         }
-        let (layout, mut pipelines) = compute_pipelines(
+        let (layout, mut pipelines) = compute_pipelines::<SphereBinding>(
             &ctx,
             "sphere engine",
             SPHERE_SHADER_SOURCE.as_str(),
-            &[
-                params_entry(),
-                storage_entry(1, false),
-                storage_entry(2, true),
-            ],
             &["advance_sphere"],
         )?;
         let pipeline = pipelines.remove(0);
-        let params = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("sphere params"),
-            size: std::mem::size_of::<GpuParams>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let params = uniform_buffer(device, "sphere params", size_of::<GpuSphereParams>() as u64);
         let start = vec![GpuSphereChain::from(SphereChain::at_start()); chains.max(1) as usize];
         let chain_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("sphere chains"),
@@ -112,20 +105,10 @@ impl GpuSphereEngine {
             contents: bytemuck::cast_slice(&rows),
             usage: wgpu::BufferUsages::STORAGE,
         });
-        fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
-            wgpu::BindGroupEntry {
-                binding,
-                resource: buffer.as_entire_binding(),
-            }
-        }
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("sphere engine"),
-            layout: &layout,
-            entries: &[
-                entry(PARAMS_BINDING, &params),
-                entry(1, &chain_buffer),
-                entry(2, &object_buffer),
-            ],
+        let bind_group = bind_group(device, &layout, "sphere engine", |b| match b {
+            SphereBinding::Params => &params,
+            SphereBinding::Chains => &chain_buffer,
+            SphereBinding::Objects => &object_buffer,
         });
         let total = chains.div_ceil(CHAIN_WORKGROUP).max(1);
         let max_x = limits.max_compute_workgroups_per_dimension;
@@ -136,6 +119,7 @@ impl GpuSphereEngine {
             params,
             chain_buffer,
             bind_group,
+            readback: Readback::default(),
             groups,
             objects,
             optimizer,
@@ -145,19 +129,20 @@ impl GpuSphereEngine {
         })
     }
 
-    fn gpu_params(&self, step0: u32, steps: u32) -> GpuParams {
-        GpuParams {
+    fn gpu_params(&self, step0: u32, steps: u32) -> GpuSphereParams {
+        GpuSphereParams {
             seed_lo: self.seed as u32,
             seed_hi: (self.seed >> 32) as u32,
             step0,
             steps,
             chains: self.chains,
+            groups_x: self.groups[0],
+            data_n: self.objects.len() as u32,
+            batch_size: self.optimizer.batch,
             h: self.optimizer.h as f32,
             momentum: self.optimizer.momentum as f32,
-            batch_size: self.optimizer.batch,
-            data_n: self.objects.len() as u32,
-            groups_x: self.groups[0],
-            ..Zeroable::zeroed()
+            pad1: 0,
+            pad2: 0,
         }
     }
 }
@@ -211,8 +196,10 @@ impl SphereEngine for GpuSphereEngine {
             return Ok(Vec::new());
         }
         let size = u64::from(self.chains) * std::mem::size_of::<GpuSphereChain>() as u64;
-        let raw = self.ctx.read_buffer(&self.chain_buffer, 0, size)?;
-        let chains: &[GpuSphereChain] = bytemuck::cast_slice(&raw);
+        let raw = self
+            .readback
+            .read(&self.ctx, &[(&self.chain_buffer, 0, size)])?;
+        let chains: &[GpuSphereChain] = bytemuck::cast_slice(&raw[0]);
         Ok(chains
             .iter()
             .map(|c| DVec3::new(c.x[0].into(), c.x[1].into(), c.x[2].into()).normalize())
