@@ -2,7 +2,7 @@
 //! wgpu finds (lavapipe in CI) and fail loudly when there is none: a skipped GPU test would
 //! hide exactly the failures it exists to catch.
 
-mod common;
+use crate::common;
 
 use atmc_lab::engine::{Axis, Engine, HistogramSpec, cpu::CpuEngine, gpu::GpuEngine};
 use atmc_lab::math::{Grid2, SamplerKind, TargetSpec};
@@ -255,7 +255,7 @@ fn wgsl_is_finite_reads_the_bit_pattern() {
     let library = format!(
         "{}{}",
         atmc_lab::engine::shader_interface::prelude(),
-        include_str!("../shaders/samplers.wgsl")
+        include_str!("../../shaders/samplers.wgsl")
     );
     let entry =
         "fn check(bits: u32) -> u32 { return select(0u, 1u, is_finite(bitcast<f32>(bits))); }";

@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod common;
+use crate::common;
 
 fn atmc_lab(args: &[&str], dir: &Path) -> Output {
     common::atmc_lab_in(args, dir)

@@ -21,7 +21,7 @@ fn atmc_lab(args: &[&str]) -> Output {
         .expect("binary runs")
 }
 
-mod common;
+use crate::common;
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
@@ -260,7 +260,7 @@ fn outputs_are_opened_before_the_run_and_a_failed_write_fails() {
 
 /// A preset with `field` in `section` of the default preset replaced.
 fn preset_with(old: &str, new: &str) -> String {
-    let text = include_str!("../presets/default.ron");
+    let text = include_str!("../../presets/default.ron");
     assert!(text.contains(old), "{old}");
     text.replacen(old, new, 1)
 }
@@ -509,7 +509,7 @@ fn failures_are_not_reported_as_success() {
     let preset = dir.join("missing-data.ron");
     std::fs::write(
         &preset,
-        include_str!("../presets/two-moons.ron").replace(
+        include_str!("../../presets/two-moons.ron").replace(
             "source: TwoMoons",
             "source: Csv(path: \"/nonexistent/points.csv\")",
         ),

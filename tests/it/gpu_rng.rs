@@ -44,7 +44,7 @@ fn wgsl_philox_matches_rust_bit_for_bit() {
     }
     let n = counters.len();
     let device = &ctx.device;
-    let source = format!("{}{}", include_str!("../shaders/rng.wgsl"), CHECK_ENTRY);
+    let source = format!("{}{}", include_str!("../../shaders/rng.wgsl"), CHECK_ENTRY);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("rng check"),
         source: wgpu::ShaderSource::Wgsl(source.into()),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 
 fn atmc_lab(args: &[&str], dir: &Path) -> Output {
     common::atmc_lab_in(args, dir)
