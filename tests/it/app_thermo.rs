@@ -1,8 +1,9 @@
 //! The thermodynamics view driven offscreen: a small sphere sweep runs in the background and
 //! the view draws its curves, the Gibbs test and the globe; an MLP sweep draws its curves and
-//! the traces of U, S and the SNR. (Its own test binary: it works in
-//! a scratch directory, where the view writes its sweep.)
+//! the traces of U, S and the SNR. It works in a scratch directory, where the view writes its
+//! sweep (holding the working directory: see `common`).
 
+use crate::common::{self, WorkingDirectory};
 use atmc_lab::app::screenshot::{AppHarness, harness, run_to_step};
 use atmc_lab::app::thermo_view::ThermoView;
 use atmc_lab::app::view::View;
@@ -31,10 +32,8 @@ fn swept(preset: AnyPreset, size: [u32; 2]) -> AppHarness {
 
 #[test]
 fn the_thermodynamics_view_runs_a_sweep_and_draws_every_panel() {
-    let dir = std::env::temp_dir().join(format!("atmc-app-thermo-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::env::set_current_dir(&dir).unwrap();
+    let dir = common::scratch("app-thermo", "sweeps");
+    let _cwd = WorkingDirectory::enter(&dir);
     let AnyPreset::Sphere(mut sphere) = AnyPreset::load("sphere-up").unwrap() else {
         panic!("sphere-up is a sphere preset");
     };

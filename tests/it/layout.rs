@@ -2,6 +2,7 @@
 //! full-HD screen): no control or text is cut off at the window's edges, and every panel a
 //! view exports lies inside the window.
 
+use crate::common::{self, WorkingDirectory};
 use atmc_lab::app::screenshot::{harness, run_to_step};
 use atmc_lab::app::{Opening, Tab};
 use atmc_lab::engine::BackendChoice;
@@ -42,11 +43,10 @@ fn opening(tab: Tab) -> Opening {
 
 #[test]
 fn no_control_is_cut_off_and_every_panel_is_inside_the_window_at_three_sizes() {
-    // The thermodynamics view writes its sweep into the working directory: a scratch one
-    // (this binary has this one test, so changing it is safe).
-    let dir = std::env::temp_dir().join(format!("atmc-layout-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::env::set_current_dir(&dir).unwrap();
+    // The thermodynamics view writes its sweep into the working directory: a scratch one,
+    // held until the test ends (see `common`).
+    let dir = common::scratch("layout", "sweeps");
+    let _cwd = WorkingDirectory::enter(&dir);
     let mut problems = Vec::new();
     for tab in Tab::ALL {
         for [w, h] in SIZES {

@@ -12,16 +12,7 @@ use atmc_lab::runner::{self, MAX_SERIES_ROWS};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn atmc_lab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
-        .output()
-        .expect("binary runs")
-}
-
-use crate::common;
+use crate::common::{self, atmc_lab, atmc_lab_in};
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
@@ -548,12 +539,7 @@ fn every_subcommand_exits_2_for_bad_input_with_one_line() {
         &["app", "nope"],
     ];
     for args in cases {
-        let out = Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
-            .args(*args)
-            .current_dir(&dir)
-            .env("XDG_RUNTIME_DIR", std::env::temp_dir())
-            .output()
-            .unwrap();
+        let out = atmc_lab_in(args, &dir);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         let lines: Vec<&str> = err

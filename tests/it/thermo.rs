@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use crate::common;
-
-fn atmc_lab(args: &[&str], dir: &Path) -> Output {
-    common::atmc_lab_in(args, dir)
-}
+// Every call names the folder the binary runs in.
+use crate::common::atmc_lab_in as atmc_lab;
 
 fn scratch(name: &str) -> PathBuf {
     common::scratch("thermo", name)
