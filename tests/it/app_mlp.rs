@@ -1,9 +1,9 @@
 //! The MLP view driven as a user would, offscreen (egui_kittest on wgpu; lavapipe in CI).
 
 use crate::common::harness::{AppHarness, app, snapshot_options, wait};
+use atmc_lab::app::Tab;
 use atmc_lab::app::mlp::MlpView;
 use atmc_lab::app::screenshot::{harness, run_to_step};
-use atmc_lab::app::Tab;
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::{AnyPreset, MlpPreset, Preset};
 use egui::accesskit::Role;

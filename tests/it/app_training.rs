@@ -4,10 +4,10 @@
 
 use crate::common;
 use crate::common::harness::AppHarness;
+use atmc_lab::app::Tab;
 use atmc_lab::app::screenshot::harness;
 use atmc_lab::app::training::TrainingView;
 use atmc_lab::app::training::session::TrainStatus;
-use atmc_lab::app::Tab;
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::Preset;
 use egui_kittest::kittest::Queryable;

@@ -179,9 +179,12 @@ fn run_small(preset: AnyPreset) {
         AnyPreset::Sphere(mut p) => {
             p.chains = p.chains.min(64);
             p.steps = p.steps.min(60);
-            let point =
-                runner::thermo_measure::measure(&AnyPreset::Sphere(p), BackendChoice::Cpu, &mut |_| {})
-                    .unwrap();
+            let point = runner::thermo_measure::measure(
+                &AnyPreset::Sphere(p),
+                BackendChoice::Cpu,
+                &mut |_| {},
+            )
+            .unwrap();
             assert!(point.u.is_finite() && point.u >= 0.0);
         }
     }

@@ -39,14 +39,8 @@ fn model(kind: SamplerKind, activation: Activation, batch: u32) -> MlpModel {
 }
 
 fn gpu(model: MlpModel, chains: u32) -> MlpGpuEngine {
-    MlpGpuEngine::with_context(
-        common::gpu().clone(),
-        model,
-        chains,
-        &MlpInit::default(),
-        7,
-    )
-    .expect("engine")
+    MlpGpuEngine::with_context(common::gpu().clone(), model, chains, &MlpInit::default(), 7)
+        .expect("engine")
 }
 
 /// Largest |a − b| relative to max(|b|, floor · max|b|) over all entries.

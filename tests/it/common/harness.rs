@@ -1,7 +1,7 @@
 //! The app in an offscreen harness, as the UI tests drive it.
 
-pub use atmc_lab::app::screenshot::AppHarness;
 use atmc_lab::app::AtmcApp;
+pub use atmc_lab::app::screenshot::AppHarness;
 use std::time::{Duration, Instant};
 
 /// The app inside a harness.
