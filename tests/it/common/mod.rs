@@ -1,8 +1,9 @@
 //! What the integration tests share: the helpers they repeat, and the process-wide state
 //! that one binary's tests meet from parallel threads.
 //!
-//! - **The GPU device**: [`gpu`] opens it once, on first use, for every test of the binary;
-//!   without an adapter every test that asks for it fails loudly (never a skip).
+//! - **The GPU device**: [`gpu`] opens it once, on first use, for every engine test (those
+//!   through the runner or a `BackendChoice` open their own); without an adapter every test
+//!   that asks for it fails loudly (never a skip).
 //! - **The working directory**: one per process. A test that works in a folder of its own
 //!   enters it with [`WorkingDirectory::enter`], which holds a lock until the test ends;
 //!   every other test passes absolute paths (the binary's children get their folder as
@@ -127,7 +128,7 @@ pub fn run_wgsl_check(library: &str, entry: &str, inputs: &[u32]) -> Vec<u32> {
 }
 
 /// The GPU device of this test binary, opened by the first test that asks for it and shared
-/// by all (opening one per engine cost each GPU test its own instance, adapter enumeration
+/// by all that ask (one per engine cost each GPU test its own instance, adapter enumeration
 /// and device). Panics when there is no usable adapter, in every test that asks: a skipped
 /// GPU test would hide exactly the failures it exists to catch.
 pub fn gpu() -> &'static GpuContext {
