@@ -3,6 +3,7 @@
 //! view exports lies inside the window.
 #![cfg(feature = "gui")]
 
+use crate::common;
 use atmc_lab::app::screenshot::{harness_in, run_to_step};
 use atmc_lab::app::{Folders, Opening, Tab};
 use atmc_lab::engine::BackendChoice;
@@ -44,7 +45,7 @@ fn opening(tab: Tab) -> Opening {
 #[test]
 fn no_control_is_cut_off_and_every_panel_is_inside_the_window_at_three_sizes() {
     // The thermodynamics view writes its sweep: into a scratch folder.
-    let dir = std::env::temp_dir().join(format!("atmc-layout-{}", std::process::id()));
+    let dir = common::scratch("layout", "sweeps");
     let mut problems = Vec::new();
     for tab in Tab::ALL {
         for [w, h] in SIZES {

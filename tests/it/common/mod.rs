@@ -1,11 +1,26 @@
-//! Shared helpers of the integration tests.
-#![allow(dead_code)]
+//! What the integration tests share: the helpers they repeat, and the process-wide state
+//! that one binary's tests meet from parallel threads.
+//!
+//! - **The GPU device**: [`gpu`] opens it once, on first use, for every engine test (those
+//!   through the runner or a `BackendChoice` open their own); without an adapter every test
+//!   that asks for it fails loudly (never a skip).
+//! - **The working directory**: one per process, and no test changes it. Tests pass absolute
+//!   paths: the app's output folders come from `Folders::under(scratch)`, the binary's
+//!   children get their folder as `current_dir`, snapshots are found from the crate's root.
+//! - **The environment**: no test sets a variable in this process; a child that needs one
+//!   gets it on its own `Command`.
+
+pub mod harness;
 
 use atmc_lab::engine::BackendChoice;
+use atmc_lab::engine::gpu::GpuContext;
 use atmc_lab::math::InitSpec;
 use atmc_lab::math::{NoiseSpec, SamplerKind, SamplerSpec, ScheduleSpec, TargetSpec};
 use atmc_lab::preset::{Preset, ViewHints};
 use atmc_lab::runner::{self, RunOutcome};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 /// A preset on `target` with the corrected sampler's defaults (h = 0.05, m = D = T = 1).
 pub fn preset(kind: SamplerKind, target: &str, sigma: f64) -> Preset {
@@ -50,8 +65,7 @@ pub fn assert_rel(what: &str, a: f64, b: f64, tol: f64) {
 /// adapter exists.
 pub fn run_wgsl_check(library: &str, entry: &str, inputs: &[u32]) -> Vec<u32> {
     use wgpu::util::DeviceExt;
-    let ctx = atmc_lab::engine::gpu::GpuContext::new()
-        .unwrap_or_else(|e| panic!("no usable GPU adapter: {e:#}"));
+    let ctx = gpu();
     let device = &ctx.device;
     let source = format!(
         "{library}\n{entry}\n\
@@ -112,17 +126,41 @@ pub fn run_wgsl_check(library: &str, entry: &str, inputs: &[u32]) -> Vec<u32> {
     bytemuck::cast_slice(&bytes).to_vec()
 }
 
-/// Runs the `atmc-lab` binary with `args` in `dir`.
-pub fn atmc_lab_in(args: &[&str], dir: &std::path::Path) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
+/// The GPU device of this test binary, opened by the first test that asks for it and shared
+/// by all that ask (one per engine cost each GPU test its own instance, adapter enumeration
+/// and device). Panics when there is no usable adapter, in every test that asks: a skipped
+/// GPU test would hide exactly the failures it exists to catch.
+pub fn gpu() -> &'static GpuContext {
+    static DEVICE: OnceLock<GpuContext> = OnceLock::new();
+    DEVICE.get_or_init(|| {
+        GpuContext::new().unwrap_or_else(|e| {
+            panic!(
+                "no usable GPU adapter: {e:#}\n\
+                 install Mesa's software Vulkan (apt-get install mesa-vulkan-drivers libvulkan1)"
+            )
+        })
+    })
+}
+
+/// Runs the `atmc-lab` binary with `args` in the crate's root, where `presets/` is.
+pub fn atmc_lab(args: &[&str]) -> Output {
+    atmc_lab_in(args, Path::new(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// Runs the `atmc-lab` binary with `args` in `dir`, with a runtime folder of its own (GPU
+/// drivers warn without one).
+pub fn atmc_lab_in(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
         .args(args)
         .current_dir(dir)
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
         .output()
         .expect("binary runs")
 }
 
-/// A fresh, empty scratch folder for one test of a suite.
-pub fn scratch(suite: &str, name: &str) -> std::path::PathBuf {
+/// A fresh, empty scratch folder for one test of a suite (named by both: the tests of one
+/// binary share a process id).
+pub fn scratch(suite: &str, name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("atmc-{suite}-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

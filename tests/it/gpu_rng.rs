@@ -1,7 +1,7 @@
 //! `shaders/rng.wgsl` reproduces the Philox streams of `src/math/rng.rs` bit for bit,
 //! including Random123's known answers, and Box–Muller to float rounding.
 
-use atmc_lab::engine::gpu::GpuContext;
+use crate::common;
 use atmc_lab::math::rng::{SequentialRng, box_muller, philox4x32_10};
 use rand::Rng;
 use wgpu::util::DeviceExt;
@@ -25,7 +25,7 @@ fn check(@builtin(global_invocation_id) id: vec3<u32>) {
 
 #[test]
 fn wgsl_philox_matches_rust_bit_for_bit() {
-    let ctx = GpuContext::new().unwrap_or_else(|e| panic!("no usable GPU adapter: {e:#}"));
+    let ctx = common::gpu();
     let mut counters: Vec<[u32; 4]> = vec![
         [0, 0, 0, 0],
         [u32::MAX; 4],
@@ -44,7 +44,7 @@ fn wgsl_philox_matches_rust_bit_for_bit() {
     }
     let n = counters.len();
     let device = &ctx.device;
-    let source = format!("{}{}", include_str!("../shaders/rng.wgsl"), CHECK_ENTRY);
+    let source = format!("{}{}", include_str!("../../shaders/rng.wgsl"), CHECK_ENTRY);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("rng check"),
         source: wgpu::ShaderSource::Wgsl(source.into()),

@@ -1,14 +1,6 @@
 //! The command line as a user runs it.
 
-use std::process::Command;
-
-fn atmc_lab(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("binary runs")
-}
+use crate::common::{self, atmc_lab};
 
 fn last_json(out: &std::process::Output) -> serde_json::Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -64,8 +56,7 @@ fn run_default_preset_prints_the_json_line() {
 
 #[test]
 fn overrides_and_csv() {
-    let dir = std::env::temp_dir().join(format!("atmc-lab-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("cli", "overrides");
     let csv = dir.join("series.csv");
     let out = atmc_lab(&[
         "run",
@@ -254,8 +245,7 @@ fn run_on_the_gpu_backend_names_the_adapter() {
 #[cfg(feature = "gui")]
 #[test]
 fn screenshot_writes_a_png_of_the_whole_ui() {
-    let dir = std::env::temp_dir().join(format!("atmc-lab-shot-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("cli", "shot");
     let out = dir.join("shot.png");
     let o = atmc_lab(&[
         "screenshot",
@@ -295,8 +285,7 @@ fn screenshot_writes_a_png_of_the_whole_ui() {
 #[cfg(feature = "gui")]
 #[test]
 fn record_writes_a_gif_of_the_ui() {
-    let dir = std::env::temp_dir().join(format!("atmc-record-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("cli", "record");
     let gif = dir.join("explosion.gif");
     let args = |out: &str| {
         vec![

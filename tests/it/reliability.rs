@@ -12,16 +12,7 @@ use atmc_lab::runner::{self, MAX_SERIES_ROWS};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn atmc_lab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
-        .output()
-        .expect("binary runs")
-}
-
-mod common;
+use crate::common::{self, atmc_lab, atmc_lab_in};
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
@@ -266,7 +257,7 @@ fn outputs_are_opened_before_the_run_and_a_failed_write_fails() {
 
 /// A preset with `field` in `section` of the default preset replaced.
 fn preset_with(old: &str, new: &str) -> String {
-    let text = include_str!("../presets/default.ron");
+    let text = include_str!("../../presets/default.ron");
     assert!(text.contains(old), "{old}");
     text.replacen(old, new, 1)
 }
@@ -516,7 +507,7 @@ fn failures_are_not_reported_as_success() {
     let preset = dir.join("missing-data.ron");
     std::fs::write(
         &preset,
-        include_str!("../presets/two-moons.ron").replace(
+        include_str!("../../presets/two-moons.ron").replace(
             "source: TwoMoons",
             "source: Csv(path: \"/nonexistent/points.csv\")",
         ),
@@ -555,12 +546,7 @@ fn every_subcommand_exits_2_for_bad_input_with_one_line() {
         &["app", "nope"],
     ];
     for args in cases {
-        let out = Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
-            .args(*args)
-            .current_dir(&dir)
-            .env("XDG_RUNTIME_DIR", std::env::temp_dir())
-            .output()
-            .unwrap();
+        let out = atmc_lab_in(args, &dir);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         let lines: Vec<&str> = err

@@ -328,8 +328,7 @@ fn command_line() -> impl Strategy<Value = CommandLine> {
 #[test]
 fn arbitrary_command_lines_end_well() {
     let cases = budget("ATMC_FUZZ_COMMANDS", 60);
-    let scratch = std::env::temp_dir().join(format!("atmc-fuzz-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
+    let scratch = crate::common::scratch("fuzz", "commands");
     // `ATMC_FUZZ_BINARY` points the hunt at another build (an older one, to see it fail).
     let binary = std::env::var("ATMC_FUZZ_BINARY")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_atmc-lab").to_owned());

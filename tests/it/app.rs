@@ -1,21 +1,13 @@
 //! The app driven as a user would, offscreen (egui_kittest on wgpu; lavapipe in CI).
 #![cfg(feature = "gui")]
 
-use atmc_lab::app::AtmcApp;
+use crate::common::harness::{AppHarness, app, snapshot_options, wait};
 use atmc_lab::app::posterior::PosteriorView;
 use atmc_lab::app::screenshot::{harness, run_to_step};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::Preset;
 use egui::accesskit::Role;
-use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use std::time::{Duration, Instant};
-
-type AppHarness = Harness<'static, Option<AtmcApp>>;
-
-fn app(h: &AppHarness) -> &AtmcApp {
-    h.state().as_ref().expect("app started")
-}
 
 fn view(h: &AppHarness) -> &PosteriorView {
     app(h).get::<PosteriorView>().expect("the 2-D view")
@@ -28,15 +20,12 @@ fn run_until(
     what: &str,
     done: impl Fn(&atmc_lab::app::posterior::session::Snapshot) -> bool,
 ) {
-    let deadline = Instant::now() + Duration::from_secs(seconds);
-    loop {
-        h.step();
-        if view(h).session().with_snapshot(&done) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait(h, seconds, what, |a| {
+        a.get::<PosteriorView>()
+            .expect("the 2-D view")
+            .session()
+            .with_snapshot(&done)
+    });
 }
 
 #[test]
@@ -109,14 +98,6 @@ fn loading_a_preset_from_the_menu() {
             .is_some_and(|p| p.friction_sign == -1.0 && p.xi_overwrite)
             && s.chains == printed.chains
     });
-}
-
-fn snapshot_options() -> egui_kittest::SnapshotOptions {
-    // Anti-aliasing and float rounding differ a little between software and hardware
-    // rasterisers; a few hundred pixels may differ, the picture may not.
-    egui_kittest::SnapshotOptions::new()
-        .threshold(3.0)
-        .max_failed_pixels(2000)
 }
 
 #[test]
@@ -258,12 +239,9 @@ fn a_loaded_preset_shows_a_loading_state_until_its_chains_arrive() {
     let app = h.state_mut().as_mut().unwrap();
     app.load_any(&ctx, printed.into());
     assert!(app.get::<PosteriorView>().unwrap().loading());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while view(&h).loading() {
-        h.step();
-        assert!(Instant::now() < deadline, "the new preset never arrived");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait(&mut h, 60, "the new preset", |a| {
+        !a.get::<PosteriorView>().expect("the 2-D view").loading()
+    });
     assert!(view(&h).session().with_snapshot(|s| s.step == 0));
 }
 
@@ -282,16 +260,8 @@ fn presets_from_the_menu_open_running_whatever_their_kind() {
     let ctx = h.ctx.clone();
     let moons = atmc_lab::preset::AnyPreset::load("two-moons").unwrap();
     h.state_mut().as_mut().unwrap().open_and_play(&ctx, moons);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        h.step();
-        let playing = app(&h)
-            .get::<MlpView>()
-            .is_some_and(|v| v.session().with_snapshot(|s| s.playing));
-        if playing {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the MLP preset never ran");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait(&mut h, 60, "the MLP preset to run", |a| {
+        a.get::<MlpView>()
+            .is_some_and(|v| v.session().with_snapshot(|s| s.playing))
+    });
 }

@@ -2,19 +2,16 @@
 //! wgpu finds (lavapipe in CI) and fail loudly when there is none: a skipped GPU test would
 //! hide exactly the failures it exists to catch.
 
-mod common;
+use crate::common;
 
 use atmc_lab::engine::{Axis, Engine, HistogramSpec, cpu::CpuEngine, gpu::GpuEngine};
 use atmc_lab::math::{Grid2, SamplerKind, TargetSpec};
 use common::preset;
 
+/// An engine on the binary's shared device (which panics when there is no adapter).
 fn gpu_engine(p: &atmc_lab::preset::Preset) -> GpuEngine {
-    GpuEngine::new(p.model(), p.chains, &p.init, p.seed).unwrap_or_else(|e| {
-        panic!(
-            "no usable GPU adapter: {e:#}\n\
-             install Mesa's software Vulkan (apt-get install mesa-vulkan-drivers libvulkan1)"
-        )
-    })
+    GpuEngine::with_context(common::gpu().clone(), p.model(), p.chains, &p.init, p.seed)
+        .expect("engine")
 }
 
 /// Same seed, same trajectories: 100 steps of corrected ATMC on the correlated Gaussian over

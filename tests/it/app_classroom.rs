@@ -2,6 +2,7 @@
 //! presets through the clipboard, recordings.
 #![cfg(feature = "gui")]
 
+use crate::common::harness::{AppHarness, app, wait};
 use atmc_lab::app::compare::CompareView;
 use atmc_lab::app::posterior::PosteriorView;
 use atmc_lab::app::screenshot::{harness, run_to_step};
@@ -9,31 +10,10 @@ use atmc_lab::app::{AtmcApp, Tab};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::{AnyPreset, Preset};
 use egui::Key;
-use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use std::time::{Duration, Instant};
-
-type AppHarness = Harness<'static, Option<AtmcApp>>;
-
-fn app(h: &AppHarness) -> &AtmcApp {
-    h.state().as_ref().expect("app started")
-}
 
 fn posterior(h: &AppHarness) -> &PosteriorView {
     app(h).get::<PosteriorView>().expect("the 2-D view")
-}
-
-/// Steps the UI until `done` holds, or fails after `seconds`.
-fn wait(h: &mut AppHarness, seconds: u64, what: &str, done: impl Fn(&AtmcApp) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(seconds);
-    loop {
-        h.step();
-        if done(app(h)) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 fn small(p: &mut Preset) {

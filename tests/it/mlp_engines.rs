@@ -2,7 +2,7 @@
 //! trajectories and predictions. GPU tests run on whatever adapter wgpu finds (lavapipe in
 //! CI) and fail loudly when there is none.
 
-use atmc_lab::engine::gpu::GpuContext;
+use crate::common;
 use atmc_lab::engine::mlp::gpu::MlpGpuEngine;
 use atmc_lab::engine::mlp::{MlpCpuEngine, MlpEngine};
 use atmc_lab::math::mlp::{Activation, MlpInit, MlpModel, MlpSpec};
@@ -39,13 +39,8 @@ fn model(kind: SamplerKind, activation: Activation, batch: u32) -> MlpModel {
 }
 
 fn gpu(model: MlpModel, chains: u32) -> MlpGpuEngine {
-    let ctx = GpuContext::new().unwrap_or_else(|e| {
-        panic!(
-            "no usable GPU adapter: {e:#}\n\
-             install Mesa's software Vulkan (apt-get install mesa-vulkan-drivers libvulkan1)"
-        )
-    });
-    MlpGpuEngine::with_context(ctx, model, chains, &MlpInit::default(), 7).expect("engine")
+    MlpGpuEngine::with_context(common::gpu().clone(), model, chains, &MlpInit::default(), 7)
+        .expect("engine")
 }
 
 /// Largest |a − b| relative to max(|b|, floor · max|b|) over all entries.

@@ -6,11 +6,9 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod common;
-
-fn atmc_lab(args: &[&str], dir: &Path) -> Output {
-    common::atmc_lab_in(args, dir)
-}
+use crate::common;
+// Every call names the folder the binary runs in.
+use crate::common::atmc_lab_in as atmc_lab;
 
 fn scratch(name: &str) -> PathBuf {
     common::scratch("thermo", name)

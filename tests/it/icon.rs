@@ -4,7 +4,7 @@
 //! reproducible:
 //!
 //! ```text
-//! cargo test --release --test icon -- --ignored   # rewrites assets/icon.png
+//! cargo test --release --test it icon:: -- --ignored   # rewrites assets/icon.png
 //! ```
 #![cfg(feature = "gui")]
 
@@ -108,6 +108,6 @@ fn icon_is_the_drawing_and_decodes() {
     assert_eq!(icon.rgba.len(), drawn.len());
     assert!(
         worst <= Some(1),
-        "assets/icon.png is not what tests/icon.rs draws (off by {worst:?}); rerun it with --ignored"
+        "assets/icon.png is not what tests/it/icon.rs draws (off by {worst:?}); rerun it with --ignored"
     );
 }

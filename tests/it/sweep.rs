@@ -6,11 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-
-fn atmc_lab(args: &[&str], dir: &Path) -> Output {
-    common::atmc_lab_in(args, dir)
-}
+use crate::common;
+// Every call names the folder the binary runs in.
+use crate::common::atmc_lab_in as atmc_lab;
 
 fn scratch(name: &str) -> PathBuf {
     common::scratch("sweep", name)

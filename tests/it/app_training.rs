@@ -3,19 +3,18 @@
 //! checkpoint.
 #![cfg(feature = "gui")]
 
+use crate::common;
+use crate::common::harness::AppHarness;
+use atmc_lab::app::Tab;
 use atmc_lab::app::screenshot::harness;
 use atmc_lab::app::training::TrainingView;
 use atmc_lab::app::training::session::TrainStatus;
-use atmc_lab::app::{AtmcApp, Tab};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::Preset;
-use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-type AppHarness = Harness<'static, Option<AtmcApp>>;
 
 /// Writes gzipped IDX files of `n` 12×12 images: class 0 bright on the left, class 1 on the
 /// right.
@@ -71,9 +70,7 @@ fn run_until(h: &mut AppHarness, seconds: u64, what: &str, done: impl Fn(TrainSt
 
 #[test]
 fn train_in_the_background_and_resume_from_the_checkpoint() {
-    let dir = std::env::temp_dir().join(format!("atmc-lab-app-train-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("app-training", "data");
     write_idx(&dir, "train", 256);
     write_idx(&dir, "t10k", 64);
     let checkpoint = dir.join("ckpt");

@@ -3,6 +3,7 @@
 //! the traces of U, S and the SNR. The view writes its sweeps into a scratch folder.
 #![cfg(feature = "gui")]
 
+use crate::common;
 use atmc_lab::app::screenshot::{AppHarness, harness_in, run_to_step};
 use atmc_lab::app::thermo_view::ThermoView;
 use atmc_lab::app::view::View;
@@ -33,9 +34,7 @@ fn swept(preset: AnyPreset, size: [u32; 2], dir: &Path) -> AppHarness {
 
 #[test]
 fn the_thermodynamics_view_runs_a_sweep_and_draws_every_panel() {
-    let dir = std::env::temp_dir().join(format!("atmc-app-thermo-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("app-thermo", "sweeps");
     let AnyPreset::Sphere(mut sphere) = AnyPreset::load("sphere-up").unwrap() else {
         panic!("sphere-up is a sphere preset");
     };

@@ -1,7 +1,7 @@
 //! The statistical contract of MATH.md §1–3, checked with seeded runs. Each check is a
 //! function of the backend so the GPU engine runs the same bodies.
 
-mod common;
+use crate::common;
 
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::math::{NoiseMass, SamplerKind, XiUpdate};

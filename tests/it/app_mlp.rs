@@ -1,21 +1,14 @@
 //! The MLP view driven as a user would, offscreen (egui_kittest on wgpu; lavapipe in CI).
 #![cfg(feature = "gui")]
 
+use crate::common::harness::{AppHarness, app, snapshot_options, wait};
+use atmc_lab::app::Tab;
 use atmc_lab::app::mlp::MlpView;
 use atmc_lab::app::screenshot::{harness, run_to_step};
-use atmc_lab::app::{AtmcApp, Tab};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::{AnyPreset, MlpPreset, Preset};
 use egui::accesskit::Role;
-use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use std::time::{Duration, Instant};
-
-type AppHarness = Harness<'static, Option<AtmcApp>>;
-
-fn app(h: &AppHarness) -> &AtmcApp {
-    h.state().as_ref().expect("app started")
-}
 
 fn two_moons(chains: u32) -> MlpPreset {
     match AnyPreset::load("two-moons").expect("shipped preset") {
@@ -35,19 +28,10 @@ fn run_until(
     what: &str,
     done: impl Fn(&atmc_lab::app::mlp::session::MlpSnapshot) -> bool,
 ) {
-    let deadline = Instant::now() + Duration::from_secs(seconds);
-    loop {
-        h.step();
-        let ready = app(h)
-            .get::<MlpView>()
-            .as_ref()
-            .is_some_and(|m| m.session().with_snapshot(&done));
-        if ready {
-            return;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait(h, seconds, what, |a| {
+        a.get::<MlpView>()
+            .is_some_and(|m| m.session().with_snapshot(&done))
+    });
 }
 
 #[test]
@@ -132,12 +116,7 @@ fn a_new_data_set_changes_live() {
 fn snapshot_of_the_two_moons_preset() {
     let mut h = harness(two_moons(256), [1280, 720], 1.0, BackendChoice::Cpu);
     run_to_step(&mut h, 200).unwrap();
-    h.snapshot_options(
-        "two_moons_preset",
-        &egui_kittest::SnapshotOptions::new()
-            .threshold(3.0)
-            .max_failed_pixels(2000),
-    );
+    h.snapshot_options("two_moons_preset", &snapshot_options());
 }
 
 /// Paused, another focus network: the worker makes a new map at the same step, and the

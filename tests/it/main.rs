@@ -1,0 +1,30 @@
+//! The integration tests: one binary, one module per subject, so the crate is linked once
+//! instead of once per file. The tests run in parallel threads of this one process and share
+//! its working directory, environment and GPU device: `common` holds what they share and the
+//! rules for it.
+
+mod common;
+
+mod app;
+mod app_classroom;
+mod app_mlp;
+mod app_thermo;
+mod app_training;
+mod cli;
+mod fuzz;
+mod gpu;
+mod gpu_rng;
+mod icon;
+mod layering;
+mod layout;
+mod lessons;
+mod mlp_engines;
+mod mlp_posterior;
+mod presets;
+mod reliability;
+mod shader_interface;
+mod statistics;
+mod sweep;
+mod thermo;
+mod train;
+mod train_data;
