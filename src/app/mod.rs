@@ -605,7 +605,7 @@ pub fn run_native(
     backend: BackendChoice,
     frame_stats: Option<f64>,
 ) -> anyhow::Result<()> {
-    // Drawn by tests/icon.rs, which also checks that it decodes.
+    // Drawn by tests/it/icon.rs, which also checks that it decodes.
     let icon = std::sync::Arc::new(
         eframe::icon_data::from_png_bytes(include_bytes!("../../assets/icon.png"))
             .expect("assets/icon.png is a PNG"),

@@ -31,7 +31,7 @@
 //! [`prelude`] is a [`Program`]'s generated WGSL (its structs, the constants, its overrides
 //! and bindings) followed by the hand-written helpers of `shaders/common.wgsl`; [`compose`]
 //! puts it in front of the program's `.wgsl` files. [`check_wgsl`] parses WGSL with naga and
-//! lists every place where it disagrees with this module; `tests/shader_interface.rs` runs it
+//! lists every place where it disagrees with this module; `tests/it/shader_interface.rs` runs it
 //! on the three programs and on deliberately altered copies. Constants only the shaders use
 //! (Philox's multipliers, SELU's λ and α, π) stay in the `.wgsl` files.
 

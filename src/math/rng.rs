@@ -274,9 +274,9 @@ mod tests {
         );
     }
 
-    /// atmc-lab's own known answers: the address layout and Box–Muller. `tests/gpu_rng.rs`
+    /// atmc-lab's own known answers: the address layout and Box–Muller. `tests/it/gpu_rng.rs`
     /// checks Philox and Box–Muller of `shaders/rng.wgsl` against these functions; the
-    /// layout on the GPU is checked through the trajectories of `tests/gpu.rs`.
+    /// layout on the GPU is checked through the trajectories of `tests/it/gpu.rs`.
     #[test]
     fn counter_layout_known_answers() {
         let c = RngCounter::new(42, 7, 3);

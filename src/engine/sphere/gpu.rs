@@ -1,6 +1,6 @@
 //! The sphere engine on the GPU: `shaders/sphere.wgsl`, one invocation per chain with its
 //! state in registers for all the steps of a dispatch, f32. Directions come back as f64 for
-//! the measurements, which the CPU engine's f64 oracle checks (`tests/gpu.rs`).
+//! the measurements, which the CPU engine's f64 oracle checks (`tests/it/gpu.rs`).
 
 use super::SphereEngine;
 use crate::engine::BackendInfo;

@@ -10,6 +10,7 @@
 //! - **The environment**: no test sets a variable in this process; a child that needs one
 //!   gets it on its own `Command`.
 
+#[cfg(feature = "gui")]
 pub mod harness;
 
 use atmc_lab::engine::BackendChoice;
