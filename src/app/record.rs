@@ -139,13 +139,8 @@ fn write_gif(
     }
     let palette = Palette::train(frames);
     let file = crate::fsutil::AtomicFile::create(path)?;
-    let mut encoder = gif::Encoder::new(
-        file,
-        w as u16,
-        h as u16,
-        &palette.rgb,
-    )
-    .with_context(|| format!("cannot write {}", path.display()))?;
+    let mut encoder = gif::Encoder::new(file, w as u16, h as u16, &palette.rgb)
+        .with_context(|| format!("cannot write {}", path.display()))?;
     encoder.set_repeat(gif::Repeat::Infinite)?;
     for (k, frame) in frames.iter().enumerate() {
         cancelled(progress)?;

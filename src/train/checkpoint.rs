@@ -158,12 +158,14 @@ pub fn lock_checkpoint_folder(dir: &Path) -> anyhow::Result<FolderLock> {
             dir.display()
         ))
     })?;
-    crate::fsutil::lock(&dir.join(".lock"), &format!("--checkpoint {}", dir.display())).map_err(
-        |e| match e.downcast::<crate::fsutil::Refused>() {
-            Ok(r) => refused(r.0),
-            Err(e) => e,
-        },
+    crate::fsutil::lock(
+        &dir.join(".lock"),
+        &format!("--checkpoint {}", dir.display()),
     )
+    .map_err(|e| match e.downcast::<crate::fsutil::Refused>() {
+        Ok(r) => refused(r.0),
+        Err(e) => e,
+    })
 }
 
 #[cfg(test)]
