@@ -20,7 +20,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Which of `count` shards this process runs: points `index`, `index + count`, ….
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -315,17 +315,45 @@ pub fn run_shard_until(
     backend: BackendChoice,
     progress: &mut dyn FnMut(usize, usize) -> bool,
 ) -> anyhow::Result<ShardReport> {
+    run_shard_patiently(sweep, shard, dir, backend, Duration::ZERO, progress)
+}
+
+/// [`run_shard_until`] that waits up to `patience` for the shard's lock (polling, and giving
+/// up when `progress` says stop) instead of refusing at once: a front end that restarts a
+/// sweep waits for its previous run's thread to finish the point in flight.
+pub(crate) fn run_shard_patiently(
+    sweep: &Sweep,
+    shard: Shard,
+    dir: &Path,
+    backend: BackendChoice,
+    patience: Duration,
+    progress: &mut dyn FnMut(usize, usize) -> bool,
+) -> anyhow::Result<ShardReport> {
     let header = header(sweep, shard);
     let path = shard.file(dir);
-    // Held until the last record is written: a second writer of this shard is refused at once
-    // (the shards of a SLURM array, each its own file, are written side by side).
-    let _lock = lock_shard(&path)?;
+    let total = shard.indices(sweep.points).count();
+    // Held until the last record is written: a second writer of this shard is refused (the
+    // shards of a SLURM array, each its own file, are written side by side).
+    let deadline = Instant::now() + patience;
+    let _lock = loop {
+        match lock_shard(&path) {
+            Err(e)
+                if e.downcast_ref::<crate::fsutil::Refused>().is_some()
+                    && Instant::now() < deadline =>
+            {
+                if !progress(0, total) {
+                    return Ok(ShardReport::default());
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            locked => break locked?,
+        }
+    };
     let done = open_shard(&path, &header)?;
     let todo: Vec<usize> = shard
         .indices(sweep.points)
         .filter(|i| !done.contains(i))
         .collect();
-    let total = shard.indices(sweep.points).count();
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
