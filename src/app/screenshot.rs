@@ -58,12 +58,14 @@ pub fn record_offscreen(
                 .iter()
                 .find(|(l, _)| l == label)
                 .map(|(_, r)| *r)
-                .with_context(|| {
+                .ok_or_else(|| {
+                    // Found at the first frame, before the rest is rendered; bad input
+                    // (exit 2), and nothing is written.
                     let names: Vec<&str> = panels.iter().map(|(l, _)| l.as_str()).collect();
-                    format!(
-                        "no panel '{label}' in this view: choose one of {}",
+                    anyhow::Error::new(crate::fsutil::Refused(format!(
+                        "--panel '{label}': no such panel in this view: choose one of {}",
                         names.join(", ")
-                    )
+                    )))
                 })?;
             image = crop(&image, rect, pixels_per_point)?;
         }
@@ -267,8 +269,11 @@ pub fn save_color_image(
     save_png(&img, path)
 }
 
-/// Writes an image as PNG, creating nothing but the file.
+/// Writes an image as PNG, creating nothing but the file, atomically (encoded in memory,
+/// then [`crate::fsutil::write_atomic`]): no partial PNG at `path`.
 pub fn save_png(img: &image::RgbaImage, path: &Path) -> anyhow::Result<()> {
-    img.save_with_format(path, image::ImageFormat::Png)
-        .with_context(|| format!("cannot write {}", path.display()))
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut bytes, image::ImageFormat::Png)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    crate::fsutil::write_atomic(path, bytes.into_inner())
 }

@@ -212,8 +212,15 @@ impl Failure {
 
 /// An error of the work (reading, computing, writing), with its causes: exit status 1. Bad
 /// input is mapped to [`Failure::usage`] where it is checked.
+/// A [`crate::fsutil::Refused`] anywhere in the chain (an output another process is writing,
+/// a damaged shard, an unknown kept field) is a problem of the input: exit status 2.
 impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Self {
+        if e.chain()
+            .any(|c| c.downcast_ref::<crate::fsutil::Refused>().is_some())
+        {
+            return Self::usage(format!("{e:#}"));
+        }
         Self::runtime(format!("{e:#}"))
     }
 }
@@ -599,17 +606,18 @@ fn print_json(summary: &impl serde::Serialize) -> Result<(), Failure> {
 /// Writes the time series when `--csv` asked for it.
 fn write_csv(path: Option<&std::path::Path>, text: impl FnOnce() -> String) -> Result<(), Failure> {
     if let Some(path) = path {
-        std::fs::write(path, text())
-            .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))?;
+        crate::fsutil::write_atomic(path, text())?;
     }
     Ok(())
 }
 
-/// Checks before a run that `--csv` can be written: the file is created (empty) now.
+/// Checks before a run that `--csv` can be written: its temporary file is created (and
+/// removed) now; the final path is written only with the complete result.
 fn check_csv(path: Option<&std::path::Path>) -> Result<(), Failure> {
     if let Some(path) = path {
-        std::fs::File::create(path)
-            .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))?;
+        crate::fsutil::AtomicFile::create(path)
+            .map(drop)
+            .map_err(|e| Failure::usage(format!("{e:#}")))?;
     }
     Ok(())
 }

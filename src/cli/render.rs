@@ -211,6 +211,16 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
     output
         .check()
         .map_err(|e| Failure::usage(format!("{e:#}")))?;
+    // A folder of frames is this recording's for its lifetime (a second recorder would mix
+    // its frames in); a GIF needs no lock: each recorder writes its own temporary file and
+    // only a complete GIF is renamed to the final path.
+    let _lock = match &output {
+        Output::Frames { dir } => Some(crate::fsutil::lock(
+            &dir.join(".lock"),
+            &format!("--out {}", dir.display()),
+        )?),
+        Output::Gif { .. } => None,
+    };
     let bar = progress_bar(frames as u64, "frames", "recording");
     let images = crate::app::screenshot::record_offscreen(
         preset,

@@ -187,19 +187,16 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Checks that a CSV output can be written, before any work.
+/// Checks that a CSV output can be written, before any work: its temporary file is created
+/// and removed, and the final path is not touched.
 fn check_writable(csv: &Path) -> Result<(), Failure> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(csv)
+    crate::fsutil::AtomicFile::create(csv)
         .map(drop)
-        .map_err(|e| Failure::usage(format!("--csv {}: cannot write it: {e}", csv.display())))
+        .map_err(|e| Failure::usage(format!("--csv {}: cannot write it: {e:#}", csv.display())))
 }
 
 fn write_csv(csv: &Path, merged: &sweep::Merged) -> Result<(), Failure> {
-    std::fs::write(csv, sweep::csv_table(merged))
-        .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", csv.display())))?;
+    crate::fsutil::write_atomic(csv, sweep::csv_table(merged))?;
     eprintln!("wrote {}", csv.display());
     Ok(())
 }

@@ -95,8 +95,14 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
     let out = output.folder(|| PathBuf::from(format!("thermo-{stem}")))?;
     let shard = output.prepare(&out)?;
     let sweep_file = out.join("thermo.ron");
-    std::fs::write(&sweep_file, &text)
-        .map_err(|e| Failure::usage(format!("cannot write {}: {e}", sweep_file.display())))?;
+    {
+        // Under the folder's lock: the shards there are checked to be this grid's before
+        // `thermo.ron` is rewritten to describe it, and it is written whole or not at all.
+        let _folder = sweep::lock_folder(&out)?;
+        sweep::check_folder(&loaded, &out)?;
+        crate::fsutil::write_atomic(&sweep_file, &text)
+            .map_err(|e| Failure::usage(format!("{e:#}")))?;
+    }
     let (report, wall) = output.run(&loaded, shard, &out, &loaded.spec.name)?;
     eprintln!(
         "{}: {} learning rates run, {} already there, {wall:.1} s",
@@ -146,8 +152,7 @@ fn report_table(
         );
     }
     if let Some(path) = csv {
-        std::fs::write(path, sweep::thermo_table::csv(&table))
-            .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))?;
+        crate::fsutil::write_atomic(path, sweep::thermo_table::csv(&table))?;
         eprintln!("wrote {}", path.display());
     }
     let included: Vec<&sweep::thermo_table::Row> = table

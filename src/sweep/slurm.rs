@@ -97,7 +97,7 @@ pub fn write_scripts(job: &JobSpec) -> anyhow::Result<(PathBuf, PathBuf)> {
     let array_path = job.out.join("sweep.sbatch");
     let merge_path = job.out.join("merge.sbatch");
     for (path, text) in [(&array_path, array), (&merge_path, merge)] {
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::fsutil::write_atomic(path, text)?;
     }
     Ok((array_path, merge_path))
 }
