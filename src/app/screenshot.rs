@@ -43,6 +43,19 @@ pub fn record_offscreen(
 ) -> anyhow::Result<Vec<image::RgbaImage>> {
     check_picture_size(size, pixels_per_point)?;
     let mut harness = harness_with(opening, size, pixels_per_point, backend, appearance);
+    // The panel is looked up in the laid-out view before any step is run or frame rendered:
+    // an unknown label is bad input, refused at once (not after the recording's work).
+    if let Some(label) = panel {
+        let app = harness.state().as_ref().context("app not started")?;
+        let names: Vec<String> = app.active().panels().into_iter().map(|(l, _)| l).collect();
+        if !names.iter().any(|l| l == label) {
+            return Err(UnknownPanel {
+                label: label.to_owned(),
+                names,
+            }
+            .into());
+        }
+    }
     let mut frames = Vec::new();
     let mut step = 0;
     while step < steps {
@@ -74,6 +87,33 @@ pub fn record_offscreen(
     }
     Ok(frames)
 }
+
+/// A `--panel` label the recorded view does not have (bad input: the command line refuses it
+/// with exit status 2, before any frame is rendered).
+#[derive(Debug)]
+pub struct UnknownPanel {
+    /// The label asked for.
+    pub label: String,
+    /// The labels of the view's panels.
+    pub names: Vec<String>,
+}
+
+impl std::fmt::Display for UnknownPanel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.names.is_empty() {
+            write!(f, "--panel '{}': this view has no panels to record alone", self.label)
+        } else {
+            write!(
+                f,
+                "--panel '{}': no such panel in this view; choose one of {}",
+                self.label,
+                self.names.join(", ")
+            )
+        }
+    }
+}
+
+impl std::error::Error for UnknownPanel {}
 
 /// The largest side of a picture in pixels: every wgpu adapter renders textures this large.
 pub const MAX_PICTURE_SIDE: u32 = 8192;

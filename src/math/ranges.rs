@@ -95,6 +95,16 @@ pub fn short_number(v: f64) -> String {
     }
 }
 
+/// A number for a table column with `decimals` decimals: fixed-point in the usual range, in
+/// scientific notation when huge or tiny (`{:.4}` of 1e300 would print 300 digits).
+pub fn short_fixed(v: f64, decimals: usize) -> String {
+    if v.is_finite() && v != 0.0 && (v.abs() >= 1e6 || v.abs() < 1e-3) {
+        format!("{v:.decimals$e}")
+    } else {
+        format!("{v:.decimals$}")
+    }
+}
+
 fn fmt_bound(v: f64) -> String {
     if v != 0.0 && (v.abs() >= 1e5 || v.abs() < 1e-3) {
         format!("{v:e}")

@@ -638,7 +638,7 @@ pub fn merge(dir: &Path) -> anyhow::Result<Merged> {
                 .fields
                 .iter()
                 .zip(&coords)
-                .map(|(f, v)| format!("{f} = {v}"))
+                .map(|(f, v)| format!("{f} = {}", crate::math::ranges::short_number(*v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -670,7 +670,7 @@ fn describe_point(header: &Header, record: &Record) -> String {
         .fields
         .iter()
         .zip(&record.coords)
-        .map(|(f, v)| format!("{f} = {v}"))
+        .map(|(f, v)| format!("{f} = {}", crate::math::ranges::short_number(*v)))
         .collect();
     format!("{} ({})", record.index, coords.join(", "))
 }

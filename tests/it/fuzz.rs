@@ -569,3 +569,92 @@ fn raced_signalled_and_cut_off_writers_leave_no_partial_final_path() {
     assert!(dir.join("race/merged.jsonl").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---- Issue #31, class 4: standard output closed at a seeded moment ----
+
+/// Commands whose result goes to standard output, each short.
+const STDOUT_COMMANDS: &[&[&str]] = &[
+    &["presets"],
+    &[
+        "run", "default", "--chains", "64", "--steps", "20", "--backend", "cpu",
+    ],
+    &[
+        "run",
+        "thermostat-vs-noise",
+        "--chains",
+        "64",
+        "--steps",
+        "20",
+        "--backend",
+        "cpu",
+    ],
+];
+
+/// Reading a seeded number of bytes of a command's standard output and then closing it (0:
+/// closed before the command writes anything) ends the command with exit 0 (all of it was
+/// written before the close) or 1 with one `error:` line naming standard output: never a
+/// panic (exit 101) and never a lost result passed off as success.
+#[test]
+fn stdout_closed_at_a_seeded_moment_ends_well() {
+    let cases = budget("ATMC_FUZZ_COMMANDS", 60).min(24);
+    let scratch = crate::common::scratch("fuzz", "stdout");
+    let binary = std::env::var("ATMC_FUZZ_BINARY")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_atmc-lab").to_owned());
+    let mut runner = TestRunner::new(config(cases));
+    let strategy = (
+        0..STDOUT_COMMANDS.len(),
+        prop_oneof![Just(0usize), 1usize..300],
+    );
+    runner
+        .run(&strategy, |(which, keep)| {
+            let args = STDOUT_COMMANDS[which];
+            let mut child = Command::new(&binary)
+                .args(args)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdout = child.stdout.take().unwrap();
+            let mut read = 0;
+            let mut buffer = [0u8; 64];
+            while read < keep {
+                let want = (keep - read).min(buffer.len());
+                match std::io::Read::read(&mut stdout, &mut buffer[..want]) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => read += n,
+                }
+            }
+            drop(stdout);
+            let started = Instant::now();
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                if started.elapsed() > Duration::from_secs(120) {
+                    let _ = child.kill();
+                    prop_assert!(false, "{args:?} still running after 120 s");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            prop_assert!(!err.contains("panicked"), "{args:?} closed after {keep}: {err}");
+            let code = status.code();
+            prop_assert!(
+                matches!(code, Some(0 | 1)),
+                "{args:?} closed after {keep} bytes exited {code:?}: {err}"
+            );
+            if code == Some(1) {
+                let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+                prop_assert!(
+                    errors.len() == 1 && errors[0].contains("standard output"),
+                    "{args:?} closed after {keep} bytes: {err}"
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&scratch);
+}

@@ -23,6 +23,7 @@ mod mlp_posterior;
 mod presets;
 mod reliability;
 mod reliability_io;
+mod reliability_cli;
 mod shader_interface;
 mod statistics;
 mod sweep;
