@@ -22,6 +22,7 @@ mod mlp_engines;
 mod mlp_posterior;
 mod presets;
 mod reliability;
+mod reliability_stat;
 mod shader_interface;
 mod statistics;
 mod sweep;
