@@ -757,27 +757,27 @@ fn execute_mlp(
     // With every network diverged there is no posterior predictive to quote.
     let predictive = s.posterior_predictive.as_ref().map_or_else(
         || "no alive networks".to_string(),
-        |pp| {
-            let pp = &pp.test;
-            format!(
-                "test accuracy {:.1}% / NLL {:.3} / ECE {:.3}",
-                100.0 * pp.accuracy,
-                pp.nll,
-                pp.ece
-            )
-        },
+        |pp| pp.test.describe("test"),
     );
+    // Without a test set the SGD network has nothing to be compared on either.
+    let sgd = if sgd.count == 0 {
+        String::new()
+    } else {
+        format!(
+            " (SGD network: {:.1}% / {:.3} / {:.3})",
+            100.0 * sgd.accuracy,
+            sgd.nll,
+            sgd.ece
+        )
+    };
     eprintln!(
-        "{} on {} networks {} ({}) on {}: {predictive} \
-         (SGD network: {:.1}% / {:.3} / {:.3}); diverged {:.2}%; {:.3e} network-gradients/s",
+        "{} on {} networks {} ({}) on {}: {predictive}{sgd}; diverged {:.2}%; \
+         {:.3e} network-gradients/s",
         s.sampler,
         s.chains,
         s.network,
         s.data,
         s.backend,
-        100.0 * sgd.accuracy,
-        sgd.nll,
-        sgd.ece,
         100.0 * s.diverged_fraction,
         s.chain_gradients_per_s
     );

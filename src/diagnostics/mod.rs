@@ -10,6 +10,7 @@ pub mod entropy;
 pub mod growth;
 pub mod mcmc;
 pub mod mlp;
+pub mod movement;
 pub mod thermodynamics;
 pub mod views;
 pub mod warnings;

@@ -13,7 +13,7 @@ pub mod thermo_table;
 use crate::diagnostics::Truth;
 use crate::engine::BackendChoice;
 use crate::preset::AnyPreset;
-use crate::preset::sweep_file::{Measure, Sweep, preset_json};
+use crate::preset::sweep_file::{MAX_POINTS, Measure, Sweep, preset_json};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -96,6 +96,90 @@ pub struct Header {
 
 fn run_measure() -> String {
     "run".into()
+}
+
+impl Header {
+    /// Whether the header describes a sweep that can exist, checked before anything is sized
+    /// by it (a header claiming 1e15 points aborted on allocation): as many fields as axes,
+    /// none empty, 1 to [`MAX_POINTS`] points that the axes give (their product, or their
+    /// common length when zipped), and a shard within its count.
+    pub fn check(&self) -> Result<(), String> {
+        if self.fields.len() != self.axis_values.len() {
+            return Err(format!(
+                "{} fields but {} axes of values",
+                self.fields.len(),
+                self.axis_values.len()
+            ));
+        }
+        if let Some((field, _)) = self
+            .fields
+            .iter()
+            .zip(&self.axis_values)
+            .find(|(_, v)| v.is_empty())
+        {
+            return Err(format!("axis {field} has no values"));
+        }
+        if !(1..=MAX_POINTS).contains(&self.points) {
+            return Err(format!(
+                "{} points: a sweep has 1 to {MAX_POINTS}",
+                self.points
+            ));
+        }
+        let lengths: Vec<usize> = self.axis_values.iter().map(Vec::len).collect();
+        let product = lengths.iter().try_fold(1usize, |p, &l| p.checked_mul(l));
+        let zipped = lengths.iter().all(|&l| l == self.points);
+        if product != Some(self.points) && !zipped {
+            return Err(format!(
+                "{} points, but axes of {lengths:?} values give {} (or zipped, one length)",
+                self.points,
+                product.map_or("more than can be counted".to_owned(), |p| p.to_string())
+            ));
+        }
+        if self.shard.count == 0 || self.shard.index >= self.shard.count {
+            return Err(format!(
+                "shard {}/{}: the index must lie below the count",
+                self.shard.index, self.shard.count
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Record {
+    /// Whether the record is a point of the sweep `header` describes (already
+    /// [`Header::check`]ed): its index within the sweep and its coordinates the ones the
+    /// axes give that index (a record whose coordinates lie on no axis merged silently).
+    pub fn check(&self, header: &Header) -> Result<(), String> {
+        if self.index >= header.points {
+            return Err(format!(
+                "point {} is beyond the sweep's {} points",
+                self.index, header.points
+            ));
+        }
+        let expected = coords_of(header, self.index);
+        if self.coords != expected {
+            let show = |c: &[f64]| {
+                header
+                    .fields
+                    .iter()
+                    .zip(c)
+                    .map(|(f, v)| format!("{f} = {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err(format!(
+                "point {} has coordinates ({}) where the sweep's axes give ({})",
+                self.index,
+                if self.coords.len() == expected.len() {
+                    show(&self.coords)
+                } else {
+                    format!("{} values for {} axes", self.coords.len(), expected.len())
+                },
+                show(&expected)
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Whether a sweep's points are measured thermodynamically.
@@ -515,6 +599,9 @@ pub fn read_shard(path: &Path) -> anyhow::Result<(Header, Vec<Record>, u64)> {
     reader.read_line(&mut line)?;
     let header: Header = serde_json::from_str(line.trim_end())
         .with_context(|| format!("{}:1: not a sweep shard header", path.display()))?;
+    header
+        .check()
+        .map_err(|e| anyhow::anyhow!("{}:1: impossible sweep header: {e}", path.display()))?;
     bytes += line.len() as u64;
     let mut records = Vec::new();
     let mut number = 1;
@@ -531,6 +618,9 @@ pub fn read_shard(path: &Path) -> anyhow::Result<(Header, Vec<Record>, u64)> {
         }
         let record = serde_json::from_str::<Record>(line.trim_end())
             .with_context(|| format!("{}:{number}: not a sweep record", path.display()))?;
+        record
+            .check(&header)
+            .map_err(|e| anyhow::anyhow!("{}:{number}: {e}", path.display()))?;
         records.push(record);
         bytes += n as u64;
     }
@@ -757,14 +847,23 @@ impl Follower {
                     let header: Header = serde_json::from_str(text).with_context(|| {
                         format!("{}:1: not a sweep shard header", path.display())
                     })?;
+                    header.check().map_err(|e| {
+                        anyhow::anyhow!("{}:1: impossible sweep header: {e}", path.display())
+                    })?;
                     self.merged = Some(Merged {
                         header,
                         records: Vec::new(),
                     });
                 }
-                Some(m) => m.records.push(serde_json::from_str(text).with_context(|| {
-                    format!("{}:{}: not a sweep record", path.display(), self.line)
-                })?),
+                Some(m) => {
+                    let record: Record = serde_json::from_str(text).with_context(|| {
+                        format!("{}:{}: not a sweep record", path.display(), self.line)
+                    })?;
+                    record
+                        .check(&m.header)
+                        .map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), self.line))?;
+                    m.records.push(record);
+                }
             }
             self.offset += n as u64;
             grew = true;
@@ -970,7 +1069,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("atmc-follow-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("shard.jsonl");
-        let header = r#"{"sweep":"s","description":"","sweep_hash":"0","base_hash":"0","points":3,"shard":{"index":0,"count":1},"fields":["a"],"axis_values":[[1.0,2.0,3.0]],"base_kind":"toy","base":null,"seeds":"same","measure":"run"}"#;
+        let header = r#"{"sweep":"s","description":"","sweep_hash":"0","base_hash":"0","points":3,"shard":{"index":0,"count":1},"fields":["a"],"axis_values":[[0.0,1.0,2.0]],"base_kind":"toy","base":null,"seeds":"same","measure":"run"}"#;
         let record = |i: usize| format!(r#"{{"index":{i},"coords":[{i}.0],"seed":1,"run":{{}}}}"#);
         let mut follower = Follower::new(&path);
         assert!(follower.poll().is_err(), "no file yet");

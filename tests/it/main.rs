@@ -24,6 +24,7 @@ mod presets;
 mod reliability;
 mod reliability_io;
 mod reliability_cli;
+mod reliability_stat;
 mod shader_interface;
 mod statistics;
 mod sweep;
