@@ -346,7 +346,6 @@ pub fn main() -> ExitCode {
         .and_then(|m| Cli::from_arg_matches(&m).map_err(|e| e.format(&mut command())))
     {
         Ok(cli) => cli,
-        // A value refused by its parser is bad input like any other: one line, exit 2.
         // A value refused by its parser is bad input like any other: one line, exit 2, the
         // value shortened and its control characters escaped (a newline would cut the line).
         Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
