@@ -226,17 +226,14 @@ impl From<anyhow::Error> for Failure {
 /// A clap value parser for a number in `range`: the message names the value and the range.
 fn in_range(range: Range) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
     move |text| {
-        let v: f64 = text
-            .trim()
-            .parse()
-            .map_err(|_| {
-                format!(
-                    "{} = '{}' is not a number: allowed {}",
-                    range.name,
-                    short_text(text),
-                    range.describe()
-                )
-            })?;
+        let v: f64 = text.trim().parse().map_err(|_| {
+            format!(
+                "{} = '{}' is not a number: allowed {}",
+                range.name,
+                short_text(text),
+                range.describe()
+            )
+        })?;
         range.check(v)
     }
 }
@@ -418,6 +415,9 @@ fn progress_bar(len: u64, unit: &str, message: impl Into<String>) -> indicatif::
         .progress_chars("=> "),
     );
     bar.set_message(message.into());
+    // The spinner turns on its own, so set-up work before the first step (a logistic
+    // posterior's quadrature, a data set's generation) shows that the command is alive.
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
     bar
 }
 

@@ -1,9 +1,9 @@
 //! The commands that need the `gui` feature: `app` opens the window, `screenshot` and `record`
 //! render the app offscreen.
 
-use super::{Failure, in_range, load_preset, progress_bar};
+use super::{Failure, in_range, load_preset, progress_bar, whole_in_range};
 use crate::engine::BackendChoice;
-use crate::math::ranges::Range;
+use crate::math::ranges::{self, Range};
 use std::path::PathBuf;
 
 /// Options of `atmc-lab app`.
@@ -22,6 +22,9 @@ pub struct AppArgs {
     frame_stats: Option<f64>,
 }
 
+/// Steps between two frames of `record`: as many as a run may take.
+const FRAME_EVERY: Range = Range::closed_range("steps between frames", 1.0, 4e9);
+
 /// How long `app --frame-stats` may measure.
 const FRAME_STATS_SECONDS: Range = Range::closed_range("seconds measured", 0.5, 3600.0);
 
@@ -29,7 +32,7 @@ const FRAME_STATS_SECONDS: Range = Range::closed_range("seconds measured", 0.5, 
 #[derive(Debug, clap::Args)]
 struct RenderArgs {
     /// Steps to run: before the picture (`screenshot`), or recorded (`record`).
-    #[arg(long, default_value_t = 200, value_parser = super::whole::<u32>)]
+    #[arg(long, default_value_t = 200, value_parser = whole_in_range(ranges::STEPS))]
     steps: u32,
     /// Window size in points, WIDTHxHEIGHT.
     #[arg(long, default_value = "1280x720", value_name = "WIDTHxHEIGHT", value_parser = parse_size)]
@@ -96,7 +99,7 @@ pub struct RecordArgs {
     #[command(flatten)]
     render: RenderArgs,
     /// Steps between two frames.
-    #[arg(long, default_value_t = 10, value_parser = super::whole::<u32>)]
+    #[arg(long, default_value_t = 10, value_parser = whole_in_range(FRAME_EVERY))]
     every: u32,
     /// Record one panel only, by its label in File → Export PNG (e.g. "θ₁–θ₂ panel").
     #[arg(long)]

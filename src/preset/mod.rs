@@ -322,7 +322,13 @@ impl Preset {
 
     /// The runtime model of this preset.
     pub fn model(&self) -> Model {
-        let target = self.target.build();
+        self.model_on(self.target.build())
+    }
+
+    /// [`Self::model`] on a target already built from `self.target`: building one can be
+    /// costly (a logistic posterior's quadrature passes over all its data), so a run builds it
+    /// once.
+    pub fn model_on(&self, target: crate::math::Target) -> Model {
         let mut sampler = self.sampler.params();
         sampler.theta_bound = target.theta_bound();
         Model {
@@ -366,7 +372,10 @@ fn ron_message(text: &str, e: &ron::error::SpannedError) -> String {
     match &e.code {
         ron::Error::IntegerOutOfBounds => {
             // The number RON stopped at: the digits around the error's position.
-            let line = text.lines().nth(e.span.start.line.saturating_sub(1)).unwrap_or("");
+            let line = text
+                .lines()
+                .nth(e.span.start.line.saturating_sub(1))
+                .unwrap_or("");
             let col = e.span.start.col.saturating_sub(1).min(line.len());
             let is_digit = |c: char| c.is_ascii_digit() || "-+_".contains(c);
             let start = line[..col]

@@ -117,7 +117,8 @@ pub fn run_against(
     progress: &mut dyn FnMut(u32),
     row: &mut dyn FnMut(&SeriesRow) -> anyhow::Result<()>,
 ) -> anyhow::Result<RunOutcome> {
-    let model = preset.model();
+    // The truth's target is the preset's, built once (see `Preset::model_on`).
+    let model = preset.model_on(truth.target.clone());
     let truth = truth.clone();
     let (mut engine, notice) = create_engine(
         backend,

@@ -121,7 +121,7 @@ fn a_checkpoint_folder_holds_one_run() {
         "--checkpoint",
         s(&folder),
     ];
-    assert_usage(&args, "another run is writing its checkpoints there");
+    assert_usage(&args, "is writing there (it holds the lock");
     assert!(!folder.join("train.ckpt").exists());
     drop(held);
     // A file where the folder should be is refused before any data is read.
