@@ -424,13 +424,13 @@ fn gif_whole(path: &std::path::Path) -> Result<(), String> {
 /// A merged table is absent or whole, every point once; the shard's complete lines hold
 /// every point at most once.
 fn sweep_whole(dir: &std::path::Path, points: usize) -> Result<(), String> {
-    if let Ok(text) = std::fs::read_to_string(dir.join("merged.jsonl")) {
-        if text.lines().count() != points + 1 || !text.ends_with('\n') {
-            return Err(format!(
-                "a partial merged.jsonl: {} lines",
-                text.lines().count()
-            ));
-        }
+    if let Ok(text) = std::fs::read_to_string(dir.join("merged.jsonl"))
+        && (text.lines().count() != points + 1 || !text.ends_with('\n'))
+    {
+        return Err(format!(
+            "a partial merged.jsonl: {} lines",
+            text.lines().count()
+        ));
     }
     if let Ok(text) = std::fs::read_to_string(dir.join("shard-0-of-1.jsonl")) {
         let mut seen = std::collections::BTreeSet::new();
