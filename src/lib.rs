@@ -8,7 +8,8 @@
 //! egui desktop app) → [`cli`] (the command line, which also opens and renders the app).
 //! [`preset`] describes a run in RON and knows only `math`. `train` trains ResNet++ image
 //! classifiers with ATMC or SGD: the data, the input pipeline, the network, the optimisers
-//! and checkpoints.
+//! and checkpoints. [`fsutil`] (atomic writes and writer locks) knows nothing else of the
+//! crate and serves every layer.
 //!
 //! Cargo features: `gui` (the app and its offscreen rendering; it includes `train`, since the
 //! app has a Training tab) and `train` (burn), both default. Without them the crate is the
@@ -19,6 +20,7 @@ pub mod app;
 pub mod cli;
 pub mod diagnostics;
 pub mod engine;
+pub mod fsutil;
 pub mod math;
 pub mod preset;
 pub mod runner;

@@ -440,7 +440,7 @@ fn target_controls(ui: &mut Ui, t: &mut TargetSpec) {
             ..
         } => {
             ui.add(
-                Slider::new(data_points, 10..=10_000)
+                Slider::new(data_points, 10..=ranges::DATA_POINTS.max as u32)
                     .clamping(egui::SliderClamping::Edits)
                     .logarithmic(true)
                     .text("data points N"),

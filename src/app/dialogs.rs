@@ -7,10 +7,9 @@ use super::files::{self, FileRequest};
 use super::view::Status;
 use std::path::{Path, PathBuf};
 
-/// Writes a text file, naming it in the error.
+/// Writes a text file atomically, naming it in the error.
 fn write_file(path: &Path, contents: &str) -> anyhow::Result<()> {
-    use anyhow::Context;
-    std::fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()))
+    crate::fsutil::write_atomic(path, contents)
 }
 
 impl AtmcApp {

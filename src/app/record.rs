@@ -71,12 +71,9 @@ impl Output {
                         dir.display()
                     );
                 }
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-                Ok(())
+                // The temporary file beside it is created and removed: the final path is
+                // written only with the whole GIF.
+                crate::fsutil::AtomicFile::create(path).map(drop)
             }
             Output::Frames { dir } => std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create the folder {}", dir.display())),
@@ -94,21 +91,16 @@ pub struct Progress {
 }
 
 /// Writes `frames` (all the same size) to `output`, counting them in `progress`. Returns
-/// an error when cancelled (and removes what it wrote).
+/// an error when cancelled. Every file is written atomically ([`crate::fsutil`]): a
+/// cancelled, failed or killed recording leaves no partial GIF or PNG at a final path.
 pub fn write(frames: &[RgbaImage], output: &Output, progress: &Progress) -> anyhow::Result<()> {
     if frames.is_empty() {
         bail!("the recording has no frames");
     }
-    let result = match output {
+    match output {
         Output::Gif { path, delay_ms } => write_gif(frames, path, *delay_ms, progress),
         Output::Frames { dir } => write_frames(frames, dir, progress),
-    };
-    if result.is_err()
-        && let Output::Gif { path, .. } = output
-    {
-        let _ = std::fs::remove_file(path);
     }
-    result
 }
 
 fn cancelled(progress: &Progress) -> anyhow::Result<()> {
@@ -123,9 +115,7 @@ fn write_frames(frames: &[RgbaImage], dir: &Path, progress: &Progress) -> anyhow
     for (k, frame) in frames.iter().enumerate() {
         cancelled(progress)?;
         let path = dir.join(format!("frame-{:04}.png", k + 1));
-        frame
-            .save_with_format(&path, image::ImageFormat::Png)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        super::screenshot::save_png(frame, &path)?;
         progress.done.store(k + 1, Ordering::Relaxed);
     }
     Ok(())
@@ -148,15 +138,9 @@ fn write_gif(
         bail!("the frames of a recording must all be {w}×{h}");
     }
     let palette = Palette::train(frames);
-    let file =
-        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
-    let mut encoder = gif::Encoder::new(
-        std::io::BufWriter::new(file),
-        w as u16,
-        h as u16,
-        &palette.rgb,
-    )
-    .with_context(|| format!("cannot write {}", path.display()))?;
+    let file = crate::fsutil::AtomicFile::create(path)?;
+    let mut encoder = gif::Encoder::new(file, w as u16, h as u16, &palette.rgb)
+        .with_context(|| format!("cannot write {}", path.display()))?;
     encoder.set_repeat(gif::Repeat::Infinite)?;
     for (k, frame) in frames.iter().enumerate() {
         cancelled(progress)?;
@@ -169,8 +153,11 @@ fn write_gif(
             .with_context(|| format!("cannot write {}", path.display()))?;
         progress.done.store(k + 1, Ordering::Relaxed);
     }
-    drop(encoder);
-    Ok(())
+    // The trailer, then the rename: only a complete GIF reaches `path`.
+    encoder
+        .into_inner()
+        .with_context(|| format!("cannot write {}", path.display()))?
+        .commit()
 }
 
 /// A 256-colour palette and a table from 15-bit colours to its nearest entry.

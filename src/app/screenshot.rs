@@ -43,6 +43,19 @@ pub fn record_offscreen(
 ) -> anyhow::Result<Vec<image::RgbaImage>> {
     check_picture_size(size, pixels_per_point)?;
     let mut harness = harness_with(opening, size, pixels_per_point, backend, appearance);
+    // The panel is looked up in the laid-out view before any step is run or frame rendered:
+    // an unknown label is bad input, refused at once (not after the recording's work).
+    if let Some(label) = panel {
+        let app = harness.state().as_ref().context("app not started")?;
+        let names: Vec<String> = app.active().panels().into_iter().map(|(l, _)| l).collect();
+        if !names.iter().any(|l| l == label) {
+            return Err(UnknownPanel {
+                label: label.to_owned(),
+                names,
+            }
+            .into());
+        }
+    }
     let mut frames = Vec::new();
     let mut step = 0;
     while step < steps {
@@ -58,12 +71,14 @@ pub fn record_offscreen(
                 .iter()
                 .find(|(l, _)| l == label)
                 .map(|(_, r)| *r)
-                .with_context(|| {
+                .ok_or_else(|| {
+                    // Found at the first frame, before the rest is rendered; bad input
+                    // (exit 2), and nothing is written.
                     let names: Vec<&str> = panels.iter().map(|(l, _)| l.as_str()).collect();
-                    format!(
-                        "no panel '{label}' in this view: choose one of {}",
+                    anyhow::Error::new(crate::fsutil::Refused(format!(
+                        "--panel '{label}': no such panel in this view: choose one of {}",
                         names.join(", ")
-                    )
+                    )))
                 })?;
             image = crop(&image, rect, pixels_per_point)?;
         }
@@ -72,6 +87,37 @@ pub fn record_offscreen(
     }
     Ok(frames)
 }
+
+/// A `--panel` label the recorded view does not have (bad input: the command line refuses it
+/// with exit status 2, before any frame is rendered).
+#[derive(Debug)]
+pub struct UnknownPanel {
+    /// The label asked for.
+    pub label: String,
+    /// The labels of the view's panels.
+    pub names: Vec<String>,
+}
+
+impl std::fmt::Display for UnknownPanel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.names.is_empty() {
+            write!(
+                f,
+                "--panel '{}': this view has no panels to record alone",
+                self.label
+            )
+        } else {
+            write!(
+                f,
+                "--panel '{}': no such panel in this view; choose one of {}",
+                self.label,
+                self.names.join(", ")
+            )
+        }
+    }
+}
+
+impl std::error::Error for UnknownPanel {}
 
 /// The largest side of a picture in pixels: every wgpu adapter renders textures this large.
 pub const MAX_PICTURE_SIDE: u32 = 8192;
@@ -267,8 +313,11 @@ pub fn save_color_image(
     save_png(&img, path)
 }
 
-/// Writes an image as PNG, creating nothing but the file.
+/// Writes an image as PNG, creating nothing but the file, atomically (encoded in memory,
+/// then [`crate::fsutil::write_atomic`]): no partial PNG at `path`.
 pub fn save_png(img: &image::RgbaImage, path: &Path) -> anyhow::Result<()> {
-    img.save_with_format(path, image::ImageFormat::Png)
-        .with_context(|| format!("cannot write {}", path.display()))
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut bytes, image::ImageFormat::Png)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    crate::fsutil::write_atomic(path, bytes.into_inner())
 }

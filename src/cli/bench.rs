@@ -22,7 +22,7 @@ use std::time::Instant;
 #[cfg_attr(not(feature = "gui"), allow(dead_code))]
 pub struct BenchArgs {
     /// Number of chains [default: 100000; 4096 networks with --mlp].
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole::<u32>)]
     chains: Option<u32>,
     /// Steps timed, after a warm-up [default: 200; 20 with --mlp].
     #[arg(long, value_parser = whole_in_range(STEPS_TIMED))]
@@ -254,7 +254,7 @@ fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
     let mut reports = Vec::new();
     for view in views {
         let r = bench_view(args, view, chains)?;
-        println!(
+        super::emit(format_args!(
             "ui   {:<9} {:.1} frames/s (frame p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms; UI logic {:.1} ms, render and readback {:.1} ms), {:.0} vertices and {:.0} triangles covering {:.2e} pixels per frame, {:.2} texture uploads ({:.0} kB) per frame; engine {:.1} ticks/s = {:.2e} chain-steps/s on {}",
             r.view,
             r.frames as f64 / r.seconds,
@@ -271,17 +271,17 @@ fn bench_ui(args: &BenchArgs, chains: u32) -> anyhow::Result<()> {
             r.ticks_per_s,
             r.chain_steps_per_s,
             r.backend
-        );
+        ))?;
         reports.push(r);
     }
-    println!(
+    super::emit(format_args!(
         "{}",
         serde_json::json!({
             "chains": chains,
             "steps_per_frame": args.steps_per_frame,
             "views": reports.iter().map(FrameReport::json).collect::<Vec<_>>(),
         })
-    );
+    ))?;
     Ok(())
 }
 
@@ -346,14 +346,14 @@ fn bench_engines(chains: u32, steps: u32) -> anyhow::Result<()> {
     let mut cpu = CpuEngine::new(preset.model(), preset.chains, &preset.init, preset.seed);
     let cpu_rate = time_engine(&mut cpu, steps)?;
     let cpu_device = cpu.backend().device;
-    println!(
+    super::emit(format_args!(
         "cpu  {:>9} chains × {} steps: {:.3e} chain-steps/s ({cpu_device})",
         chains, steps, cpu_rate
-    );
+    ))?;
     let mut gpu_rows = Vec::new();
     let mut adapter = None;
     match GpuContext::new() {
-        Err(e) => println!("gpu  unavailable: {e:#}"),
+        Err(e) => super::emit(format_args!("gpu  unavailable: {e:#}"))?,
         Ok(ctx) => {
             let mut sizes = vec![10_000u32, 100_000, 1_000_000];
             if !sizes.contains(&chains) {
@@ -363,11 +363,11 @@ fn bench_engines(chains: u32, steps: u32) -> anyhow::Result<()> {
                 let p = bench_preset(n, steps);
                 let mut gpu = GpuEngine::with_context(ctx.clone(), p.model(), n, &p.init, p.seed)?;
                 let rate = time_engine(&mut gpu, steps)?;
-                println!(
+                super::emit(format_args!(
                     "gpu  {n:>9} chains × {steps} steps: {rate:.3e} chain-steps/s ({:.2}× the CPU at {chains} chains; {})",
                     rate / cpu_rate,
                     ctx.describe()
-                );
+                ))?;
                 gpu_rows.push(serde_json::json!({
                     "chains": n,
                     "chain_steps_per_s": rate,
@@ -377,14 +377,14 @@ fn bench_engines(chains: u32, steps: u32) -> anyhow::Result<()> {
             adapter = Some(ctx.describe());
         }
     }
-    println!(
+    super::emit(format_args!(
         "{}",
         serde_json::json!({
             "steps": steps,
             "cpu": { "chains": chains, "chain_steps_per_s": cpu_rate, "device": cpu_device },
             "gpu": { "adapter": adapter, "runs": gpu_rows },
         })
-    );
+    ))?;
     Ok(())
 }
 
@@ -509,7 +509,7 @@ fn bench_mlp(networks: u32, steps: u32) -> anyhow::Result<()> {
     };
     let mut cpu_json = cpu.json();
     cpu_json["device"] = cpu_device.into();
-    println!(
+    super::emit(format_args!(
         "{}",
         serde_json::json!({
             "kind": "mlp",
@@ -524,7 +524,7 @@ fn bench_mlp(networks: u32, steps: u32) -> anyhow::Result<()> {
             "gpu": gpu_json,
             "gpu_to_cpu": gpu.as_ref().ok().map(|(_, t)| t.rate / cpu.rate),
         })
-    );
+    ))?;
     Ok(())
 }
 

@@ -25,7 +25,7 @@ use crate::math::{NoiseMass, ranges::Range};
 use crate::math::{NoiseSpec, SamplerKind, SamplerSpec, TargetSpec, XiUpdate, ranges};
 use crate::preset::{AnyPreset, MlpPreset, Overrides, Preset, SHIPPED};
 use crate::runner;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -122,8 +122,6 @@ impl From<NoiseMassArg> for NoiseMass {
 }
 
 #[derive(Debug, clap::Args)]
-// Negative numbers are values, so `--h -1` reaches the range check with a clear message.
-#[command(allow_negative_numbers = true)]
 struct RunArgs {
     /// Preset file (RON), or the name of a shipped preset (see `atmc-lab presets`).
     preset: String,
@@ -134,13 +132,13 @@ struct RunArgs {
     #[arg(long)]
     target: Option<String>,
     /// Number of chains.
-    #[arg(long)]
+    #[arg(long, value_parser = whole::<u32>)]
     chains: Option<u32>,
     /// Number of steps.
-    #[arg(long)]
+    #[arg(long, value_parser = whole::<u32>)]
     steps: Option<u32>,
     /// Seed.
-    #[arg(long)]
+    #[arg(long, value_parser = whole::<u64>)]
     seed: Option<u64>,
     /// Step size h.
     #[arg(long)]
@@ -212,8 +210,15 @@ impl Failure {
 
 /// An error of the work (reading, computing, writing), with its causes: exit status 1. Bad
 /// input is mapped to [`Failure::usage`] where it is checked.
+/// A [`crate::fsutil::Refused`] anywhere in the chain (an output another process is writing,
+/// a damaged shard, an unknown kept field) is a problem of the input: exit status 2.
 impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Self {
+        if e.chain()
+            .any(|c| c.downcast_ref::<crate::fsutil::Refused>().is_some())
+        {
+            return Self::usage(format!("{e:#}"));
+        }
         Self::runtime(format!("{e:#}"))
     }
 }
@@ -221,24 +226,90 @@ impl From<anyhow::Error> for Failure {
 /// A clap value parser for a number in `range`: the message names the value and the range.
 fn in_range(range: Range) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
     move |text| {
-        let v: f64 = text
-            .trim()
-            .parse()
-            .map_err(|_| format!("'{text}' is not a number"))?;
+        let v: f64 = text.trim().parse().map_err(|_| {
+            format!(
+                "{} = '{}' is not a number: allowed {}",
+                range.name,
+                short_text(text),
+                range.describe()
+            )
+        })?;
         range.check(v)
     }
 }
 
-/// A clap value parser for a whole number in `range`.
+/// A clap value parser for a whole number in `range`: a value that is no whole number, or
+/// one too large for the type, is refused with the range like one outside it.
 fn whole_in_range(
     range: Range,
 ) -> impl Fn(&str) -> Result<u32, String> + Clone + Send + Sync + 'static {
     move |text| {
-        let v: u32 = text
-            .trim()
-            .parse()
-            .map_err(|_| format!("'{text}' is not a whole number"))?;
+        let Ok(v) = text.trim().parse::<u32>() else {
+            return Err(match text.trim().parse::<f64>() {
+                Ok(v) if range.check(v).is_err() => range.check(v).unwrap_err(),
+                _ => format!(
+                    "{} = '{}' is not a whole number: allowed whole numbers in {}",
+                    range.name,
+                    short_text(text),
+                    range.describe()
+                ),
+            });
+        };
         range.check(f64::from(v)).map(|_| v)
+    }
+}
+
+/// A whole-number type of an option, with its largest value (every one starts at 0).
+trait Whole: std::str::FromStr + Copy + Send + Sync + 'static {
+    /// The largest value.
+    const MAX: u64;
+}
+
+impl Whole for u32 {
+    const MAX: u64 = u32::MAX as u64;
+}
+
+impl Whole for u64 {
+    const MAX: u64 = u64::MAX;
+}
+
+impl Whole for usize {
+    const MAX: u64 = usize::MAX as u64;
+}
+
+/// The value parser of a whole-number option without a range of its own (checked later
+/// against the preset, or by the type alone): a refusal names the value and the range the
+/// type allows, where clap would say only "invalid digit" or "number too large".
+fn whole<T: Whole>(text: &str) -> Result<T, String> {
+    text.trim().parse::<T>().map_err(|_| {
+        format!(
+            "'{}' is not a whole number in [0, {}]",
+            short_text(text),
+            T::MAX
+        )
+    })
+}
+
+/// A value as echoed in a message: a 300-digit argument is shown by its start and length,
+/// and a control character (a newline) escaped, so the message stays one line.
+fn short_text(text: &str) -> String {
+    const SHOWN: usize = 20;
+    let escape = |s: &str| -> String {
+        s.chars()
+            .flat_map(|c| {
+                if c.is_control() {
+                    c.escape_debug().collect::<Vec<_>>()
+                } else {
+                    vec![c]
+                }
+            })
+            .collect()
+    };
+    if text.chars().count() <= SHOWN + 4 {
+        escape(text)
+    } else {
+        let start: String = text.chars().take(SHOWN).collect();
+        format!("{}… ({} characters)", escape(&start), text.chars().count())
     }
 }
 
@@ -253,24 +324,54 @@ fn friction_sign(text: &str) -> Result<f64, String> {
     ranges::FRICTION_SIGN.check(v)
 }
 
+/// The command line of every command, with negative numbers taken as values everywhere: `--h
+/// -1` reaches the option's range check (and its message naming the range) instead of
+/// clap's "unexpected argument '-1'". Set on every subcommand here rather than on each
+/// command's arguments, so that a command added later has it too.
+fn command() -> clap::Command {
+    fn negative_numbers(c: clap::Command) -> clap::Command {
+        c.allow_negative_numbers(true)
+            .mut_subcommands(negative_numbers)
+    }
+    negative_numbers(Cli::command())
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map_err(|e| e.format(&mut command())))
+    {
         Ok(cli) => cli,
-        // A value refused by its parser is bad input like any other: one line, exit 2.
+        // A value refused by its parser is bad input like any other: one line, exit 2, the
+        // value shortened and its control characters escaped (a newline would cut the line).
         Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
-            let text = e.render().to_string();
-            eprintln!("{}", text.lines().next().unwrap_or("error: invalid value"));
+            use clap::error::{ContextKind, ContextValue};
+            let context = |kind| match e.get(kind) {
+                Some(ContextValue::String(s)) => Some(s.clone()),
+                _ => None,
+            };
+            match (
+                context(ContextKind::InvalidArg),
+                context(ContextKind::InvalidValue),
+                std::error::Error::source(&e),
+            ) {
+                (Some(arg), Some(value), Some(why)) => eprintln!(
+                    "error: invalid value '{}' for '{arg}': {why}",
+                    short_text(&value)
+                ),
+                _ => {
+                    let text = e.render().to_string();
+                    eprintln!("{}", text.lines().next().unwrap_or("error: invalid value"));
+                }
+            }
             return ExitCode::from(2);
         }
         Err(e) => e.exit(),
     };
     let result = match cli.command {
         Some(Command::Run(args)) => run(*args),
-        Some(Command::Presets) => {
-            list_presets();
-            Ok(())
-        }
+        Some(Command::Presets) => list_presets(),
         Some(Command::Bench(args)) => bench::bench(&args),
         #[cfg(feature = "gui")]
         Some(Command::App(args)) => render::open_app(Some(&args)),
@@ -314,16 +415,34 @@ fn progress_bar(len: u64, unit: &str, message: impl Into<String>) -> indicatif::
         .progress_chars("=> "),
     );
     bar.set_message(message.into());
+    // The spinner turns on its own, so set-up work before the first step (a logistic
+    // posterior's quadrature, a data set's generation) shows that the command is alive.
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
     bar
 }
 
-fn list_presets() {
+fn list_presets() -> Result<(), Failure> {
     for (name, text) in SHIPPED {
         match AnyPreset::parse(text, name) {
-            Ok(p) => println!("{name:<22} {}", p.name()),
-            Err(e) => println!("{name:<22} (broken: {e})"),
+            Ok(p) => emit(format_args!("{name:<22} {}", p.name()))?,
+            Err(e) => emit(format_args!("{name:<22} (broken: {e})"))?,
         }
     }
+    Ok(())
+}
+
+/// Writes one line of a command's result to standard output: the only way any command
+/// prints to stdout. A failed write (a closed pipe, `/dev/full`) is a failure of the command:
+/// exit status 1 with one `error:` line, never the panic of `println!` (exit 101) and never a
+/// silent exit 0. The line is flushed at once, so the failure is met where it happens (a
+/// later command's output is not written after a result that was lost). It returns an
+/// `anyhow` error so that the commands that work in `anyhow` (bench) use it as well; `?`
+/// turns it into a runtime [`Failure`].
+fn emit(line: impl std::fmt::Display) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .map_err(|e| anyhow::anyhow!("cannot write the result to standard output: {e}"))
 }
 
 /// Loads a preset and, for an MLP preset, its data (a CSV file may be missing or malformed):
@@ -399,11 +518,7 @@ fn execute_sphere(preset: &crate::preset::sphere::SpherePreset) -> Result<(), Fa
         &mut |done| bar.set_position(u64::from(done)),
     )?;
     bar.finish_and_clear();
-    println!(
-        "{}",
-        serde_json::to_string(&point).expect("a measurement serialises")
-    );
-    Ok(())
+    print_json(&point)
 }
 
 fn apply_sphere_overrides(
@@ -590,26 +705,24 @@ fn execute(
 /// Prints a summary as the last line of stdout.
 fn print_json(summary: &impl serde::Serialize) -> Result<(), Failure> {
     let json = serde_json::to_string(summary).map_err(|e| Failure::runtime(e.to_string()))?;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{json}")
-        .and_then(|()| out.flush())
-        .map_err(|e| Failure::runtime(format!("cannot write the result to standard output: {e}")))
+    Ok(emit(json)?)
 }
 
 /// Writes the time series when `--csv` asked for it.
 fn write_csv(path: Option<&std::path::Path>, text: impl FnOnce() -> String) -> Result<(), Failure> {
     if let Some(path) = path {
-        std::fs::write(path, text())
-            .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))?;
+        crate::fsutil::write_atomic(path, text())?;
     }
     Ok(())
 }
 
-/// Checks before a run that `--csv` can be written: the file is created (empty) now.
+/// Checks before a run that `--csv` can be written: its temporary file is created (and
+/// removed) now; the final path is written only with the complete result.
 fn check_csv(path: Option<&std::path::Path>) -> Result<(), Failure> {
     if let Some(path) = path {
-        std::fs::File::create(path)
-            .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))?;
+        crate::fsutil::AtomicFile::create(path)
+            .map(drop)
+            .map_err(|e| Failure::usage(format!("{e:#}")))?;
     }
     Ok(())
 }
@@ -643,27 +756,27 @@ fn execute_mlp(
     // With every network diverged there is no posterior predictive to quote.
     let predictive = s.posterior_predictive.as_ref().map_or_else(
         || "no alive networks".to_string(),
-        |pp| {
-            let pp = &pp.test;
-            format!(
-                "test accuracy {:.1}% / NLL {:.3} / ECE {:.3}",
-                100.0 * pp.accuracy,
-                pp.nll,
-                pp.ece
-            )
-        },
+        |pp| pp.test.describe("test"),
     );
+    // Without a test set the SGD network has nothing to be compared on either.
+    let sgd = if sgd.count == 0 {
+        String::new()
+    } else {
+        format!(
+            " (SGD network: {:.1}% / {:.3} / {:.3})",
+            100.0 * sgd.accuracy,
+            sgd.nll,
+            sgd.ece
+        )
+    };
     eprintln!(
-        "{} on {} networks {} ({}) on {}: {predictive} \
-         (SGD network: {:.1}% / {:.3} / {:.3}); diverged {:.2}%; {:.3e} network-gradients/s",
+        "{} on {} networks {} ({}) on {}: {predictive}{sgd}; diverged {:.2}%; \
+         {:.3e} network-gradients/s",
         s.sampler,
         s.chains,
         s.network,
         s.data,
         s.backend,
-        100.0 * sgd.accuracy,
-        sgd.nll,
-        sgd.ece,
         100.0 * s.diverged_fraction,
         s.chain_gradients_per_s
     );

@@ -1,9 +1,9 @@
 //! The commands that need the `gui` feature: `app` opens the window, `screenshot` and `record`
 //! render the app offscreen.
 
-use super::{Failure, in_range, load_preset, progress_bar};
+use super::{Failure, in_range, load_preset, progress_bar, whole_in_range};
 use crate::engine::BackendChoice;
-use crate::math::ranges::Range;
+use crate::math::ranges::{self, Range};
 use std::path::PathBuf;
 
 /// Options of `atmc-lab app`.
@@ -22,6 +22,9 @@ pub struct AppArgs {
     frame_stats: Option<f64>,
 }
 
+/// Steps between two frames of `record`: as many as a run may take.
+const FRAME_EVERY: Range = Range::closed_range("steps between frames", 1.0, 4e9);
+
 /// How long `app --frame-stats` may measure.
 const FRAME_STATS_SECONDS: Range = Range::closed_range("seconds measured", 0.5, 3600.0);
 
@@ -29,7 +32,7 @@ const FRAME_STATS_SECONDS: Range = Range::closed_range("seconds measured", 0.5, 
 #[derive(Debug, clap::Args)]
 struct RenderArgs {
     /// Steps to run: before the picture (`screenshot`), or recorded (`record`).
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = whole_in_range(ranges::STEPS))]
     steps: u32,
     /// Window size in points, WIDTHxHEIGHT.
     #[arg(long, default_value = "1280x720", value_name = "WIDTHxHEIGHT", value_parser = parse_size)]
@@ -96,7 +99,7 @@ pub struct RecordArgs {
     #[command(flatten)]
     render: RenderArgs,
     /// Steps between two frames.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = whole_in_range(FRAME_EVERY))]
     every: u32,
     /// Record one panel only, by its label in File → Export PNG (e.g. "θ₁–θ₂ panel").
     #[arg(long)]
@@ -147,6 +150,33 @@ fn parse_size(text: &str) -> Result<[u32; 2], String> {
     Ok([w, h])
 }
 
+/// Checks before any rendering that `--out` can be written as a file: its folder exists, it
+/// is not a folder itself, and it can be opened for writing. An existing file is opened
+/// without being changed; a new one is created and removed at once, so that a failure later
+/// leaves nothing behind. Anything else is bad input (exit 2), found before the work.
+fn check_output_file(out: &std::path::Path) -> Result<(), Failure> {
+    let refuse = |why: String| Failure::usage(format!("--out {}: {why}", out.display()));
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.is_dir()
+    {
+        return Err(refuse(format!("no folder {}", parent.display())));
+    }
+    if out.is_dir() {
+        return Err(refuse("a folder, not a file".into()));
+    }
+    let existed = out.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(out)
+        .map_err(|e| refuse(format!("cannot write it: {e}")))?;
+    if !existed {
+        std::fs::remove_file(out).map_err(|e| refuse(format!("cannot write it: {e}")))?;
+    }
+    Ok(())
+}
+
 /// `atmc-lab screenshot`.
 pub fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
     let mut opening = load_opening(&args.preset)?;
@@ -163,15 +193,7 @@ pub fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
     }
     let render = &args.render;
     let scale = render.checked_scale()?;
-    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty())
-        && !parent.is_dir()
-    {
-        return Err(Failure::usage(format!(
-            "cannot write {}: no folder {}",
-            args.out.display(),
-            parent.display()
-        )));
-    }
+    check_output_file(&args.out)?;
     let image = crate::app::screenshot::render_offscreen(
         opening,
         render.steps,
@@ -211,6 +233,16 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
     output
         .check()
         .map_err(|e| Failure::usage(format!("{e:#}")))?;
+    // A folder of frames is this recording's for its lifetime (a second recorder would mix
+    // its frames in); a GIF needs no lock: each recorder writes its own temporary file and
+    // only a complete GIF is renamed to the final path.
+    let _lock = match &output {
+        Output::Frames { dir } => Some(crate::fsutil::lock(
+            &dir.join(".lock"),
+            &format!("--out {}", dir.display()),
+        )?),
+        Output::Gif { .. } => None,
+    };
     let bar = progress_bar(frames as u64, "frames", "recording");
     let images = crate::app::screenshot::record_offscreen(
         preset,
@@ -222,7 +254,14 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
         render.backend,
         render.appearance(),
         &mut |k| bar.set_position(k as u64),
-    )?;
+    )
+    .map_err(|e| {
+        if e.is::<crate::app::screenshot::UnknownPanel>() {
+            Failure::usage(format!("{e:#}"))
+        } else {
+            Failure::from(e)
+        }
+    })?;
     bar.finish_and_clear();
     write(&images, &output, &Progress::default())?;
     let (w, h) = images[0].dimensions();

@@ -1,8 +1,9 @@
 //! `atmc-lab sweep`: run a sweep (or one shard of it), merge shards, or write and submit
 //! SLURM job scripts.
 
-use super::{Failure, progress_bar};
+use super::{Failure, progress_bar, whole_in_range};
 use crate::engine::BackendChoice;
+use crate::math::ranges::Range;
 use crate::preset::sweep_file::Sweep;
 use crate::sweep::{self, Shard, slurm};
 use std::path::{Path, PathBuf};
@@ -107,6 +108,15 @@ impl SweepOutput {
     }
 }
 
+/// `--tasks` of `--slurm`: the array's tasks (shards).
+const SLURM_TASKS: Range = Range::closed_range("--tasks", 1.0, slurm::MAX_TASKS as f64);
+/// `--cpus-per-task` of `--slurm`.
+const SLURM_CPUS: Range = Range::closed_range(
+    "--cpus-per-task",
+    *slurm::CPUS_PER_TASK.start() as f64,
+    *slurm::CPUS_PER_TASK.end() as f64,
+);
+
 /// Options of `atmc-lab sweep`.
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
@@ -122,17 +132,19 @@ pub struct SweepArgs {
     /// With --slurm: submit them with sbatch.
     #[arg(long, requires = "slurm")]
     submit: bool,
-    /// With --slurm: array tasks (shards) [default: 4].
-    #[arg(long, requires = "slurm", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    /// With --slurm: array tasks (shards) [default: 4], written into the script as the shard
+    /// count.
+    #[arg(long, requires = "slurm", value_parser = whole_in_range(SLURM_TASKS))]
     tasks: Option<u32>,
-    /// With --slurm: partition.
-    #[arg(long, requires = "slurm")]
+    /// With --slurm: partition (a name, or several separated by commas).
+    #[arg(long, requires = "slurm", value_parser = slurm::partition)]
     partition: Option<String>,
-    /// With --slurm: time limit per task (SLURM syntax, e.g. 1:00:00).
-    #[arg(long, requires = "slurm")]
+    /// With --slurm: time limit per task (SLURM syntax: minutes, M:S, H:M:S, D-H, D-H:M,
+    /// D-H:M:S, e.g. 1:00:00).
+    #[arg(long, requires = "slurm", value_parser = slurm::time_limit)]
     time: Option<String>,
     /// With --slurm: CPUs per task.
-    #[arg(long, requires = "slurm")]
+    #[arg(long, requires = "slurm", value_parser = whole_in_range(SLURM_CPUS))]
     cpus_per_task: Option<u32>,
 }
 
@@ -187,19 +199,16 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Checks that a CSV output can be written, before any work.
+/// Checks that a CSV output can be written, before any work: its temporary file is created
+/// and removed, and the final path is not touched.
 fn check_writable(csv: &Path) -> Result<(), Failure> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(csv)
+    crate::fsutil::AtomicFile::create(csv)
         .map(drop)
-        .map_err(|e| Failure::usage(format!("--csv {}: cannot write it: {e}", csv.display())))
+        .map_err(|e| Failure::usage(format!("--csv {}: cannot write it: {e:#}", csv.display())))
 }
 
 fn write_csv(csv: &Path, merged: &sweep::Merged) -> Result<(), Failure> {
-    std::fs::write(csv, sweep::csv_table(merged))
-        .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", csv.display())))?;
+    crate::fsutil::write_atomic(csv, sweep::csv_table(merged))?;
     eprintln!("wrote {}", csv.display());
     Ok(())
 }
@@ -222,12 +231,20 @@ fn write_slurm(args: &SweepArgs, sweep_path: &Path, out: &Path) -> Result<(), Fa
         time: args.time.clone(),
         cpus_per_task: args.cpus_per_task,
     };
+    // The values were checked as the command line was parsed; a refusal here is still bad
+    // input, before any file is written.
+    job.validate()
+        .map_err(|e| Failure::usage(format!("{e:#}")))?;
     let (array, merge) = slurm::write_scripts(&job)?;
     eprintln!("wrote {} and {}", array.display(), merge.display());
     if args.submit {
-        let (array_id, merge_id) = slurm::submit(&array, &merge)?;
-        eprintln!("submitted the array as job {array_id} and the merge as job {merge_id}");
-        println!("{{\"array_job\":\"{array_id}\",\"merge_job\":\"{merge_id}\"}}");
+        // The array's id is printed the moment it exists: whatever fails after it (the
+        // merge's submission, standard output), the user knows what is queued.
+        let (array_id, merge_id) = slurm::submit(&array, &merge, &mut |id| {
+            eprintln!("submitted the array as job {id}")
+        })?;
+        eprintln!("submitted the merge as job {merge_id} (after job {array_id} succeeds)");
+        super::emit(serde_json::json!({"array_job": array_id, "merge_job": merge_id}))?;
     } else {
         eprintln!(
             "submit with: sbatch {}  (then the merge with --dependency=afterok:<its id>), or rerun with --submit",

@@ -5,7 +5,7 @@
 
 use super::sweep_command::SweepOutput;
 use super::{Failure, in_range, whole_in_range};
-use crate::math::ranges::{THERMO_LR, THERMO_POINTS};
+use crate::math::ranges::{THERMO_LR, THERMO_POINTS, short_fixed};
 use crate::preset::sweep_file::Sweep;
 use crate::preset::{AnyPreset, Overrides};
 use crate::sweep::{self, Shard};
@@ -28,10 +28,10 @@ pub struct ThermoArgs {
     #[arg(long, default_value_t = 12, value_parser = whole_in_range(THERMO_POINTS))]
     points: u32,
     /// Chains per learning rate [default: the preset's].
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole::<u32>)]
     chains: Option<u32>,
     /// Steps per learning rate [default: the preset's].
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole::<u32>)]
     steps: Option<u32>,
     #[command(flatten)]
     output: SweepOutput,
@@ -95,8 +95,14 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
     let out = output.folder(|| PathBuf::from(format!("thermo-{stem}")))?;
     let shard = output.prepare(&out)?;
     let sweep_file = out.join("thermo.ron");
-    std::fs::write(&sweep_file, &text)
-        .map_err(|e| Failure::usage(format!("cannot write {}: {e}", sweep_file.display())))?;
+    {
+        // Under the folder's lock: the shards there are checked to be this grid's before
+        // `thermo.ron` is rewritten to describe it, and it is written whole or not at all.
+        let _folder = sweep::lock_folder(&out)?;
+        sweep::check_folder(&loaded, &out)?;
+        crate::fsutil::write_atomic(&sweep_file, &text)
+            .map_err(|e| Failure::usage(format!("{e:#}")))?;
+    }
     let (report, wall) = output.run(&loaded, shard, &out, &loaded.spec.name)?;
     eprintln!(
         "{}: {} learning rates run, {} already there, {wall:.1} s",
@@ -123,7 +129,8 @@ fn report_table(
     wall: Option<f64>,
 ) -> Result<(), Failure> {
     let table = sweep::thermo_table::table(merged).map_err(|e| Failure::usage(format!("{e:#}")))?;
-    let short = |v: Option<f64>| v.map_or("—".to_owned(), |x| format!("{x:.4}"));
+    // Every number through one formatter: a diverged point's 1e300 stays one short cell.
+    let short = |v: Option<f64>| v.map_or("—".to_owned(), |x| short_fixed(x, 4));
     eprintln!(
         "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  stationary",
         "η", "U", "S_knn", "S_hist", "T_slope", "T_gibbs", "T_theory", "TV", "TV exact", "SNR"
@@ -131,9 +138,9 @@ fn report_table(
     for r in &table.rows {
         let p = &r.point;
         eprintln!(
-            "{:>10.4e} {:>10.4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  {}",
+            "{:>10.4e} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  {}",
             p.eta,
-            p.u,
+            short(Some(p.u)),
             short(p.s_knn),
             short(p.s_hist),
             short(r.t_slope),
@@ -146,8 +153,7 @@ fn report_table(
         );
     }
     if let Some(path) = csv {
-        std::fs::write(path, sweep::thermo_table::csv(&table))
-            .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))?;
+        crate::fsutil::write_atomic(path, sweep::thermo_table::csv(&table))?;
         eprintln!("wrote {}", path.display());
     }
     let included: Vec<&sweep::thermo_table::Row> = table
@@ -183,6 +189,5 @@ fn report_table(
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
         "elapsed_s": wall,
     });
-    println!("{summary}");
-    Ok(())
+    Ok(super::emit(summary)?)
 }

@@ -7,7 +7,6 @@ use crate::train::checkpoint::{Checkpoint, FolderRefused, ensure_fresh, lock_che
 use crate::train::data::{DatasetKind, load};
 use crate::train::trainer::{EpochRow, OptimizerKind, TrainConfig, Trainer};
 use anyhow::Context;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,20 +27,20 @@ pub struct TrainArgs {
     #[arg(long, value_enum)]
     optimizer: Option<OptimizerKind>,
     /// Layers (6n + 2: 8, 14, 20, …, at most 110) [default: 8].
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole::<usize>)]
     depth: Option<usize>,
     /// Channels of the first stage, 4 to 128 [default: 16].
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole::<usize>)]
     width: Option<usize>,
     /// Passes over the training set, 1 to 10,000 [default: 3]; with --resume, extends or
     /// shortens the run.
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole::<u32>)]
     epochs: Option<u32>,
     /// Images per minibatch, 1 to 4096 [default: 128].
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole::<u32>)]
     batch_size: Option<u32>,
     /// Seed [default: 0].
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole::<u64>)]
     seed: Option<u64>,
     /// ATMC step size h.
     #[arg(long)]
@@ -68,7 +67,7 @@ pub struct TrainArgs {
     #[arg(long)]
     speed: Option<f64>,
     /// Cycles of ATMC's cyclical step size (0: constant; samples at the end of each cycle).
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole::<u32>)]
     cycles: Option<u32>,
     /// Prior standard deviation of every parameter [default: 1].
     #[arg(long)]
@@ -77,10 +76,10 @@ pub struct TrainArgs {
     #[arg(long)]
     lr: Option<f64>,
     /// Only the first N training images (0: all).
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole::<usize>)]
     train_limit: Option<usize>,
     /// Only the first N test images (0: all).
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole::<usize>)]
     test_limit: Option<usize>,
     /// Train without random crops and flips.
     #[arg(long)]
@@ -89,7 +88,7 @@ pub struct TrainArgs {
     #[arg(long)]
     checkpoint: Option<PathBuf>,
     /// Epochs between two checkpoints [default: 1]; may change on --resume.
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole::<u32>)]
     checkpoint_every: Option<u32>,
     /// Continue the run in --checkpoint. Only --epochs, --data and --checkpoint-every may be
     /// given with it: everything else is the checkpoint's.
@@ -406,10 +405,7 @@ fn run(
         "images_per_s": images as f64 / elapsed.max(1e-9),
         "elapsed_s": elapsed,
     });
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{summary}")
-        .and_then(|()| out.flush())
-        .map_err(|e| Failure::runtime(format!("cannot write the result to standard output: {e}")))
+    Ok(super::emit(summary)?)
 }
 
 /// One line per epoch.

@@ -35,18 +35,60 @@ pub struct ReliabilityBin {
     pub accuracy: f64,
 }
 
-/// Summary metrics of a classifier on a set of examples.
-#[derive(Clone, Default, Debug, PartialEq, Serialize, Deserialize)]
+/// Summary metrics of a classifier on a set of examples. An empty set (a preset with
+/// `test_fraction: 0` has no test set) has no accuracy: its metrics are 0 in memory and
+/// `null` in JSON ([`ClassMetrics::describe`] says so in words).
+#[derive(Clone, Default, Debug, PartialEq, Deserialize)]
 pub struct ClassMetrics {
     /// Fraction of examples whose arg-max class (lowest index on ties) is the label.
+    #[serde(deserialize_with = "null_as_zero")]
     pub accuracy: f64,
     /// Mean of −ln max(p_label, 10⁻¹²) (see [`NLL_PROBABILITY_FLOOR`]).
+    #[serde(deserialize_with = "null_as_zero")]
     pub nll: f64,
     /// Expected calibration error Σ_b (n_b / n) |accuracy_b − confidence_b| over
     /// [`RELIABILITY_BINS`] bins.
+    #[serde(deserialize_with = "null_as_zero")]
     pub ece: f64,
-    /// Number of examples; all metrics are 0 (not NaN) when it is 0.
+    /// Number of examples; all metrics are 0 (not NaN) when it is 0, and written as null.
     pub count: u64,
+}
+
+/// Reads the null an empty set's metric is written as back as 0 (its `count` says why).
+fn null_as_zero<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(0.0))
+}
+
+impl Serialize for ClassMetrics {
+    /// The fields as they are, except that an empty set's metrics are `null`: zeros would
+    /// read as a classifier that is always wrong with a perfect NLL.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let metric = |v: f64| (self.count > 0).then_some(v);
+        let mut out = s.serialize_struct("ClassMetrics", 4)?;
+        out.serialize_field("accuracy", &metric(self.accuracy))?;
+        out.serialize_field("nll", &metric(self.nll))?;
+        out.serialize_field("ece", &metric(self.ece))?;
+        out.serialize_field("count", &self.count)?;
+        out.end()
+    }
+}
+
+impl ClassMetrics {
+    /// "accuracy 93.1% / NLL 0.214 / ECE 0.012" on the `set` ("test", "train"), or a line
+    /// saying the set is empty.
+    pub fn describe(&self, set: &str) -> String {
+        if self.count == 0 {
+            format!("no {set} set (0 examples)")
+        } else {
+            format!(
+                "{set} accuracy {:.1}% / NLL {:.3} / ECE {:.3}",
+                100.0 * self.accuracy,
+                self.nll,
+                self.ece
+            )
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -10,6 +10,7 @@ pub mod entropy;
 pub mod growth;
 pub mod mcmc;
 pub mod mlp;
+pub mod movement;
 pub mod thermodynamics;
 pub mod views;
 pub mod warnings;
@@ -367,18 +368,19 @@ pub fn series_csv(series: &[SeriesRow]) -> String {
 /// its header written) before the run, so that an unwritable path fails before any work and
 /// no row is lost.
 pub struct SeriesCsvFile {
-    writer: csv::Writer<std::fs::File>,
+    writer: csv::Writer<crate::fsutil::AtomicFile>,
     path: std::path::PathBuf,
 }
 
 impl SeriesCsvFile {
-    /// Creates the file with the header of [`SeriesRow`].
+    /// Creates the file with the header of [`SeriesRow`], under a temporary name: the final
+    /// path appears only when [`SeriesCsvFile::finish`] succeeds, so a run that is killed or
+    /// fails leaves no CSV cut mid-number.
     pub fn create(path: &std::path::Path) -> anyhow::Result<Self> {
         use anyhow::Context;
         let mut writer = csv::WriterBuilder::new()
             .has_headers(false)
-            .from_path(path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+            .from_writer(crate::fsutil::AtomicFile::create(path)?);
         writer
             .write_record(SERIES_HEADER)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -396,12 +398,15 @@ impl SeriesCsvFile {
             .with_context(|| format!("cannot write {}", self.path.display()))
     }
 
-    /// Flushes the file; a failure (a full disk) is an error, not a lost result.
-    pub fn finish(mut self) -> anyhow::Result<()> {
+    /// Flushes the file and moves it to its final path; a failure (a full disk, a folder
+    /// removed during the run) is an error, not a lost result.
+    pub fn finish(self) -> anyhow::Result<()> {
         use anyhow::Context;
         self.writer
-            .flush()
-            .with_context(|| format!("cannot write {}", self.path.display()))
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("cannot write {}", self.path.display()))?
+            .commit()
     }
 }
 

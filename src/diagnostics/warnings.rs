@@ -1,6 +1,8 @@
-//! What a user should be told about a run's statistics: chains that diverged, and stationary
-//! moments far from the target's for a sampler that is meant to sample it.
+//! What a user should be told about a run's statistics: chains that diverged, chains that
+//! never left their start, and stationary moments or an energy distance far from the
+//! target's for a sampler that is meant to sample it.
 
+use super::movement::Movement;
 use super::{Summary, Truth};
 use crate::engine::Moments;
 use crate::math::{SamplerKind, SamplerSpec};
@@ -96,9 +98,47 @@ fn rounded(v: f64) -> String {
     }
 }
 
-/// The warnings of a finished run.
-pub fn run_warnings(sampler: &SamplerSpec, summary: &Summary, truth: &Truth) -> Vec<String> {
+/// Standard deviations of the exact-sample baseline beyond which an energy distance counts
+/// as far from the target; it must also exceed [`FAR_ENERGY_RATIO`] times the baseline's
+/// mean, so a sampler's small step-size bias, which thousands of chains resolve, is not a
+/// warning.
+pub const FAR_ENERGY_SDS: f64 = 10.0;
+
+/// See [`FAR_ENERGY_SDS`].
+pub const FAR_ENERGY_RATIO: f64 = 3.0;
+
+/// The energy distance described when it lies well outside what exact samples of the same
+/// size score ([`FAR_ENERGY_SDS`], [`FAR_ENERGY_RATIO`]); None when it does not or there is
+/// nothing to compare.
+pub fn far_energy_distance(value: f64, baseline: f64, baseline_sd: f64) -> Option<String> {
+    let judged = value.is_finite() && baseline.is_finite() && baseline_sd.is_finite();
+    (judged
+        && value > baseline + FAR_ENERGY_SDS * baseline_sd
+        && value > FAR_ENERGY_RATIO * baseline)
+        .then(|| {
+            format!(
+                "energy distance {} where exact samples score {} ± {}",
+                rounded(value),
+                rounded(baseline),
+                rounded(baseline_sd)
+            )
+        })
+}
+
+/// The warnings of a finished run; `movement` is how far its chains went from their start
+/// (None when it could not be measured).
+pub fn run_warnings(
+    sampler: &SamplerSpec,
+    summary: &Summary,
+    truth: &Truth,
+    movement: Option<Movement>,
+) -> Vec<String> {
     let mut out = Vec::new();
+    if let Some(why) = movement.and_then(|m| m.never_moved()) {
+        out.push(format!(
+            "the statistics describe the start, not the sampler: {why}"
+        ));
+    }
     if summary.diverged_fraction > 0.0 {
         out.push(format!(
             "{:.2}% of the chains diverged (the first at step {}); the statistics leave their \
@@ -118,6 +158,18 @@ pub fn run_warnings(sampler: &SamplerSpec, summary: &Summary, truth: &Truth) -> 
     {
         out.push(format!(
             "the stationary statistics are far from the target: {far} ({CAUSES})"
+        ));
+    }
+    if should_sample(sampler)
+        && summary.diverged_fraction < 1.0
+        && let Some(far) = far_energy_distance(
+            summary.energy_distance,
+            summary.energy_distance_baseline,
+            summary.energy_distance_baseline_sd,
+        )
+    {
+        out.push(format!(
+            "the chains are far from the target: {far} ({CAUSES})"
         ));
     }
     out

@@ -6,7 +6,6 @@ use crate::math::mlp::{Architecture, MlpInit, MlpModel, MlpSpec};
 use crate::math::{Dataset, SamplerKind, SamplerSpec, ScheduleSpec, ranges};
 use crate::preset::Preset;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// The single network trained beside the posterior: plain SGD on the same minibatches
 /// (MATH.md §3), the baseline a posterior predictive is compared against.
@@ -250,6 +249,24 @@ impl MlpPreset {
     }
 }
 
+/// What a preset command says of a lecture file: what it is, and how to open it.
+fn lecture_message(text: &str, origin: &str) -> String {
+    let lessons = super::Lecture::parse(text, origin)
+        .map(|l| l.steps)
+        .unwrap_or_default();
+    let first = lessons.first().map_or("lesson-langevin", String::as_str);
+    format!(
+        "this is a lecture (a sequence of presets, opened in the app), not a preset: open \
+         `atmc-lab app` and choose it in the Lectures menu, or run one of its lessons as a \
+         preset, e.g. `atmc-lab run {first}`{}",
+        if lessons.is_empty() {
+            String::new()
+        } else {
+            format!(" (its lessons: {})", lessons.join(", "))
+        }
+    )
+}
+
 /// Any kind of preset file.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AnyPreset {
@@ -272,6 +289,12 @@ impl AnyPreset {
             Some("SpherePreset") => {
                 super::sphere::SpherePreset::parse(text, origin).map(AnyPreset::Sphere)
             }
+            Some("Lecture") => Err(PresetError {
+                file: origin.to_owned(),
+                line: 1,
+                column: 1,
+                message: lecture_message(text, origin),
+            }),
             Some("Sweep") => Err(PresetError {
                 file: origin.to_owned(),
                 line: 1,
@@ -284,16 +307,11 @@ impl AnyPreset {
         }
     }
 
-    /// Loads a preset file, or a shipped preset by name when no such file exists.
+    /// Loads a preset file, or a shipped preset by name (see [`super::preset_source`] for
+    /// which wins when both exist).
     pub fn load(path: &str) -> Result<AnyPreset, PresetError> {
-        let p = Path::new(path);
-        if !p.exists()
-            && let Some((name, text)) = SHIPPED.iter().find(|(n, _)| *n == path)
-        {
-            return AnyPreset::parse(text, &format!("presets/{name}.ron"));
-        }
-        let text = super::read_preset_file(path)?;
-        AnyPreset::parse(&text, path)
+        let (text, origin) = super::preset_source(path)?;
+        AnyPreset::parse(&text, &origin)
     }
 
     /// The title.

@@ -278,17 +278,11 @@ impl Preset {
         parse_ron(text, origin, Preset::validate)
     }
 
-    /// Loads a preset file, or a shipped preset by name (`default`, `printed`, …) when no
-    /// such file exists.
+    /// Loads a preset file, or a shipped preset by name (`default`, `printed`, …); see
+    /// [`preset_source`] for which wins when both exist.
     pub fn load(path: &str) -> Result<Preset, PresetError> {
-        let p = Path::new(path);
-        if !p.exists()
-            && let Some((name, text)) = SHIPPED.iter().find(|(n, _)| *n == path)
-        {
-            return Preset::parse(text, &format!("presets/{name}.ron"));
-        }
-        let text = read_preset_file(path)?;
-        Preset::parse(&text, path)
+        let (text, origin) = preset_source(path)?;
+        Preset::parse(&text, &origin)
     }
 
     /// The built-in default preset.
@@ -328,7 +322,13 @@ impl Preset {
 
     /// The runtime model of this preset.
     pub fn model(&self) -> Model {
-        let target = self.target.build();
+        self.model_on(self.target.build())
+    }
+
+    /// [`Self::model`] on a target already built from `self.target`: building one can be
+    /// costly (a logistic posterior's quadrature passes over all its data), so a run builds it
+    /// once.
+    pub fn model_on(&self, target: crate::math::Target) -> Model {
         let mut sampler = self.sampler.params();
         sampler.theta_bound = target.theta_bound();
         Model {
@@ -351,7 +351,7 @@ fn parse_ron<T: serde::de::DeserializeOwned>(
         file: origin.to_string(),
         line: e.span.start.line.max(1),
         column: e.span.start.col.max(1),
-        message: e.code.to_string(),
+        message: ron_message(text, &e),
     })?;
     validate(&preset).map_err(|(field, message)| {
         let (line, column) = locate(text, field);
@@ -365,6 +365,42 @@ fn parse_ron<T: serde::de::DeserializeOwned>(
     Ok(preset)
 }
 
+/// RON's message for a parse error, with what it leaves out where that helps: an integer
+/// too large for its field names the number (shortened) and the ranges of the whole-number
+/// fields.
+fn ron_message(text: &str, e: &ron::error::SpannedError) -> String {
+    match &e.code {
+        ron::Error::IntegerOutOfBounds => {
+            // The number RON stopped at: the digits around the error's position.
+            let line = text
+                .lines()
+                .nth(e.span.start.line.saturating_sub(1))
+                .unwrap_or("");
+            let col = e.span.start.col.saturating_sub(1).min(line.len());
+            let is_digit = |c: char| c.is_ascii_digit() || "-+_".contains(c);
+            let start = line[..col]
+                .rfind(|c: char| !is_digit(c))
+                .map_or(0, |i| i + 1);
+            let end = line[start..]
+                .find(|c: char| !is_digit(c))
+                .map_or(line.len(), |i| start + i);
+            let number = &line[start..end];
+            let shown = if number.len() > 24 {
+                format!("{}… ({} digits)", &number[..20], number.len())
+            } else {
+                number.to_owned()
+            };
+            format!(
+                "the whole number {shown} is out of bounds: counts (chains, steps, …) take 0 to \
+                 {} and a seed 0 to {}, each count within its own range below that",
+                u32::MAX,
+                u64::MAX
+            )
+        }
+        code => code.to_string(),
+    }
+}
+
 /// Pretty RON with struct names, the way the shipped presets are written.
 fn pretty_ron<T: Serialize>(preset: &T) -> String {
     let config = ron::ser::PrettyConfig::new()
@@ -372,6 +408,41 @@ fn pretty_ron<T: Serialize>(preset: &T) -> String {
         .struct_names(true)
         .separate_tuple_members(false);
     ron::ser::to_string_pretty(preset, config).expect("presets serialise")
+}
+
+/// The text of the preset `path` names and its origin for messages: the file `path` when
+/// one exists (an explicit file always wins, even over a shipped name: it is what the user
+/// made), else the shipped preset of that name. A folder is never a preset: one named like a
+/// shipped preset (a sweep's output folder `mlp-up/`, say) does not hide it, and any other
+/// folder is refused as a folder.
+pub(crate) fn preset_source(path: &str) -> Result<(String, String), PresetError> {
+    let p = Path::new(path);
+    if !p.is_file()
+        && let Some((name, text)) = SHIPPED.iter().find(|(n, _)| *n == path)
+    {
+        return Ok(((*text).to_owned(), format!("presets/{name}.ron")));
+    }
+    if p.is_dir() {
+        return Err(PresetError {
+            file: path.to_string(),
+            line: 1,
+            column: 1,
+            message: format!(
+                "a folder, not a preset file (give a .ron file, or a shipped preset: {})",
+                shipped_names()
+            ),
+        });
+    }
+    Ok((read_preset_file(path)?, path.to_owned()))
+}
+
+/// The shipped presets' names, comma-separated.
+fn shipped_names() -> String {
+    SHIPPED
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Reads a preset file, naming the shipped presets when it cannot.
@@ -382,11 +453,7 @@ fn read_preset_file(path: &str) -> Result<String, PresetError> {
         column: 1,
         message: format!(
             "cannot read the preset: {e} (shipped presets: {})",
-            SHIPPED
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", ")
+            shipped_names()
         ),
     })
 }

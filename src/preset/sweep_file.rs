@@ -261,7 +261,8 @@ impl Sweep {
             }
         };
         let relative = dir.join(&spec.base);
-        let base_path = if relative.exists() {
+        // A file next to the sweep wins; a folder of that name does not hide a shipped base.
+        let base_path = if relative.is_file() {
             relative.display().to_string()
         } else {
             spec.base.clone()
@@ -397,7 +398,7 @@ impl Sweep {
         self.fields()
             .iter()
             .zip(coords)
-            .map(|(f, v)| format!("{f} = {v}"))
+            .map(|(f, v)| format!("{f} = {}", crate::math::ranges::short_number(*v)))
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -487,7 +488,11 @@ fn set_field(json: &mut Value, path: &str, value: f64) -> Result<(), String> {
     *node = match node {
         Value::Number(n) if n.is_u64() || n.is_i64() => {
             if value.fract() != 0.0 || value < 0.0 || value > u64::MAX as f64 {
-                return Err(format!("{path} takes whole numbers ≥ 0, not {value}"));
+                return Err(format!(
+                    "{path} takes whole numbers in [0, {}], not {}",
+                    crate::math::ranges::short_number(u64::MAX as f64),
+                    crate::math::ranges::short_number(value)
+                ));
             }
             Value::from(value as u64)
         }

@@ -1,6 +1,7 @@
 //! Headless runs: a preset driven through an engine block by block, recorded by the
 //! diagnostics. The command line's `run` and the tests share this.
 
+use crate::diagnostics::movement::{MOVEMENT_CHAINS, Movement};
 use crate::diagnostics::{
     ModeVisits, RunInfo, RunRecorder, SeriesRow, Summary, TRACE_CHAINS, TRUTH_SAMPLES,
 };
@@ -116,7 +117,8 @@ pub fn run_against(
     progress: &mut dyn FnMut(u32),
     row: &mut dyn FnMut(&SeriesRow) -> anyhow::Result<()>,
 ) -> anyhow::Result<RunOutcome> {
-    let model = preset.model();
+    // The truth's target is the preset's, built once (see `Preset::model_on`).
+    let model = preset.model_on(truth.target.clone());
     let truth = truth.clone();
     let (mut engine, notice) = create_engine(
         backend,
@@ -125,6 +127,7 @@ pub fn run_against(
         &preset.init,
         preset.seed,
     )?;
+    let starts = engine.read_chains(0, preset.chains.min(MOVEMENT_CHAINS))?;
     let stats_from = preset.steps / 2;
     let mut first = Pass::new(&model, preset, truth.clone(), stats_from, true);
     let start = Instant::now();
@@ -175,8 +178,19 @@ pub fn run_against(
     );
     summary.first_divergence_step = all.diverged_at.iter().copied().filter(|&d| d > 0).min();
     summary.modes_visited = first.modes.as_ref().map(ModeVisits::mean);
-    summary.warnings =
-        crate::diagnostics::warnings::run_warnings(&preset.sampler, &summary, pooled.truth());
+    let movement = Movement::between(
+        &starts,
+        &all,
+        pooled.truth().cov,
+        preset.sampler.h,
+        preset.steps,
+    );
+    summary.warnings = crate::diagnostics::warnings::run_warnings(
+        &preset.sampler,
+        &summary,
+        pooled.truth(),
+        movement,
+    );
     Ok(RunOutcome {
         summary,
         series: first.recorder.series.into_vec(),

@@ -1,9 +1,9 @@
 //! A sweep run on a background thread while a front end keeps drawing: the thread runs
-//! [`super::run_shard_until`] into a shard file, and a [`super::Follower`] reads the records
+//! [`super::run_shard_until`] (waiting for the shard's lock a while) into a shard file, and a [`super::Follower`] reads the records
 //! back as they are appended. The app's Sweeps and Thermodynamics views run their sweeps
 //! through it; it knows nothing of the UI.
 
-use super::{Follower, Merged, Shard, ShardReport, run_shard_until};
+use super::{Follower, Merged, Shard, ShardReport, run_shard_patiently};
 use crate::engine::BackendChoice;
 use crate::preset::sweep_file::Sweep;
 use std::path::{Path, PathBuf};
@@ -58,10 +58,20 @@ impl BackgroundSweep {
         let thread = std::thread::Builder::new()
             .name("sweep".into())
             .spawn(move || {
-                run_shard_until(&loaded, Shard::ALL, &worker_dir, backend, &mut |d, t| {
-                    *p.lock().expect("progress") = (d, t);
-                    !c.load(Ordering::Relaxed)
-                })
+                // A restarted sweep waits (a while) for the previous run's thread, which
+                // holds the shard's lock until the point in flight is written.
+                let patience = Duration::from_secs(120);
+                run_shard_patiently(
+                    &loaded,
+                    Shard::ALL,
+                    &worker_dir,
+                    backend,
+                    patience,
+                    &mut |d, t| {
+                        *p.lock().expect("progress") = (d, t);
+                        !c.load(Ordering::Relaxed)
+                    },
+                )
             })
             .map_err(|e| format!("cannot start the sweep: {e}"))?;
         let file = Shard::ALL.file(&dir);

@@ -13,14 +13,14 @@ pub mod thermo_table;
 use crate::diagnostics::Truth;
 use crate::engine::BackendChoice;
 use crate::preset::AnyPreset;
-use crate::preset::sweep_file::{Measure, Sweep, preset_json};
+use crate::preset::sweep_file::{MAX_POINTS, Measure, Sweep, preset_json};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Which of `count` shards this process runs: points `index`, `index + count`, ….
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +96,90 @@ pub struct Header {
 
 fn run_measure() -> String {
     "run".into()
+}
+
+impl Header {
+    /// Whether the header describes a sweep that can exist, checked before anything is sized
+    /// by it (a header claiming 1e15 points aborted on allocation): as many fields as axes,
+    /// none empty, 1 to [`MAX_POINTS`] points that the axes give (their product, or their
+    /// common length when zipped), and a shard within its count.
+    pub fn check(&self) -> Result<(), String> {
+        if self.fields.len() != self.axis_values.len() {
+            return Err(format!(
+                "{} fields but {} axes of values",
+                self.fields.len(),
+                self.axis_values.len()
+            ));
+        }
+        if let Some((field, _)) = self
+            .fields
+            .iter()
+            .zip(&self.axis_values)
+            .find(|(_, v)| v.is_empty())
+        {
+            return Err(format!("axis {field} has no values"));
+        }
+        if !(1..=MAX_POINTS).contains(&self.points) {
+            return Err(format!(
+                "{} points: a sweep has 1 to {MAX_POINTS}",
+                self.points
+            ));
+        }
+        let lengths: Vec<usize> = self.axis_values.iter().map(Vec::len).collect();
+        let product = lengths.iter().try_fold(1usize, |p, &l| p.checked_mul(l));
+        let zipped = lengths.iter().all(|&l| l == self.points);
+        if product != Some(self.points) && !zipped {
+            return Err(format!(
+                "{} points, but axes of {lengths:?} values give {} (or zipped, one length)",
+                self.points,
+                product.map_or("more than can be counted".to_owned(), |p| p.to_string())
+            ));
+        }
+        if self.shard.count == 0 || self.shard.index >= self.shard.count {
+            return Err(format!(
+                "shard {}/{}: the index must lie below the count",
+                self.shard.index, self.shard.count
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Record {
+    /// Whether the record is a point of the sweep `header` describes (already
+    /// [`Header::check`]ed): its index within the sweep and its coordinates the ones the
+    /// axes give that index (a record whose coordinates lie on no axis merged silently).
+    pub fn check(&self, header: &Header) -> Result<(), String> {
+        if self.index >= header.points {
+            return Err(format!(
+                "point {} is beyond the sweep's {} points",
+                self.index, header.points
+            ));
+        }
+        let expected = coords_of(header, self.index);
+        if self.coords != expected {
+            let show = |c: &[f64]| {
+                header
+                    .fields
+                    .iter()
+                    .zip(c)
+                    .map(|(f, v)| format!("{f} = {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err(format!(
+                "point {} has coordinates ({}) where the sweep's axes give ({})",
+                self.index,
+                if self.coords.len() == expected.len() {
+                    show(&self.coords)
+                } else {
+                    format!("{} values for {} axes", self.coords.len(), expected.len())
+                },
+                show(&expected)
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Whether a sweep's points are measured thermodynamically.
@@ -251,6 +335,16 @@ pub fn run_point(
             );
         }
         if !sweep.spec.keep.is_empty() {
+            // A misspelled name would keep nothing of any point: refuse it at the first point,
+            // before its record is written.
+            if let Some(unknown) = sweep.spec.keep.iter().find(|f| !map.contains_key(*f)) {
+                let mut known: Vec<&str> = map.keys().map(String::as_str).collect();
+                known.sort_unstable();
+                return Err(anyhow::Error::new(crate::fsutil::Refused(format!(
+                    "keep: `{unknown}` is no statistic of this sweep's runs; they have: {}",
+                    known.join(", ")
+                ))));
+            }
             map.retain(|k, _| sweep.spec.keep.iter().any(|f| f == k));
         }
     }
@@ -305,14 +399,45 @@ pub fn run_shard_until(
     backend: BackendChoice,
     progress: &mut dyn FnMut(usize, usize) -> bool,
 ) -> anyhow::Result<ShardReport> {
+    run_shard_patiently(sweep, shard, dir, backend, Duration::ZERO, progress)
+}
+
+/// [`run_shard_until`] that waits up to `patience` for the shard's lock (polling, and giving
+/// up when `progress` says stop) instead of refusing at once: a front end that restarts a
+/// sweep waits for its previous run's thread to finish the point in flight.
+pub(crate) fn run_shard_patiently(
+    sweep: &Sweep,
+    shard: Shard,
+    dir: &Path,
+    backend: BackendChoice,
+    patience: Duration,
+    progress: &mut dyn FnMut(usize, usize) -> bool,
+) -> anyhow::Result<ShardReport> {
     let header = header(sweep, shard);
     let path = shard.file(dir);
+    let total = shard.indices(sweep.points).count();
+    // Held until the last record is written: a second writer of this shard is refused (the
+    // shards of a SLURM array, each its own file, are written side by side).
+    let deadline = Instant::now() + patience;
+    let _lock = loop {
+        match lock_shard(&path) {
+            Err(e)
+                if e.downcast_ref::<crate::fsutil::Refused>().is_some()
+                    && Instant::now() < deadline =>
+            {
+                if !progress(0, total) {
+                    return Ok(ShardReport::default());
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            locked => break locked?,
+        }
+    };
     let done = open_shard(&path, &header)?;
     let todo: Vec<usize> = shard
         .indices(sweep.points)
         .filter(|i| !done.contains(i))
         .collect();
-    let total = shard.indices(sweep.points).count();
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
@@ -346,20 +471,56 @@ pub fn run_shard_until(
     Ok(report)
 }
 
-/// Creates the shard file with its header, or checks an existing one's header and returns
-/// the indices it already holds (dropping a partial last line).
+/// The lock of a file the sweep writes: `.NAME.lock` beside it.
+fn lock_path(path: &Path) -> PathBuf {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    path.with_file_name(format!(".{name}.lock"))
+}
+
+/// Takes the lock of a shard file for this process's lifetime, or refuses at once (a
+/// [`crate::fsutil::Refused`] naming the holder).
+fn lock_shard(path: &Path) -> anyhow::Result<crate::fsutil::Lock> {
+    crate::fsutil::lock(&lock_path(path), &path.display().to_string())
+}
+
+/// Takes the lock of the folder's shared files (`merged.jsonl`, `thermo.ron`, …), or refuses
+/// at once naming the holder. Held only while they are written.
+pub fn lock_folder(dir: &Path) -> anyhow::Result<crate::fsutil::Lock> {
+    crate::fsutil::lock(&dir.join(".lock"), &dir.display().to_string())
+}
+
+/// Whether a shard file holds no complete header line (empty, or cut by a kill or a full disk
+/// while a version before atomic headers wrote it): nothing in it can be a record.
+fn header_incomplete(path: &Path) -> anyhow::Result<bool> {
+    let mut first = Vec::new();
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    std::io::BufReader::new(file)
+        .read_until(b'\n', &mut first)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(!first.ends_with(b"\n"))
+}
+
+/// Creates the shard file with its header (written atomically: a kill or a full disk leaves no
+/// shard rather than an empty one), or checks an existing one's header and returns the indices
+/// it already holds (dropping a partial last line). A shard without a complete header holds
+/// no record and is written afresh; a damaged header is refused with what to do.
 fn open_shard(path: &Path, header: &Header) -> anyhow::Result<Vec<usize>> {
-    if !path.exists() {
+    if !path.exists() || header_incomplete(path)? {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         let mut line = serde_json::to_string(header)?;
         line.push('\n');
-        std::fs::write(path, line).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::fsutil::write_atomic(path, line)?;
         return Ok(Vec::new());
     }
-    let (found, records, valid_bytes) = read_shard(path)?;
+    let (found, records, valid_bytes) = read_shard(path).map_err(|e| {
+        anyhow::Error::new(crate::fsutil::Refused(format!(
+            "{e:#}; the shard is damaged: move it away (its points run again) or restore it"
+        )))
+    })?;
     if found.sweep_hash != header.sweep_hash {
         bail!(
             "{} holds points of another sweep (base {} vs {}): choose another --out",
@@ -378,6 +539,55 @@ fn open_shard(path: &Path, header: &Header) -> anyhow::Result<Vec<usize>> {
     Ok(records.iter().map(|r| r.index).collect())
 }
 
+/// Refuses a folder whose shard files belong to another sweep than `sweep` (another grid,
+/// base or kept fields), before a shared file of the folder (`thermo.ron`) is rewritten to
+/// describe `sweep`: the shards would no longer match it. Shards without a complete header
+/// hold nothing and are passed over.
+pub fn check_folder(sweep: &Sweep, dir: &Path) -> anyhow::Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let expected = header(sweep, Shard::ALL).sweep_hash;
+    let mut shards: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("shard-") && n.ends_with(".jsonl"))
+        })
+        .collect();
+    shards.sort();
+    for path in shards {
+        if header_incomplete(&path)? {
+            continue;
+        }
+        let file = std::fs::File::open(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let mut line = String::new();
+        std::io::BufReader::new(file)
+            .read_line(&mut line)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let found = serde_json::from_str::<Header>(line.trim_end()).ok();
+        if found.as_ref().is_none_or(|h| h.sweep_hash != expected) {
+            return Err(anyhow::Error::new(crate::fsutil::Refused(format!(
+                "{} holds {}: its files were left as they are; choose another --out, or move \
+                 them away to start over",
+                dir.display(),
+                match found {
+                    Some(h) => format!(
+                        "points of another sweep ({}: {} points over {})",
+                        path.display(),
+                        h.points,
+                        h.fields.join(", ")
+                    ),
+                    None => format!("a damaged shard ({})", path.display()),
+                }
+            ))));
+        }
+    }
+    Ok(())
+}
+
 /// Reads a shard file: its header, its complete records, and the bytes they span (a partial
 /// last line is left out).
 pub fn read_shard(path: &Path) -> anyhow::Result<(Header, Vec<Record>, u64)> {
@@ -389,6 +599,9 @@ pub fn read_shard(path: &Path) -> anyhow::Result<(Header, Vec<Record>, u64)> {
     reader.read_line(&mut line)?;
     let header: Header = serde_json::from_str(line.trim_end())
         .with_context(|| format!("{}:1: not a sweep shard header", path.display()))?;
+    header
+        .check()
+        .map_err(|e| anyhow::anyhow!("{}:1: impossible sweep header: {e}", path.display()))?;
     bytes += line.len() as u64;
     let mut records = Vec::new();
     let mut number = 1;
@@ -405,6 +618,9 @@ pub fn read_shard(path: &Path) -> anyhow::Result<(Header, Vec<Record>, u64)> {
         }
         let record = serde_json::from_str::<Record>(line.trim_end())
             .with_context(|| format!("{}:{number}: not a sweep record", path.display()))?;
+        record
+            .check(&header)
+            .map_err(|e| anyhow::anyhow!("{}:{number}: {e}", path.display()))?;
         records.push(record);
         bytes += n as u64;
     }
@@ -423,6 +639,9 @@ pub struct Merged {
 /// Merges the shard files in `dir`: every point present exactly once, every shard of the
 /// same sweep. Writes `dir/merged.jsonl` and returns the table.
 pub fn merge(dir: &Path) -> anyhow::Result<Merged> {
+    // The merge is the folder's: a second merge is refused, and so is a merge while a shard is
+    // still being written (its lock is held).
+    let _folder = lock_folder(dir)?;
     let mut shards: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -441,7 +660,9 @@ pub fn merge(dir: &Path) -> anyhow::Result<Merged> {
     }
     let mut header: Option<(Header, PathBuf)> = None;
     let mut slots: Vec<Option<(Record, PathBuf)>> = Vec::new();
+    let mut _shard_locks = Vec::with_capacity(shards.len());
     for path in &shards {
+        _shard_locks.push(lock_shard(path)?);
         let (h, records, _) = read_shard(path)?;
         match &header {
             None => {
@@ -507,7 +728,7 @@ pub fn merge(dir: &Path) -> anyhow::Result<Merged> {
                 .fields
                 .iter()
                 .zip(&coords)
-                .map(|(f, v)| format!("{f} = {v}"))
+                .map(|(f, v)| format!("{f} = {}", crate::math::ranges::short_number(*v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -539,7 +760,7 @@ fn describe_point(header: &Header, record: &Record) -> String {
         .fields
         .iter()
         .zip(&record.coords)
-        .map(|(f, v)| format!("{f} = {v}"))
+        .map(|(f, v)| format!("{f} = {}", crate::math::ranges::short_number(*v)))
         .collect();
     format!("{} ({})", record.index, coords.join(", "))
 }
@@ -552,9 +773,7 @@ fn write_merged(merged: &Merged, path: &Path) -> anyhow::Result<()> {
         text.push_str(&serde_json::to_string(r)?);
         text.push('\n');
     }
-    let tmp = path.with_extension("jsonl.tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+    crate::fsutil::write_atomic(path, text)
 }
 
 /// Reads a merged table (`merged.jsonl`, or a single complete shard file).
@@ -628,14 +847,23 @@ impl Follower {
                     let header: Header = serde_json::from_str(text).with_context(|| {
                         format!("{}:1: not a sweep shard header", path.display())
                     })?;
+                    header.check().map_err(|e| {
+                        anyhow::anyhow!("{}:1: impossible sweep header: {e}", path.display())
+                    })?;
                     self.merged = Some(Merged {
                         header,
                         records: Vec::new(),
                     });
                 }
-                Some(m) => m.records.push(serde_json::from_str(text).with_context(|| {
-                    format!("{}:{}: not a sweep record", path.display(), self.line)
-                })?),
+                Some(m) => {
+                    let record: Record = serde_json::from_str(text).with_context(|| {
+                        format!("{}:{}: not a sweep record", path.display(), self.line)
+                    })?;
+                    record
+                        .check(&m.header)
+                        .map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), self.line))?;
+                    m.records.push(record);
+                }
             }
             self.offset += n as u64;
             grew = true;
@@ -841,7 +1069,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("atmc-follow-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("shard.jsonl");
-        let header = r#"{"sweep":"s","description":"","sweep_hash":"0","base_hash":"0","points":3,"shard":{"index":0,"count":1},"fields":["a"],"axis_values":[[1.0,2.0,3.0]],"base_kind":"toy","base":null,"seeds":"same","measure":"run"}"#;
+        let header = r#"{"sweep":"s","description":"","sweep_hash":"0","base_hash":"0","points":3,"shard":{"index":0,"count":1},"fields":["a"],"axis_values":[[0.0,1.0,2.0]],"base_kind":"toy","base":null,"seeds":"same","measure":"run"}"#;
         let record = |i: usize| format!(r#"{{"index":{i},"coords":[{i}.0],"seed":1,"run":{{}}}}"#);
         let mut follower = Follower::new(&path);
         assert!(follower.poll().is_err(), "no file yet");

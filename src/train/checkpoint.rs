@@ -3,8 +3,7 @@
 //! A file that does not check out is reported as corrupt, never read as something else.
 
 use anyhow::{Context, bail};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"ATMCCKP1";
 
@@ -96,25 +95,11 @@ impl Checkpoint {
         })
     }
 
-    /// Writes the checkpoint to `path` atomically.
+    /// Writes the checkpoint to `path` atomically ([`crate::fsutil::write_atomic`]).
     pub fn write(&self, path: &Path) -> anyhow::Result<()> {
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let temp: PathBuf = dir.join(format!(
-            ".{}.tmp",
-            path.file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("checkpoint")
-        ));
-        let mut file = std::fs::File::create(&temp)
-            .with_context(|| format!("cannot write {}", temp.display()))?;
-        file.write_all(&self.encode())
-            .and_then(|()| file.sync_all())
-            .with_context(|| format!("cannot write {}", temp.display()))?;
-        drop(file);
-        std::fs::rename(&temp, path)
-            .with_context(|| format!("cannot move {} to {}", temp.display(), path.display()))?;
-        Ok(())
+        crate::fsutil::write_atomic(path, self.encode())
     }
 
     /// Reads and checks a checkpoint.
@@ -156,12 +141,10 @@ fn refused(message: String) -> anyhow::Error {
 
 /// Holds the checkpoint folder for the run's lifetime: a second run into the same folder is
 /// refused instead of silently replacing the first one's checkpoints.
-pub struct FolderLock {
-    _file: std::fs::File,
-}
+pub type FolderLock = crate::fsutil::Lock;
 
 /// Creates the checkpoint folder if needed, checks that it is a folder and writable, and locks
-/// it, all before any data is loaded.
+/// it ([`crate::fsutil::lock`], naming the holder in a refusal), all before any data is loaded.
 pub fn lock_checkpoint_folder(dir: &Path) -> anyhow::Result<FolderLock> {
     if dir.exists() && !dir.is_dir() {
         return Err(refused(format!(
@@ -175,23 +158,14 @@ pub fn lock_checkpoint_folder(dir: &Path) -> anyhow::Result<FolderLock> {
             dir.display()
         ))
     })?;
-    let path = dir.join(".lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| refused(format!("--checkpoint {}: not writable: {e}", dir.display())))?;
-    match file.try_lock() {
-        Ok(()) => Ok(FolderLock { _file: file }),
-        Err(std::fs::TryLockError::WouldBlock) => Err(refused(format!(
-            "--checkpoint {}: another run is writing its checkpoints there",
-            dir.display()
-        ))),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(anyhow::anyhow!("cannot lock {}: {e}", path.display()))
-        }
-    }
+    crate::fsutil::lock(
+        &dir.join(".lock"),
+        &format!("--checkpoint {}", dir.display()),
+    )
+    .map_err(|e| match e.downcast::<crate::fsutil::Refused>() {
+        Ok(r) => refused(r.0),
+        Err(e) => e,
+    })
 }
 
 #[cfg(test)]

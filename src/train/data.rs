@@ -61,6 +61,48 @@ pub enum DatasetKind {
     FashionMnist,
 }
 
+impl DatasetKind {
+    /// Channels, rows and columns of every image of the data set: what the networks are
+    /// built for, so a file of another shape is refused when it is read.
+    pub fn image_shape(self) -> (usize, usize, usize) {
+        match self {
+            DatasetKind::Cifar10 => (3, 32, 32),
+            DatasetKind::FashionMnist => (1, 28, 28),
+        }
+    }
+
+    /// The data set's name as its files call it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetKind::Cifar10 => "CIFAR-10",
+            DatasetKind::FashionMnist => "Fashion-MNIST",
+        }
+    }
+}
+
+/// Refuses `n` images of `channels × rows × cols` from `path` unless they are images of
+/// `kind` ([`DatasetKind::image_shape`]) and there is at least one. Both loaders' splits pass
+/// through it, so a train and a test set of different shapes cannot both pass.
+fn check_images(
+    kind: DatasetKind,
+    path: &Path,
+    n: usize,
+    (channels, rows, cols): (usize, usize, usize),
+) -> anyhow::Result<()> {
+    let (c, h, w) = kind.image_shape();
+    if (channels, rows, cols) != (c, h, w) {
+        bail!(
+            "{}: images of {channels}×{rows}×{cols} (channels × rows × columns), {} has              {c}×{h}×{w}",
+            path.display(),
+            kind.name()
+        );
+    }
+    if n == 0 {
+        bail!("{}: no images (at least 1 is needed)", path.display());
+    }
+    Ok(())
+}
+
 /// Images of one split, channel-major per image (`n × channels × height × width` bytes).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageSet {
@@ -202,6 +244,11 @@ pub fn load_cifar10(path: &Path) -> anyhow::Result<ImageData> {
         let set = if i < 5 { &mut train } else { &mut test };
         parse_cifar_batch(name, bytes, set)?;
     }
+    for (set, files) in [(&train, &files[..5]), (&test, &files[5..])] {
+        let name = files.last().map_or(String::new(), |f| f.0.clone());
+        let shape = (set.channels, set.height, set.width);
+        check_images(DatasetKind::Cifar10, Path::new(&name), set.len(), shape)?;
+    }
     Ok(ImageData {
         kind: DatasetKind::Cifar10,
         train,
@@ -319,6 +366,7 @@ pub fn load_fashion_mnist(dir: &Path) -> anyhow::Result<ImageData> {
         let (ipath, ibytes) = read(images)?;
         let (lpath, lbytes) = read(labels)?;
         let (n, rows, cols, pixels) = parse_idx_images(&ipath, &ibytes)?;
+        check_images(DatasetKind::FashionMnist, &ipath, n, (1, rows, cols))?;
         let labels = parse_idx_labels(&lpath, &lbytes, 10)?;
         if labels.len() != n {
             bail!(

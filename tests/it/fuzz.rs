@@ -376,3 +376,295 @@ fn arbitrary_command_lines_end_well() {
         .unwrap();
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue #31 (file system): writers raced into one folder, signalled at seeded random moments,
+// and cut off from their stdout. Whatever happens, no final path is left partial.
+// Budget: `ATMC_FUZZ_SIGNALS` (default 8) cases, seed `ATMC_FUZZ_SEED` (default 31).
+// ---------------------------------------------------------------------------------------------
+
+/// SplitMix64: the seeded moments, signals and commands of the race below.
+struct Seeded(u64);
+
+impl Seeded {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
+    }
+}
+
+/// A CSV at a final path is absent or whole: it ends with a newline and every row has the
+/// header's number of fields.
+fn csv_whole(path: &std::path::Path) -> Result<(), String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(());
+    };
+    let fields = |l: &str| l.split(',').count();
+    let header = text.lines().next().ok_or("an empty CSV")?;
+    if !text.ends_with('\n') || text.lines().any(|l| fields(l) != fields(header)) {
+        return Err(format!("a partial CSV: {} bytes", text.len()));
+    }
+    Ok(())
+}
+
+/// A GIF at a final path is absent or whole: its signature and its trailer byte.
+fn gif_whole(path: &std::path::Path) -> Result<(), String> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Ok(());
+    };
+    if !bytes.starts_with(b"GIF89a") || bytes.last() != Some(&0x3B) {
+        return Err(format!("a partial GIF: {} bytes", bytes.len()));
+    }
+    Ok(())
+}
+
+/// A merged table is absent or whole, every point once; the shard's complete lines hold
+/// every point at most once.
+fn sweep_whole(dir: &std::path::Path, points: usize) -> Result<(), String> {
+    if let Ok(text) = std::fs::read_to_string(dir.join("merged.jsonl"))
+        && (text.lines().count() != points + 1 || !text.ends_with('\n'))
+    {
+        return Err(format!(
+            "a partial merged.jsonl: {} lines",
+            text.lines().count()
+        ));
+    }
+    if let Ok(text) = std::fs::read_to_string(dir.join("shard-0-of-1.jsonl")) {
+        let mut seen = std::collections::BTreeSet::new();
+        for line in text
+            .split_inclusive('\n')
+            .skip(1)
+            .filter(|l| l.ends_with('\n'))
+        {
+            let record: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| format!("{e}: {line}"))?;
+            if !seen.insert(record["index"].as_u64()) {
+                return Err(format!("point {} written twice", record["index"]));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn raced_signalled_and_cut_off_writers_leave_no_partial_final_path() {
+    let cases = budget("ATMC_FUZZ_SIGNALS", 8);
+    let mut rng = Seeded(u64::from(budget("ATMC_FUZZ_SEED", 31)));
+    let dir = crate::common::scratch("fuzz", "signals");
+    std::fs::write(
+        dir.join("small.ron"),
+        "Sweep(name: \"small\", base: \"default\", set: {\"chains\": 4000, \"steps\": 800},
+           axes: [(field: \"sampler.h\", values: Log(from: 0.01, to: 0.1, points: 12))])",
+    )
+    .unwrap();
+    let start = |args: &[&str], close_stdout: bool| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
+            .args(args)
+            .current_dir(&dir)
+            .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+            .stdout(if close_stdout {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The reading end closed at once: the result line meets a closed pipe.
+        drop(child.stdout.take());
+        child
+    };
+    let finish = |child: &mut std::process::Child, what: &str| {
+        crate::reliability_io::wait_child(child, 120, what)
+    };
+    for case in 0..cases {
+        let kind = rng.below(if cfg!(feature = "gui") { 3 } else { 2 });
+        let sig = ["INT", "TERM"][rng.below(2) as usize];
+        let delay = Duration::from_millis(rng.below(1500));
+        let close_stdout = rng.below(2) == 0;
+        let what = format!(
+            "case {case}: kind {kind}, SIG{sig} after {delay:?}, stdout closed {close_stdout}"
+        );
+        match kind {
+            0 => {
+                let csv = dir.join(format!("run-{case}.csv"));
+                let mut child = start(
+                    &[
+                        "run",
+                        "default",
+                        "--backend",
+                        "cpu",
+                        "--chains",
+                        "5000",
+                        "--steps",
+                        "3000",
+                        "--csv",
+                        csv.to_str().unwrap(),
+                    ],
+                    close_stdout,
+                );
+                std::thread::sleep(delay);
+                crate::reliability_io::signal(&child, sig);
+                let status = finish(&mut child, &what);
+                csv_whole(&csv).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(
+                    !status.success() || csv.exists(),
+                    "{what}: exit 0 without its CSV"
+                );
+            }
+            1 => {
+                // Two writers raced into one folder; the first is signalled.
+                let args = ["sweep", "small.ron", "--out", "race", "--backend", "cpu"];
+                let mut a = start(&args, close_stdout);
+                let mut b = start(&args, false);
+                std::thread::sleep(delay);
+                crate::reliability_io::signal(&a, sig);
+                let status_b = finish(&mut b, &what);
+                finish(&mut a, &what);
+                assert!(
+                    matches!(status_b.code(), Some(0 | 2)),
+                    "{what}: the second writer exited {status_b:?}"
+                );
+                sweep_whole(&dir.join("race"), 12).unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+            _ => {
+                let gif = dir.join(format!("record-{case}.gif"));
+                let mut child = start(
+                    &[
+                        "record",
+                        "default",
+                        "--steps",
+                        "60",
+                        "--every",
+                        "10",
+                        "--size",
+                        "320x240",
+                        "--out",
+                        gif.to_str().unwrap(),
+                    ],
+                    close_stdout,
+                );
+                std::thread::sleep(delay);
+                crate::reliability_io::signal(&child, sig);
+                let status = finish(&mut child, &what);
+                gif_whole(&gif).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(
+                    !status.success() || gif.exists(),
+                    "{what}: exit 0 without its GIF"
+                );
+            }
+        }
+    }
+    // After all that, the raced folder resumes into a whole sweep, every point once.
+    let out = crate::common::atmc_lab_in(&["sweep", "small.ron", "--out", "race"], &dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    sweep_whole(&dir.join("race"), 12).unwrap();
+    assert!(dir.join("race/merged.jsonl").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---- Issue #31, class 4: standard output closed at a seeded moment ----
+
+/// Commands whose result goes to standard output, each short.
+const STDOUT_COMMANDS: &[&[&str]] = &[
+    &["presets"],
+    &[
+        "run",
+        "default",
+        "--chains",
+        "64",
+        "--steps",
+        "20",
+        "--backend",
+        "cpu",
+    ],
+    &[
+        "run",
+        "thermostat-vs-noise",
+        "--chains",
+        "64",
+        "--steps",
+        "20",
+        "--backend",
+        "cpu",
+    ],
+];
+
+/// Reading a seeded number of bytes of a command's standard output and then closing it (0:
+/// closed before the command writes anything) ends the command with exit 0 (all of it was
+/// written before the close) or 1 with one `error:` line naming standard output: never a
+/// panic (exit 101) and never a lost result passed off as success.
+#[test]
+fn stdout_closed_at_a_seeded_moment_ends_well() {
+    let cases = budget("ATMC_FUZZ_COMMANDS", 60).min(24);
+    let scratch = crate::common::scratch("fuzz", "stdout");
+    let binary = std::env::var("ATMC_FUZZ_BINARY")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_atmc-lab").to_owned());
+    let mut runner = TestRunner::new(config(cases));
+    let strategy = (
+        0..STDOUT_COMMANDS.len(),
+        prop_oneof![Just(0usize), 1usize..300],
+    );
+    runner
+        .run(&strategy, |(which, keep)| {
+            let args = STDOUT_COMMANDS[which];
+            let mut child = Command::new(&binary)
+                .args(args)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdout = child.stdout.take().unwrap();
+            let mut read = 0;
+            let mut buffer = [0u8; 64];
+            while read < keep {
+                let want = (keep - read).min(buffer.len());
+                match std::io::Read::read(&mut stdout, &mut buffer[..want]) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => read += n,
+                }
+            }
+            drop(stdout);
+            let started = Instant::now();
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                if started.elapsed() > Duration::from_secs(120) {
+                    let _ = child.kill();
+                    prop_assert!(false, "{args:?} still running after 120 s");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            prop_assert!(
+                !err.contains("panicked"),
+                "{args:?} closed after {keep}: {err}"
+            );
+            let code = status.code();
+            prop_assert!(
+                matches!(code, Some(0 | 1)),
+                "{args:?} closed after {keep} bytes exited {code:?}: {err}"
+            );
+            if code == Some(1) {
+                let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+                prop_assert!(
+                    errors.len() == 1 && errors[0].contains("standard output"),
+                    "{args:?} closed after {keep} bytes: {err}"
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&scratch);
+}

@@ -234,14 +234,16 @@ fn bad_sweep_files_are_refused_before_any_work() {
 }
 
 /// A single-node SLURM cluster for the duration of a test, stopped (by the pids it started)
-/// when dropped.
-struct Cluster {
+/// when dropped. Shared with the reliability tests of `sweep --slurm`.
+pub(crate) struct Cluster {
     dir: PathBuf,
-    conf: PathBuf,
+    /// Its `slurm.conf`: `SLURM_CONF` of every SLURM command meant for it.
+    pub(crate) conf: PathBuf,
 }
 
 impl Cluster {
-    fn start(dir: PathBuf) -> Cluster {
+    /// Starts the cluster in `dir` (panics, loudly, where SLURM cannot run).
+    pub(crate) fn start(dir: PathBuf) -> Cluster {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/slurm-cluster");
         let out = Command::new(&script)
             .args(["start", s(&dir)])

@@ -114,8 +114,8 @@ impl ThermoView {
             .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
         // The base as edited here, written next to the sweep so the sweep file can name it.
         let base_file = folder.join(format!("thermo-{}-base.ron", self.problem));
-        std::fs::write(&base_file, self.base.to_ron())
-            .map_err(|e| format!("cannot write {}: {e}", base_file.display()))?;
+        crate::fsutil::write_atomic(&base_file, self.base.to_ron())
+            .map_err(|e| format!("{e:#}"))?;
         let base = std::fs::canonicalize(&base_file).map_err(|e| e.to_string())?;
         let spec = crate::sweep::thermo_table::spec(
             &base.display().to_string(),

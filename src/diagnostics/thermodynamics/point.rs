@@ -12,6 +12,7 @@ use super::{
 use crate::diagnostics::entropy::{
     histogram_entropy, knn_entropy, plug_in_entropy, sphere_knn_entropy,
 };
+use crate::diagnostics::movement::Movement;
 use crate::math::sphere::{loss as sphere_loss, signal_and_noise};
 use crate::math::{Grid2, NoiseSpec, SamplerKind, ScheduleSpec, Target};
 use glam::DVec3;
@@ -226,9 +227,25 @@ pub fn enough_alive(alive: usize, chains: u32) -> bool {
     alive >= 2 * KNN_K + 2 && 2 * alive >= chains as usize
 }
 
-/// Why a point with too few alive chains (networks, …: `what`) is left out.
+/// Why a point with too few alive chains (networks, …: `what`) is left out: most of them
+/// diverged, or (with at least half alive) too few were run or survived for the k-NN
+/// entropy. One chain run is not "0 of 1 chains diverged".
 pub fn diverged_note(alive: usize, chains: u32, what: &str) -> String {
-    format!("{} of {chains} {what} diverged", chains as usize - alive)
+    let diverged = (chains as usize).saturating_sub(alive);
+    if 2 * alive < chains as usize {
+        format!("{diverged} of {chains} {what} diverged")
+    } else if diverged == 0 {
+        format!(
+            "too few {what}: {chains} run, the k-NN entropy needs at least {}",
+            2 * KNN_K + 2
+        )
+    } else {
+        format!(
+            "too few {what} alive: {alive} of {chains} ({diverged} diverged), the k-NN entropy \
+             needs at least {}",
+            2 * KNN_K + 2
+        )
+    }
 }
 
 /// The known answer of MATH.md §5.3: the stationary temperature T = ησ²/(2 − ηλ) of SGD on
@@ -312,12 +329,16 @@ fn count_plane(points: &[[f64; 2]], grid: &Grid2) -> (Vec<u32>, u32) {
 /// Measures the final ensemble `thetas` (the alive chains) of a 2-D run of `target` with
 /// `gradient_noise`: U, Var θ, both entropies, the Gibbs test, the gradient's signal
 /// and noise, stationarity (from `point.u_trace`), and `known` where there is a known answer.
+/// A run whose chains never left their start (`movement`, [`Movement::never_moved`]) is
+/// neither stationary nor a Gibbs law: it is excluded and fails the Gibbs test, whatever its
+/// U trace and histogram say.
 pub fn plane_point(
     mut point: ThermoPoint,
     thetas: &[[f64; 2]],
     target: &Target,
     gradient_noise: &NoiseSpec,
     known: Option<KnownAnswer>,
+    movement: Option<Movement>,
 ) -> ThermoPoint {
     point.alive = thetas.len() as u32;
     if let Some(KnownAnswer { t, lambda }) = known {
@@ -401,6 +422,11 @@ pub fn plane_point(
     point.noise = noise;
     point.snr = noise.filter(|v| *v > 0.0).map(|v| signal / v);
     (point.stationary, point.excluded) = exclusion(point.s_knn, &point.u_trace, point.u_se);
+    if let Some(why) = movement.and_then(|m| m.never_moved()) {
+        point.stationary = false;
+        point.excluded = Some(why);
+        point.gibbs_consistent = point.gibbs_consistent.map(|_| false);
+    }
     point
 }
 
@@ -590,7 +616,7 @@ mod tests {
             u_trace: (1..=16).map(|b| (b * 10, 1.0)).collect(),
             ..ThermoPoint::unmeasured("gaussian".into(), "sgd".into(), 1.0, n as u32, 160)
         };
-        let point = plane_point(point, &thetas, &target, &noise, known);
+        let point = plane_point(point, &thetas, &target, &noise, known, None);
         assert_eq!(point.alive, n as u32);
         let t = point.t_gibbs.unwrap();
         assert!((t - 1.0).abs() < 0.03, "T_gibbs {t}");

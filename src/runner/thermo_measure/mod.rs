@@ -9,6 +9,7 @@ mod mlp;
 pub use mlp::{SNR_NETWORKS, parameterisation};
 
 use crate::diagnostics::entropy::sphere_knn_entropy;
+use crate::diagnostics::movement::Movement;
 use crate::diagnostics::thermodynamics::{
     KNN_K, ThermoPoint, known_answer, mean_and_se, plane_point, sphere_point,
     sphere_signal_and_noise,
@@ -56,6 +57,7 @@ fn measure_plane(
     let target = model.target.clone();
     let (mut engine, _) = create_engine(backend, model, preset.chains, &preset.init, preset.seed)?;
     let loss = |t: [f64; 2]| target.neg_log_density(t);
+    let starts = engine.read_chains(0, preset.chains)?;
     let alive_thetas = |engine: &mut dyn crate::engine::Engine| -> anyhow::Result<Vec<[f64; 2]>> {
         let states = engine.read_chains(0, preset.chains)?;
         Ok(states
@@ -78,6 +80,15 @@ fn measure_plane(
             u_trace.push((done, mean_and_se(&losses).0));
         }
     }
+    // The final ensemble, and whether its chains ever left their start.
+    let ends = engine.read_chains(0, preset.chains)?;
+    let movement = Movement::between(
+        &starts,
+        &ends,
+        target.moments().1,
+        preset.sampler.h,
+        preset.steps,
+    );
     let thetas = alive_thetas(engine.as_mut())?;
     let point = ThermoPoint {
         u_trace,
@@ -96,7 +107,14 @@ fn measure_plane(
         &preset.noise,
         preset.sampler.h,
     );
-    Ok(plane_point(point, &thetas, &target, &preset.noise, known))
+    Ok(plane_point(
+        point,
+        &thetas,
+        &target,
+        &preset.noise,
+        known,
+        movement,
+    ))
 }
 
 fn measure_sphere(
