@@ -164,6 +164,9 @@ struct RunArgs {
     /// ATMC noise mass factor.
     #[arg(long, value_enum)]
     noise_mass: Option<NoiseMassArg>,
+    /// SGD's heavy-ball momentum μ in [0, 0.999] (0: plain SGD).
+    #[arg(long, value_parser = in_range(ranges::MOMENTUM))]
+    sgd_momentum: Option<f64>,
     /// Backend.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
@@ -226,17 +229,14 @@ impl From<anyhow::Error> for Failure {
 /// A clap value parser for a number in `range`: the message names the value and the range.
 fn in_range(range: Range) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
     move |text| {
-        let v: f64 = text
-            .trim()
-            .parse()
-            .map_err(|_| {
-                format!(
-                    "{} = '{}' is not a number: allowed {}",
-                    range.name,
-                    short_text(text),
-                    range.describe()
-                )
-            })?;
+        let v: f64 = text.trim().parse().map_err(|_| {
+            format!(
+                "{} = '{}' is not a number: allowed {}",
+                range.name,
+                short_text(text),
+                range.describe()
+            )
+        })?;
         range.check(v)
     }
 }
@@ -467,6 +467,7 @@ impl RunArgs {
             || self.friction_sign.is_some()
             || self.xi_update.is_some()
             || self.noise_mass.is_some()
+            || self.sgd_momentum.is_some()
     }
 
     /// The chains, steps and seed asked for.
@@ -624,6 +625,7 @@ fn apply_sampler_overrides(s: &mut SamplerSpec, args: &RunArgs) -> Result<(), Fa
     if let Some(v) = args.noise_mass {
         s.noise_mass = v.into();
     }
+    s.sgd_momentum = args.sgd_momentum.unwrap_or(s.sgd_momentum);
     Ok(())
 }
 
