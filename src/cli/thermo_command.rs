@@ -48,7 +48,8 @@ pub struct ThermoArgs {
     /// [default: 5].
     #[arg(long, value_parser = one_of(&VARIANT_K))]
     knn_k: Option<u32>,
-    /// Use every d-th chain for that entropy: 1, 4 or 16 (stored per 2-D point) [default: 1].
+    /// Use every d-th chain (of at most 20,000) for that entropy: 1, 4 or 16 (stored per 2-D
+    /// point) [default: 1].
     #[arg(long, value_parser = one_of(&VARIANT_DIVISORS))]
     knn_subsample: Option<u32>,
     #[command(flatten)]

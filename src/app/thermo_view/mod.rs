@@ -642,17 +642,17 @@ impl ThermoView {
                 });
             egui::ComboBox::from_id_salt("thermo knn n")
                 .width(60.0)
-                .selected_text(if divisor == 1 { "all N".to_owned() } else { format!("N/{divisor}") })
+                .selected_text(if divisor == 1 { "N".to_owned() } else { format!("N/{divisor}") })
                 .show_ui(ui, |ui| {
                     for v in VARIANT_DIVISORS {
-                        let label = if v == 1 { "all N".to_owned() } else { format!("N/{v}") };
+                        let label = if v == 1 { "N".to_owned() } else { format!("N/{v}") };
                         ui.selectable_value(&mut divisor, v, label);
                     }
                 });
             ui.label("k-NN S");
         })
         .response
-        .on_hover_text("The entropy the slopes and F use: neighbour rank k, on every chain or a subsample (stored for each 2-D point)");
+        .on_hover_text("The entropy the slopes and F use: neighbour rank k, on N chains (all alive up to 20,000) or every 4th or 16th of them (stored for each 2-D point)");
         ui.horizontal(|ui| {
             ui.label("slope fit over");
             for w in SLOPE_WINDOWS {

@@ -16,8 +16,13 @@ use serde::{Deserialize, Serialize};
 /// Neighbour ranks k stored per point.
 pub const VARIANT_K: [u32; 4] = [2, 5, 10, 20];
 
-/// Ensemble sizes stored per point, as divisors of the alive chains: N, N/4, N/16.
+/// Ensemble sizes stored per point, as divisors of N, the alive chains up to
+/// [`VARIANT_CHAINS`]: N, N/4, N/16.
 pub const VARIANT_DIVISORS: [u32; 3] = [1, 4, 16];
+
+/// Most chains the variants use (a strided subsample beyond): a 100,000-chain sweep would
+/// otherwise spend more on them than on its runs.
+pub const VARIANT_CHAINS: usize = 20_000;
 
 /// Slope windows offered (points fitted around each learning rate).
 pub const SLOPE_WINDOWS: [usize; 3] = [3, 5, 7];
@@ -39,17 +44,20 @@ pub struct KnnVariant {
 }
 
 /// S by Kozachenko–Leonenko for every k of [`VARIANT_K`] on every subsample of
-/// [`VARIANT_DIVISORS`] (every d-th chain: the chains are independent, so a strided
-/// subsample is a random one). Subsamples with fewer than 4k points are skipped.
+/// [`VARIANT_DIVISORS`] of at most [`VARIANT_CHAINS`] points (every d-th chain: the chains
+/// are independent, so a strided subsample is a random one). Subsamples with fewer than 4k
+/// points are skipped.
 pub fn knn_variants(points: &[[f64; 2]]) -> Vec<KnnVariant> {
     use rayon::prelude::*;
+    let every = points.len().div_ceil(VARIANT_CHAINS).max(1);
+    let base: Vec<[f64; 2]> = points.iter().step_by(every).copied().collect();
     let jobs: Vec<(u32, u32)> = VARIANT_DIVISORS
         .iter()
         .flat_map(|&d| VARIANT_K.iter().map(move |&k| (d, k)))
         .collect();
     jobs.par_iter()
         .filter_map(|&(divisor, k)| {
-            let sub: Vec<[f64; 2]> = points.iter().step_by(divisor as usize).copied().collect();
+            let sub: Vec<[f64; 2]> = base.iter().step_by(divisor as usize).copied().collect();
             if sub.len() < 4 * k as usize {
                 return None;
             }

@@ -367,8 +367,13 @@ pub fn plane_point(
         .map(|k| thetas.iter().map(|t| (t[k] - mean[k]).powi(2)).sum::<f64>() / (n - 1.0))
         .collect();
     point.s_knn_variants = super::knn_variants(thetas);
-    // The variants include k = KNN_K on every chain: the same estimate, not computed twice.
-    point.s_knn = super::variant_entropy(&point.s_knn_variants, KNN_K as u32, 1)
+    // Up to VARIANT_CHAINS chains the variants include k = KNN_K on every chain: the same
+    // estimate, not computed twice.
+    point.s_knn = point
+        .s_knn_variants
+        .iter()
+        .find(|v| v.k == KNN_K as u32 && v.n as usize == thetas.len())
+        .map(|v| v.s)
         .or_else(|| knn_entropy(thetas, KNN_K));
     // The histogram covers the ensemble (mean ± 5 sd), with about four points per cell in the
     // bulk: finer cells leave most of them empty (the plug-in estimate then drops), coarser

@@ -25,7 +25,7 @@ pub const BLOCKS: u32 = 16;
 
 /// Most chains the k-NN entropy of a 2-D run's S trace uses at a block end (a strided
 /// subsample; the final S uses every alive chain).
-pub const TRACE_CHAINS: usize = 10_000;
+pub const TRACE_CHAINS: usize = 4_000;
 
 /// Measures one preset: a 2-D preset through its engine, a sphere preset through the sphere
 /// engine, an MLP preset through the MLP engine. Comparisons have no thermodynamics.
