@@ -44,6 +44,9 @@ const THEORY: Color32 = Color32::from_rgb(200, 200, 200);
 const HELD_OUT: Color32 = Color32::from_rgb(230, 110, 230);
 const EXCLUDED: Color32 = Color32::from_rgb(140, 140, 140);
 
+/// One number of a table row.
+type RowValue = fn(&Row) -> Option<f64>;
+
 /// The thermodynamics view.
 pub struct ThermoView {
     /// The preset swept (its sampler runs at every learning rate).
@@ -307,44 +310,43 @@ impl ThermoView {
             });
             self.panels.push(("T(η) panel".into(), r.response.rect));
             let test = t.free_energy_test.clone();
-            let r = plot("thermo F", "F(η; T*) = U(η) − T*·S(η)")
-                .legend(Legend::default().position(egui_plot::Corner::RightTop))
-                .show_outlined(ui, |p| {
-                    let Some(test) = &test else {
-                        return;
-                    };
-                    p.vline(
-                        VLine::new("η*", test.eta_star.log10())
-                            .color(THEORY)
-                            .style(LineStyle::dashed_loose()),
-                    );
-                    let gibbs = pick(&|r| r.f_gibbs_star, true);
-                    let slope = pick(&|r| r.f_slope_star, true);
-                    p.line(Self::line(gibbs.clone(), "T* = T_gibbs(η*)", GIBBS));
-                    p.points(Points::new("", gibbs).radius(2.5).color(GIBBS));
-                    p.line(
-                        Self::line(slope.clone(), "T* = T_slope(η*)", SLOPE)
-                            .style(LineStyle::dashed_dense()),
-                    );
-                    p.points(Points::new("", slope).radius(2.5).color(SLOPE));
-                    // The minima, ringed.
-                    let minima: [(Option<usize>, fn(&Row) -> Option<f64>, Color32); 2] = [
-                        (test.min_gibbs, |r| r.f_gibbs_star, GIBBS),
-                        (test.min_slope, |r| r.f_slope_star, SLOPE),
-                    ];
-                    for (row, f, color) in minima {
-                        if let Some(r) = row.and_then(|i| t.rows.get(i))
-                            && let Some(v) = f(r)
-                        {
-                            p.points(
-                                Points::new("minimum", vec![[x(r), v]])
-                                    .radius(7.0)
-                                    .filled(false)
-                                    .color(color),
-                            );
-                        }
+            // F rises steeply at the largest η: the legend goes top left, over the flat part.
+            let r = plot("thermo F", "F(η; T*) = U(η) − T*·S(η)").show_outlined(ui, |p| {
+                let Some(test) = &test else {
+                    return;
+                };
+                p.vline(
+                    VLine::new("η*", test.eta_star.log10())
+                        .color(THEORY)
+                        .style(LineStyle::dashed_loose()),
+                );
+                let gibbs = pick(&|r| r.f_gibbs_star, true);
+                let slope = pick(&|r| r.f_slope_star, true);
+                p.line(Self::line(gibbs.clone(), "T* = T_gibbs(η*)", GIBBS));
+                p.points(Points::new("", gibbs).radius(2.5).color(GIBBS));
+                p.line(
+                    Self::line(slope.clone(), "T* = T_slope(η*)", SLOPE)
+                        .style(LineStyle::dashed_dense()),
+                );
+                p.points(Points::new("", slope).radius(2.5).color(SLOPE));
+                // The minima, ringed.
+                let minima: [(Option<usize>, RowValue, Color32); 2] = [
+                    (test.min_gibbs, |r| r.f_gibbs_star, GIBBS),
+                    (test.min_slope, |r| r.f_slope_star, SLOPE),
+                ];
+                for (row, f, color) in minima {
+                    if let Some(r) = row.and_then(|i| t.rows.get(i))
+                        && let Some(v) = f(r)
+                    {
+                        p.points(
+                            Points::new("minimum", vec![[x(r), v]])
+                                .radius(7.0)
+                                .filled(false)
+                                .color(color),
+                        );
                     }
-                });
+                }
+            });
             self.panels.push(("F(η; T*) panel".into(), r.response.rect));
         });
         if let Some(line) = self.free_energy_line() {
@@ -690,7 +692,7 @@ impl ThermoView {
         };
         ui.horizontal(|ui| {
             let r = super::plots::fixed_plot("thermo blocks", w, height)
-                .legend(Legend::default().position(egui_plot::Corner::RightTop))
+                .legend(Legend::default().position(egui_plot::Corner::LeftBottom))
                 .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .include_x(0.0)
