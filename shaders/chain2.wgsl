@@ -70,8 +70,14 @@ fn model_step(chain: ptr<function, Chain>, rng: RngCounter) -> bool {
         }
         default: {
             let g = stochastic_gradient((*chain).theta, rng);
-            a.theta = sgd_update(a.theta, g.x, phase);
-            b.theta = sgd_update(b.theta, g.y, phase);
+            // μ = 0 leaves p alone, as `Model::advance` does.
+            if (sampler_params.sgd_momentum == 0.0) {
+                a.theta = sgd_update(a.theta, g.x, phase);
+                b.theta = sgd_update(b.theta, g.y, phase);
+            } else {
+                a = sgd_momentum_update(a, g.x, phase);
+                b = sgd_momentum_update(b, g.y, phase);
+            }
         }
     }
     *chain = chain_of(a, b);

@@ -317,9 +317,17 @@ fn sampler_second_half(chain: u32) -> bool {
             }
         }
         default: {
-            for (var i = 0u; i < n; i++) {
-                let k = state_index(REGION_THETA, i, chain);
-                state[k] = sgd_update(state[k], gradient_at(i, chain), phase);
+            // μ = 0 leaves p alone, as `MlpModel::advance` does.
+            if (sampler_params.sgd_momentum == 0.0) {
+                for (var i = 0u; i < n; i++) {
+                    let k = state_index(REGION_THETA, i, chain);
+                    state[k] = sgd_update(state[k], gradient_at(i, chain), phase);
+                }
+            } else {
+                for (var i = 0u; i < n; i++) {
+                    let c = sgd_momentum_update(load_coord(i, chain), gradient_at(i, chain), phase);
+                    store_coord(i, chain, c);
+                }
             }
         }
     }

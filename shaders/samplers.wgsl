@@ -153,6 +153,14 @@ fn sgd_update(theta: f32, g: f32, phase: StepPhase) -> f32 {
     return theta - phase.h * g;
 }
 
+// Heavy-ball momentum μ: v ← μv − h g̃, θ ← θ + v, the velocity in p (MATH.md §5.3).
+fn sgd_momentum_update(c: Coord, g: f32, phase: StepPhase) -> Coord {
+    var r = c;
+    r.p = c.p * sampler_params.sgd_momentum - g * phase.h;
+    r.theta = c.theta + r.p;
+    return r;
+}
+
 // `SamplerParams::coordinate_diverged`: non-finite values, or |p| or |θ| beyond their bounds.
 fn coordinate_diverged(theta: f32, p: f32, xi: f32) -> bool {
     return !(is_finite(theta) && is_finite(p) && is_finite(xi))

@@ -362,7 +362,18 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
                 "one ξ shared by all coordinates (paper)",
             );
         }
-        SamplerKind::Sgld | SamplerKind::Sgd => {}
+        SamplerKind::Sgd => {
+            slider(
+                ui,
+                &mut s.sgd_momentum,
+                ranges::MOMENTUM,
+                0.0,
+                0.99,
+                false,
+                "momentum μ",
+            );
+        }
+        SamplerKind::Sgld => {}
     }
 }
 

@@ -164,6 +164,9 @@ struct RunArgs {
     /// ATMC noise mass factor.
     #[arg(long, value_enum)]
     noise_mass: Option<NoiseMassArg>,
+    /// SGD's heavy-ball momentum μ in [0, 0.999] (0: plain SGD).
+    #[arg(long, value_parser = in_range(ranges::MOMENTUM))]
+    sgd_momentum: Option<f64>,
     /// Backend.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
@@ -467,6 +470,7 @@ impl RunArgs {
             || self.friction_sign.is_some()
             || self.xi_update.is_some()
             || self.noise_mass.is_some()
+            || self.sgd_momentum.is_some()
     }
 
     /// The chains, steps and seed asked for.
@@ -624,6 +628,7 @@ fn apply_sampler_overrides(s: &mut SamplerSpec, args: &RunArgs) -> Result<(), Fa
     if let Some(v) = args.noise_mass {
         s.noise_mass = v.into();
     }
+    s.sgd_momentum = args.sgd_momentum.unwrap_or(s.sgd_momentum);
     Ok(())
 }
 

@@ -5,9 +5,13 @@
 
 use super::sweep_command::SweepOutput;
 use super::{Failure, in_range, whole_in_range};
+use crate::diagnostics::thermodynamics::{
+    DEFAULT_SLOPE_WINDOW, SLOPE_WINDOWS, VARIANT_DIVISORS, VARIANT_K,
+};
 use crate::math::ranges::{THERMO_LR, THERMO_POINTS, short_fixed};
 use crate::preset::sweep_file::Sweep;
 use crate::preset::{AnyPreset, Overrides};
+use crate::sweep::thermo_table::TableOptions;
 use crate::sweep::{self, Shard};
 use std::path::{Path, PathBuf};
 
@@ -33,8 +37,60 @@ pub struct ThermoArgs {
     /// Steps per learning rate [default: the preset's].
     #[arg(long, value_parser = super::whole::<u32>)]
     steps: Option<u32>,
+    /// η* of the free-energy test F(η; T*) = U(η) − T(η*)·S(η) (the nearest measured learning
+    /// rate is taken) [default: the middle one].
+    #[arg(long, value_parser = in_range(THERMO_LR))]
+    eta_star: Option<f64>,
+    /// Points of the slope fit dU/dS around each learning rate: 3, 5 or 7.
+    #[arg(long, default_value_t = DEFAULT_SLOPE_WINDOW, value_parser = slope_window)]
+    slope_window: usize,
+    /// Neighbour rank k of the entropy the slopes use: 2, 5, 10 or 20 (stored per 2-D point)
+    /// [default: 5].
+    #[arg(long, value_parser = one_of(&VARIANT_K))]
+    knn_k: Option<u32>,
+    /// Use every d-th chain (of at most 20,000) for that entropy: 1, 4 or 16 (stored per 2-D
+    /// point) [default: 1].
+    #[arg(long, value_parser = one_of(&VARIANT_DIVISORS))]
+    knn_subsample: Option<u32>,
     #[command(flatten)]
     output: SweepOutput,
+}
+
+impl ThermoArgs {
+    /// The table's options from the flags.
+    fn table_options(&self) -> TableOptions {
+        TableOptions {
+            knn: (self.knn_k.is_some() || self.knn_subsample.is_some())
+                .then(|| (self.knn_k.unwrap_or(5), self.knn_subsample.unwrap_or(1))),
+            window: self.slope_window,
+            eta_star: self.eta_star,
+        }
+    }
+}
+
+/// Parses a slope window (3, 5 or 7 points).
+fn slope_window(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(w) if SLOPE_WINDOWS.contains(&w) => Ok(w),
+        _ => Err(format!("'{text}' is not a slope window: use 3, 5 or 7")),
+    }
+}
+
+/// A parser of a whole number from a short list.
+fn one_of(
+    allowed: &'static [u32],
+) -> impl Fn(&str) -> Result<u32, String> + Clone + Send + Sync + 'static {
+    move |text| match text.trim().parse::<u32>() {
+        Ok(v) if allowed.contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{text}' is not offered: use one of {}",
+            allowed
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
 }
 
 /// Runs `atmc-lab thermo`.
@@ -42,7 +98,7 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
     let output = &args.output;
     if let Some(dir) = &output.merge {
         let merged = output.merge_shards(dir)?;
-        return report_table(&merged, output.csv.as_deref(), None);
+        return report_table(&merged, args.table_options(), output.csv.as_deref(), None);
     }
     let name = args
         .preset
@@ -118,17 +174,24 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let merged = sweep::merge(&out)?;
-    report_table(&merged, output.csv.as_deref(), Some(wall))
+    report_table(
+        &merged,
+        args.table_options(),
+        output.csv.as_deref(),
+        Some(wall),
+    )
 }
 
 /// Prints the table to stderr, writes the CSV, and prints a JSON summary as the last line of
 /// stdout.
 fn report_table(
     merged: &sweep::Merged,
+    options: TableOptions,
     csv: Option<&Path>,
     wall: Option<f64>,
 ) -> Result<(), Failure> {
-    let table = sweep::thermo_table::table(merged).map_err(|e| Failure::usage(format!("{e:#}")))?;
+    let table = sweep::thermo_table::table_with(merged, options)
+        .map_err(|e| Failure::usage(format!("{e:#}")))?;
     // Every number through one formatter: a diverged point's 1e300 stays one short cell.
     let short = |v: Option<f64>| v.map_or("—".to_owned(), |x| short_fixed(x, 4));
     eprintln!(
@@ -150,6 +213,21 @@ fn report_table(
             short(p.gibbs_tv_baseline),
             short(p.snr),
             p.excluded.as_deref().unwrap_or("yes")
+        );
+    }
+    if let Some(f) = &table.free_energy_test {
+        let at = |t: Option<f64>, eta: Option<f64>, off: Option<usize>| match (t, eta, off) {
+            (Some(t), Some(eta), Some(off)) => format!(
+                "T* = {} is smallest at η = {eta:.4e} ({off} grid steps from η*)",
+                short(Some(t))
+            ),
+            _ => "—".to_owned(),
+        };
+        eprintln!(
+            "F(η; T*) = U(η) − T*·S(η) at η* = {:.4e}: with T_slope(η*), {}; with T_gibbs(η*), {}",
+            f.eta_star,
+            at(f.t_slope_star, f.eta_min_slope, f.slope_steps_off),
+            at(f.t_gibbs_star, f.eta_min_gibbs, f.gibbs_steps_off),
         );
     }
     if let Some(path) = csv {
@@ -184,6 +262,11 @@ fn report_table(
             .filter_map(|r| r.point.s_knn.zip(r.point.s_theory).map(|(a, b)| (a - b).abs()))
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
         "held_out_max_rel_error_u": max_rel(&|r| r.u_predicted.map(|u| (u, r.point.u))),
+        "options": table.options,
+        "free_energy_test": table.free_energy_test,
+        "max_rel_spread_t_slope": included.iter()
+            .filter_map(|r| r.t_slope.zip(r.t_slope_spread).map(|(t, (lo, hi))| (hi - lo) / t))
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
         "held_out_max_abs_error_s": included.iter()
             .filter_map(|r| r.s_predicted.zip(r.point.s_knn).map(|(a, b)| (a - b).abs()))
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),

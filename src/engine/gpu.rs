@@ -95,7 +95,7 @@ impl GpuSamplerParams {
             explore_fraction: schedule.explore_fraction,
             inv_mass: sp.inv_mass,
             theta_bound: sp.theta_bound,
-            pad: 0,
+            sgd_momentum: sp.sgd_momentum,
         }
     }
 }

@@ -317,8 +317,9 @@ shader_structs! {
         pub cycle_len: u32,
         /// Fraction of a cycle spent exploring.
         pub explore_fraction: f32,
-        /// Padding: a uniform block is a whole number of 16-byte rows.
-        pub pad: u32,
+        /// SGD's heavy-ball momentum μ (0: plain SGD; it took the block's padding word, so
+        /// the block stays five 16-byte rows).
+        pub sgd_momentum: f32,
     }
 
     /// The 2-D engine's block (`Chain2Params`, bound as `chain2_params`): the dispatch, the

@@ -712,7 +712,11 @@ impl MlpModel {
             SamplerKind::Sgd => {
                 post.stochastic_gradient(c.theta, rng, ws, grad);
                 for i in 0..n {
-                    sp.sgd_update(&mut c.theta[i], grad[i], phase);
+                    if sp.sgd_momentum == 0.0 {
+                        sp.sgd_update(&mut c.theta[i], grad[i], phase);
+                    } else {
+                        sp.sgd_momentum_update(&mut c.theta[i], &mut c.p[i], grad[i], phase);
+                    }
                 }
             }
         }

@@ -161,6 +161,10 @@ pub struct SamplerSpec {
     /// SGNHT with one ξ shared by all coordinates (the paper) instead of one per coordinate.
     #[serde(default)]
     pub sgnht_shared_xi: bool,
+    /// SGD's heavy-ball momentum μ ∈ [0, 1) (0: plain SGD): v ← μv − h g̃, θ ← θ + v, with the
+    /// velocity v kept in the chain's p (MATH.md §5.3).
+    #[serde(default, deserialize_with = "crate::math::ranges::de_momentum")]
+    pub sgd_momentum: f64,
     /// A chain diverges when |p| exceeds this (or anything is non-finite).
     #[serde(
         default = "d_bound",
@@ -211,6 +215,7 @@ impl SamplerSpec {
             sghmc_noise_estimate: 0.0,
             sgnht_diffusion: 1.0,
             sgnht_shared_xi: false,
+            sgd_momentum: 0.0,
             divergence_bound: d_bound(),
         }
     }
@@ -265,6 +270,12 @@ impl SamplerSpec {
             sghmc_noise_estimate: self.sghmc_noise_estimate as f32,
             sgnht_diffusion: self.sgnht_diffusion as f32,
             sgnht_shared_xi: self.sgnht_shared_xi,
+            // Only SGD has a heavy-ball momentum: another sampler's p is its own.
+            sgd_momentum: if self.kind == SamplerKind::Sgd {
+                self.sgd_momentum as f32
+            } else {
+                0.0
+            },
             divergence_bound: self.divergence_bound as f32,
             theta_bound: f32::MAX,
         }
@@ -318,6 +329,8 @@ pub struct SamplerParams {
     pub sgnht_diffusion: f32,
     /// SGNHT with a shared ξ.
     pub sgnht_shared_xi: bool,
+    /// SGD's heavy-ball momentum μ (0 for the other samplers).
+    pub sgd_momentum: f32,
     /// Divergence bound on |p|.
     pub divergence_bound: f32,
     /// Divergence bound on |θ|: a thousand times the target's own scale, set with the target
@@ -470,6 +483,15 @@ impl SamplerParams {
     #[inline(always)]
     pub fn sgd_update<R: Real>(&self, theta: &mut R, g: R, phase: StepPhase) {
         *theta -= g * phase.h;
+    }
+
+    /// SGD with heavy-ball momentum μ (MATH.md §5.3): v ← μv − h g̃, θ ← θ + v, the velocity
+    /// v held in p (it starts at 0: SGD has no momentum draw). At μ = 0 the callers take
+    /// [`Self::sgd_update`] instead, so plain SGD leaves p alone and stays bit for bit as it was.
+    #[inline(always)]
+    pub fn sgd_momentum_update<R: Real>(&self, theta: &mut R, v: &mut R, g: R, phase: StepPhase) {
+        *v = *v * self.sgd_momentum - g * phase.h;
+        *theta += *v;
     }
 
     /// Whether one coordinate is diverged: non-finite ξ, |p| above its bound or |θ| above
@@ -641,7 +663,11 @@ impl Model {
             SamplerKind::Sgd => {
                 let g = self.stochastic_gradient(c.theta, rng);
                 for k in 0..2 {
-                    sp.sgd_update(&mut c.theta[k], g[k], phase);
+                    if sp.sgd_momentum == 0.0 {
+                        sp.sgd_update(&mut c.theta[k], g[k], phase);
+                    } else {
+                        sp.sgd_momentum_update(&mut c.theta[k], &mut c.p[k], g[k], phase);
+                    }
                 }
             }
         }

@@ -1,12 +1,15 @@
 //! A thermodynamics sweep's table (MATH.md §5): the measured points of a merged sweep along
-//! η, with the slope temperature dU/dS, the free energy U − T S, and a held-out prediction:
-//! the law T(η) = aη/(1 − bη) fitted to the Gibbs temperatures of every other learning rate
-//! predicts T, U and S at the ones left out.
+//! η, with the slope temperature dU/dS (for a chosen k-NN entropy and slope window, and its
+//! spread over the others), the paper's free energy F(η; T*) = U(η) − T(η*)·S(η) at a chosen
+//! η* with T* from the slope and from the Gibbs fit, and a held-out prediction: the law
+//! T(η) = aη/(1 − bη) fitted to the Gibbs temperatures of every other learning rate predicts
+//! T, U and S at the ones left out.
 
 use super::Merged;
 use crate::diagnostics::thermodynamics::{
-    Cells, ThermoPoint, fit_temperature_law, measured, plane_cells, plane_quadrature_start,
-    slope_temperatures, sphere_quadrature, temperature_law,
+    Cells, DEFAULT_SLOPE_WINDOW, FreeEnergyCurve, KnnVariant, Measured, SLOPE_WINDOWS, ThermoPoint,
+    fit_temperature_law, free_energy_test, measured, plane_cells, plane_quadrature_start,
+    slope_spread, slope_temperatures_with, sphere_quadrature, temperature_law, variant_entropy,
 };
 use crate::math::sphere::loss as sphere_loss;
 use crate::preset::sphere::SpherePreset;
@@ -53,18 +56,85 @@ pub fn spec(
     }
 }
 
+/// What the table computes beyond the records (MATH.md §5.6): which k-NN entropy and slope
+/// window the slope temperatures use, and the η* of the free-energy test.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TableOptions {
+    /// Neighbour rank k and subsample divisor of the entropy the slopes and F use, one of a
+    /// point's stored variants; None: the record's S (k = 5, every alive chain).
+    pub knn: Option<(u32, u32)>,
+    /// Points of the slope fit (3, 5 or 7).
+    pub window: usize,
+    /// η* of the free-energy test: the nearest measured learning rate is taken; None: the
+    /// middle row.
+    pub eta_star: Option<f64>,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        Self {
+            knn: None,
+            window: DEFAULT_SLOPE_WINDOW,
+            eta_star: None,
+        }
+    }
+}
+
+/// The test of the paper's claim at η* (MATH.md §5.1): where F(η; T*) = U(η) − T*·S(η) is
+/// smallest with T* = T_slope(η*) (circular) and with T* = T_gibbs(η*) (independent). Row
+/// indices are the table's; the curves are each row's `f_slope_star` and `f_gibbs_star`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FreeEnergySummary {
+    /// Row of η*.
+    pub star: usize,
+    /// η*.
+    pub eta_star: f64,
+    /// T_slope(η*).
+    pub t_slope_star: Option<f64>,
+    /// T_gibbs(η*).
+    pub t_gibbs_star: Option<f64>,
+    /// Row where F(η; T_slope(η*)) is smallest.
+    pub min_slope: Option<usize>,
+    /// Row where F(η; T_gibbs(η*)) is smallest.
+    pub min_gibbs: Option<usize>,
+    /// η of that minimum.
+    pub eta_min_slope: Option<f64>,
+    /// η of that minimum.
+    pub eta_min_gibbs: Option<f64>,
+    /// Grid steps between η* and the minimum with T_slope(η*).
+    pub slope_steps_off: Option<usize>,
+    /// Grid steps between η* and the minimum with T_gibbs(η*).
+    pub gibbs_steps_off: Option<usize>,
+    /// The paper's claim at η*, tested independently: F(η; T_gibbs(η*)) is smallest within
+    /// one grid step of η*.
+    pub claim_holds: Option<bool>,
+}
+
 /// One row of the table.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
     /// Index of the record in the merged table.
     pub record: usize,
+    /// The group of rows with the same values on every axis but η (slopes and the
+    /// free-energy test stay within one).
+    pub group: usize,
     /// The point as measured.
     #[serde(flatten)]
     pub point: ThermoPoint,
     /// dU/dS from the neighbouring included learning rates.
     pub t_slope: Option<f64>,
-    /// U − T_slope · S (k-NN).
+    /// The smallest and largest T_slope over every stored k-NN variant (k, N) and every slope
+    /// window (3, 5, 7): how much the slope temperature depends on them.
+    pub t_slope_spread: Option<(f64, f64)>,
+    /// T_slope with each window of [`SLOPE_WINDOWS`] (3, 5, 7 points), the chosen entropy.
+    pub t_slope_windows: [Option<f64>; 3],
+    /// U − T_slope(η)·S(η), each η with its own T: not the paper's construction (see
+    /// `f_slope_star`), kept for comparison.
     pub free_energy: Option<f64>,
+    /// F(η; T*) = U(η) − T_slope(η*)·S(η) at the table's η*.
+    pub f_slope_star: Option<f64>,
+    /// F(η; T*) = U(η) − T_gibbs(η*)·S(η) at the table's η*.
+    pub f_gibbs_star: Option<f64>,
     /// For a held-out learning rate: T from the law fitted on the others.
     pub t_predicted: Option<f64>,
     /// The Gibbs law's U at that T.
@@ -80,6 +150,137 @@ pub struct Table {
     pub rows: Vec<Row>,
     /// The law T(η) = aη/(1 − bη) fitted on the even-numbered included rows: (a, b).
     pub law: Option<(f64, f64)>,
+    /// The entropy, slope window and η* the slopes and the free-energy test use.
+    pub options: TableOptions,
+    /// The free-energy test at η*.
+    pub free_energy_test: Option<FreeEnergySummary>,
+}
+
+impl Table {
+    /// The rows of each group, as ranges of `rows`.
+    fn groups(&self) -> Vec<std::ops::Range<usize>> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        while start < self.rows.len() {
+            let g = self.rows[start].group;
+            let end = start
+                + self.rows[start..]
+                    .iter()
+                    .take_while(|r| r.group == g)
+                    .count();
+            out.push(start..end);
+            start = end;
+        }
+        out
+    }
+
+    /// The measurements of `range` with the entropy of `knn` (None: the record's S).
+    fn measured_with(
+        &self,
+        range: std::ops::Range<usize>,
+        knn: Option<(u32, u32)>,
+    ) -> Vec<Measured> {
+        let points: Vec<ThermoPoint> = self.rows[range.clone()]
+            .iter()
+            .map(|r| r.point.clone())
+            .collect();
+        let mut m = measured(&points);
+        if let Some((k, divisor)) = knn {
+            for (mi, row) in m.iter_mut().zip(&self.rows[range]) {
+                let s = variant_entropy(&row.point.s_knn_variants, k, divisor);
+                mi.s = s.unwrap_or(f64::NAN);
+                mi.included = mi.included && s.is_some_and(f64::is_finite);
+            }
+        }
+        m
+    }
+
+    /// The row nearest to `eta` in log η (the middle row when None).
+    pub fn row_nearest(&self, eta: Option<f64>) -> Option<usize> {
+        if self.rows.is_empty() {
+            return None;
+        }
+        let Some(eta) = eta.filter(|e| *e > 0.0) else {
+            return Some(self.rows.len() / 2);
+        };
+        (0..self.rows.len()).min_by(|&a, &b| {
+            let d = |i: usize| (self.rows[i].point.eta.ln() - eta.ln()).abs();
+            d(a).total_cmp(&d(b))
+        })
+    }
+
+    /// Recomputes the slope temperatures, their spread, both free energies and the
+    /// free-energy test for `options` (cheap: no quadrature, no records read).
+    pub fn apply(&mut self, options: TableOptions) {
+        self.options = options;
+        for range in self.groups() {
+            let m = self.measured_with(range.clone(), options.knn);
+            let slopes = slope_temperatures_with(&m, options.window);
+            let variants: Vec<&[KnnVariant]> = self.rows[range.clone()]
+                .iter()
+                .map(|r| r.point.s_knn_variants.as_slice())
+                .collect();
+            let spread = slope_spread(&m, &variants);
+            let by_window = SLOPE_WINDOWS.map(|w| slope_temperatures_with(&m, w));
+            for (i, (((row, slope), mi), sp)) in self.rows[range]
+                .iter_mut()
+                .zip(slopes)
+                .zip(&m)
+                .zip(spread)
+                .enumerate()
+            {
+                row.t_slope = slope;
+                row.t_slope_spread = sp;
+                row.t_slope_windows = [0, 1, 2].map(|w| by_window[w][i]);
+                row.free_energy = slope
+                    .filter(|_| mi.s.is_finite())
+                    .map(|t| row.point.u - t * mi.s);
+            }
+        }
+        self.set_eta_star(self.row_nearest(options.eta_star));
+    }
+
+    /// The free-energy test at row `star` (none: cleared): F(η; T*) of its group with
+    /// T* = T_slope(η*) and T_gibbs(η*), into each row and [`Table::free_energy_test`].
+    pub fn set_eta_star(&mut self, star: Option<usize>) {
+        for row in &mut self.rows {
+            (row.f_slope_star, row.f_gibbs_star) = (None, None);
+        }
+        self.free_energy_test = None;
+        let Some(star) = star.filter(|&s| s < self.rows.len()) else {
+            return;
+        };
+        self.options.eta_star = Some(self.rows[star].point.eta);
+        let Some(range) = self.groups().into_iter().find(|g| g.contains(&star)) else {
+            return;
+        };
+        let m = self.measured_with(range.clone(), self.options.knn);
+        let (t_slope, t_gibbs) = (self.rows[star].t_slope, self.rows[star].point.t_gibbs);
+        let test = free_energy_test(&m, star - range.start, t_slope, t_gibbs);
+        let values = |c: &Option<FreeEnergyCurve>, i: usize| c.as_ref().and_then(|c| c.values[i]);
+        for (i, row) in self.rows[range.clone()].iter_mut().enumerate() {
+            row.f_slope_star = values(&test.slope, i);
+            row.f_gibbs_star = values(&test.gibbs, i);
+        }
+        let row_of = |c: &Option<FreeEnergyCurve>| {
+            c.as_ref().and_then(|c| c.argmin).map(|i| range.start + i)
+        };
+        let (min_slope, min_gibbs) = (row_of(&test.slope), row_of(&test.gibbs));
+        let eta = |r: Option<usize>| r.map(|r| self.rows[r].point.eta);
+        self.free_energy_test = Some(FreeEnergySummary {
+            star,
+            eta_star: self.rows[star].point.eta,
+            t_slope_star: t_slope,
+            t_gibbs_star: t_gibbs,
+            min_slope,
+            min_gibbs,
+            eta_min_slope: eta(min_slope),
+            eta_min_gibbs: eta(min_gibbs),
+            slope_steps_off: test.slope_steps_off(),
+            gibbs_steps_off: test.gibbs_steps_off(),
+            claim_holds: test.gibbs_steps_off().map(|off| off <= 1),
+        });
+    }
 }
 
 /// Quadrature cells of a point's loss at temperature `t`.
@@ -112,9 +313,14 @@ fn point_preset(merged: &Merged, coords: &[f64]) -> Option<AnyPreset> {
     crate::preset::sweep_file::apply(&base, &fields, coords, None).ok()
 }
 
-/// The table of a merged thermodynamics sweep; an error when its records are not
-/// thermodynamic measurements.
+/// The table of a merged thermodynamics sweep with the default options; an error when its
+/// records are not thermodynamic measurements.
 pub fn table(merged: &Merged) -> anyhow::Result<Table> {
+    table_with(merged, TableOptions::default())
+}
+
+/// The table of a merged thermodynamics sweep with `options`.
+pub fn table_with(merged: &Merged, options: TableOptions) -> anyhow::Result<Table> {
     if merged.header.measure != "thermo" {
         anyhow::bail!("this sweep measured runs, not thermodynamics (measure: Thermo)");
     }
@@ -126,9 +332,14 @@ pub fn table(merged: &Merged) -> anyhow::Result<Table> {
         .map(|(k, r)| {
             Ok(Row {
                 record: k,
+                group: 0,
                 point: ThermoPoint::from_record(r.run.clone())?,
                 t_slope: None,
+                t_slope_spread: None,
+                t_slope_windows: [None; 3],
                 free_energy: None,
+                f_slope_star: None,
+                f_gibbs_star: None,
                 t_predicted: None,
                 u_predicted: None,
                 s_predicted: None,
@@ -152,16 +363,15 @@ pub fn table(merged: &Merged) -> anyhow::Result<Table> {
     });
     let mut law = None;
     let mut start = 0;
+    let mut group_index = 0;
     while start < rows.len() {
         let k = key(&rows[start]);
         let end = start + rows[start..].iter().take_while(|r| key(r) == k).count();
         let group = &mut rows[start..end];
-        let points: Vec<ThermoPoint> = group.iter().map(|r| r.point.clone()).collect();
-        let slopes = slope_temperatures(&measured(&points));
-        for (row, slope) in group.iter_mut().zip(slopes) {
-            row.t_slope = slope;
-            row.free_energy = slope.zip(row.point.s_knn).map(|(t, s)| row.point.u - t * s);
+        for row in group.iter_mut() {
+            row.group = group_index;
         }
+        group_index += 1;
         // Held out: fit on every other included row, predict the rest.
         let included: Vec<usize> = (0..group.len())
             .filter(|&i| group[i].point.excluded.is_none())
@@ -189,11 +399,20 @@ pub fn table(merged: &Merged) -> anyhow::Result<Table> {
         law = law.or(group_law);
         start = end;
     }
-    Ok(Table { rows, law })
+    let mut table = Table {
+        rows,
+        law,
+        options,
+        free_energy_test: None,
+    };
+    table.apply(options);
+    Ok(table)
 }
 
 /// The table as CSV: η, U, S (k-NN, histogram), the temperatures, the Gibbs distance, SNR,
-/// stationarity and the held-out predictions (empty cells where undefined).
+/// stationarity, the held-out predictions, F(η; T*) at the table's η* with T* = T_slope(η*)
+/// and T_gibbs(η*), and the spread of T_slope over k, N and windows (empty cells where
+/// undefined).
 pub fn csv(table: &Table) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let header = [
@@ -216,6 +435,10 @@ pub fn csv(table: &Table) -> String {
         "T_predicted",
         "U_predicted",
         "S_predicted",
+        "F_slope_star",
+        "F_gibbs_star",
+        "T_slope_min",
+        "T_slope_max",
     ];
     w.write_record(header).expect("in memory");
     let num = |v: Option<f64>| {
@@ -244,6 +467,10 @@ pub fn csv(table: &Table) -> String {
             num(r.t_predicted),
             num(r.u_predicted),
             num(r.s_predicted),
+            num(r.f_slope_star),
+            num(r.f_gibbs_star),
+            num(r.t_slope_spread.map(|s| s.0)),
+            num(r.t_slope_spread.map(|s| s.1)),
         ])
         .expect("in memory");
     }

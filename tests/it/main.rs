@@ -29,5 +29,6 @@ mod shader_interface;
 mod statistics;
 mod sweep;
 mod thermo;
+mod thermo_plane;
 mod train;
 mod train_data;

@@ -76,16 +76,29 @@ fn gpu_gradients_match_cpu() {
     }
 }
 
+/// Every sampler, and SGD with heavy-ball momentum (its velocity in p).
 #[test]
 fn gpu_trajectories_match_cpu_for_every_sampler() {
-    for (kind, _) in SamplerKind::ALL {
-        let m = model(kind, Activation::Tanh, 16);
+    let cases = SamplerKind::ALL
+        .iter()
+        .map(|&(kind, _)| (kind, 0.0))
+        .chain([(SamplerKind::Sgd, 0.9)]);
+    for (kind, momentum) in cases {
+        let mut m = model(kind, Activation::Tanh, 16);
+        m.sampler.sgd_momentum = momentum;
+        // Momentum μ multiplies the step by 1/(1 − μ): the same effective step as plain SGD's
+        // keeps the comparison out of the chaotic regime.
+        m.sampler.h *= 1.0 - momentum;
         let chains = 128;
         let mut cpu = MlpCpuEngine::new(m.clone(), chains, &MlpInit::default(), 7);
         let mut gpu = gpu(m, chains);
         let rc = cpu.advance(50).unwrap();
         let rg = gpu.advance(50).unwrap();
-        assert_eq!((rc.alive, rc.diverged), (rg.alive, rg.diverged), "{kind:?}");
+        assert_eq!(
+            (rc.alive, rc.diverged),
+            (rg.alive, rg.diverged),
+            "{kind:?} μ {momentum}"
+        );
         let a = gpu.read_weights(0, chains).unwrap();
         let b = cpu.read_weights(0, chains).unwrap();
         let worst = a
@@ -93,8 +106,8 @@ fn gpu_trajectories_match_cpu_for_every_sampler() {
             .zip(&b)
             .map(|(x, y)| (x - y).abs())
             .fold(0.0f32, f32::max);
-        println!("{kind:?}: max |θ_gpu − θ_cpu| after 50 steps {worst:.2e}");
-        assert!(worst <= 1e-3, "{kind:?}: {worst:e}");
+        println!("{kind:?} μ {momentum}: max |θ_gpu − θ_cpu| after 50 steps {worst:.2e}");
+        assert!(worst <= 1e-3, "{kind:?} μ {momentum}: {worst:e}");
         let t = (rc.overall.kinetic_temperature - rg.overall.kinetic_temperature).abs();
         assert!(
             t <= 1e-3 * rc.overall.kinetic_temperature.max(1.0),

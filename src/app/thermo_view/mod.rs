@@ -8,15 +8,18 @@ use super::colormap::Colormap;
 use super::view::{Action, Shell, Status, View};
 use crate::app::plots::Outlined;
 use crate::diagnostics::thermodynamics::Histogram;
+use crate::diagnostics::thermodynamics::{
+    SLOPE_WINDOWS, VARIANT_DIVISORS, VARIANT_K, block_temperatures,
+};
 use crate::engine::BackendChoice;
 use crate::math::SamplerKind;
 use crate::preset::AnyPreset;
 use crate::preset::sweep_file::Sweep;
 use crate::sweep::background::{BackgroundSweep, Polled};
-use crate::sweep::thermo_table::{Row, Table, table};
+use crate::sweep::thermo_table::{Row, Table, TableOptions, table_with};
 use crate::sweep::{self, Merged};
 use egui::{Color32, Rect, RichText, Ui};
-use egui_plot::{Legend, Line, LineStyle, PlotImage, PlotPoint, PlotPoints, Points};
+use egui_plot::{Legend, Line, LineStyle, PlotImage, PlotPoint, PlotPoints, Points, VLine};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -41,6 +44,9 @@ const THEORY: Color32 = Color32::from_rgb(200, 200, 200);
 const HELD_OUT: Color32 = Color32::from_rgb(230, 110, 230);
 const EXCLUDED: Color32 = Color32::from_rgb(140, 140, 140);
 
+/// One number of a table row.
+type RowValue = fn(&Row) -> Option<f64>;
+
 /// The thermodynamics view.
 pub struct ThermoView {
     /// The preset swept (its sampler runs at every learning rate).
@@ -55,6 +61,8 @@ pub struct ThermoView {
     pub table: Option<Table>,
     /// The row of the Gibbs test.
     pub selected: usize,
+    /// The entropy and slope window of the slopes, and the η* of the free-energy test.
+    pub options: TableOptions,
     error: Option<String>,
     backend: BackendChoice,
     /// Where the sweeps run (each in a folder of its own, with the base preset beside).
@@ -77,6 +85,7 @@ impl ThermoView {
             run: None,
             table: None,
             selected: 0,
+            options: TableOptions::default(),
             error: None,
             backend,
             folder,
@@ -156,7 +165,7 @@ impl ThermoView {
     }
 
     fn show(&mut self, merged: Merged) {
-        match table(&merged) {
+        match table_with(&merged, self.options) {
             Ok(t) => {
                 // The Gibbs test starts in the middle of the sweep (the ends have no slope).
                 if self
@@ -275,6 +284,18 @@ impl ThermoView {
                             .style(LineStyle::dashed_loose()),
                     );
                 }
+                // How much T_slope moves with k, N and the window: the band's edges.
+                let low = pick(&|r| r.t_slope_spread.map(|s| s.0), true);
+                if !low.is_empty() {
+                    let edge = |pts, name: &str| {
+                        Self::line(pts, name, SLOPE)
+                            .width(1.0)
+                            .color(SLOPE.gamma_multiply(0.5))
+                            .style(LineStyle::dotted_dense())
+                    };
+                    p.line(edge(low, "slope: range over k, N, window"));
+                    p.line(edge(pick(&|r| r.t_slope_spread.map(|s| s.1), true), ""));
+                }
                 p.line(Self::line(pick(&|r| r.t_slope, true), "slope dU/dS", SLOPE));
                 p.line(Self::line(
                     pick(&|r| r.point.t_gibbs, true),
@@ -288,18 +309,74 @@ impl ThermoView {
                 p.points(held_out(pick(&|r| r.t_predicted, true)));
             });
             self.panels.push(("T(η) panel".into(), r.response.rect));
-            let r = plot("thermo F", "F = U − T·S (slope T)")
-                .legend(Legend::default().position(egui_plot::Corner::RightTop))
-                .show_outlined(ui, |p| {
-                    p.line(Self::line(pick(&|r| r.free_energy, true), "F", GIBBS));
-                    p.points(
-                        Points::new("", pick(&|r| r.free_energy, true))
-                            .radius(3.0)
-                            .color(GIBBS),
-                    );
-                });
-            self.panels.push(("F(η) panel".into(), r.response.rect));
+            let test = t.free_energy_test.clone();
+            // F rises steeply at the largest η: the legend goes top left, over the flat part.
+            let r = plot("thermo F", "F(η; T*) = U(η) − T*·S(η)").show_outlined(ui, |p| {
+                let Some(test) = &test else {
+                    return;
+                };
+                p.vline(
+                    VLine::new("η*", test.eta_star.log10())
+                        .color(THEORY)
+                        .style(LineStyle::dashed_loose()),
+                );
+                let gibbs = pick(&|r| r.f_gibbs_star, true);
+                let slope = pick(&|r| r.f_slope_star, true);
+                p.line(Self::line(gibbs.clone(), "T* = T_gibbs(η*)", GIBBS));
+                p.points(Points::new("", gibbs).radius(2.5).color(GIBBS));
+                p.line(
+                    Self::line(slope.clone(), "T* = T_slope(η*)", SLOPE)
+                        .style(LineStyle::dashed_dense()),
+                );
+                p.points(Points::new("", slope).radius(2.5).color(SLOPE));
+                // The minima, ringed.
+                let minima: [(Option<usize>, RowValue, Color32); 2] = [
+                    (test.min_gibbs, |r| r.f_gibbs_star, GIBBS),
+                    (test.min_slope, |r| r.f_slope_star, SLOPE),
+                ];
+                for (row, f, color) in minima {
+                    if let Some(r) = row.and_then(|i| t.rows.get(i))
+                        && let Some(v) = f(r)
+                    {
+                        p.points(
+                            Points::new("minimum", vec![[x(r), v]])
+                                .radius(7.0)
+                                .filled(false)
+                                .color(color),
+                        );
+                    }
+                }
+            });
+            self.panels.push(("F(η; T*) panel".into(), r.response.rect));
         });
+        if let Some(line) = self.free_energy_line() {
+            ui.label(RichText::new(line).small());
+        }
+    }
+
+    /// What the F(η; T*) panel shows, in a line: the test of the paper's central claim.
+    fn free_energy_line(&self) -> Option<String> {
+        let test = self.table.as_ref()?.free_energy_test.as_ref()?;
+        let short = super::axes::short;
+        let at = |eta: Option<f64>, off: Option<usize>| match (eta, off) {
+            (Some(e), Some(0)) => format!("at η = {} (η* itself)", short(e)),
+            (Some(e), Some(1)) => format!("at η = {} (one grid step from η*)", short(e)),
+            (Some(e), Some(n)) => format!("at η = {} ({n} grid steps from η*)", short(e)),
+            _ => "— (no temperature at η*)".into(),
+        };
+        let verdict = match test.claim_holds {
+            Some(true) => "the claim holds here",
+            Some(false) => "the claim fails here",
+            None => "no test without T_gibbs(η*)",
+        };
+        Some(format!(
+            "The paper's claim: F(η; T*) = U(η) − T*·S(η) with T* = T(η*) is smallest at η = η* = {}. \
+             With T* = T_gibbs(η*) (measured without slopes) the minimum is {}: {verdict}. With \
+             T* = T_slope(η*) (circular, as the paper does) it is {}.",
+            short(test.eta_star),
+            at(test.eta_min_gibbs, test.gibbs_steps_off),
+            at(test.eta_min_slope, test.slope_steps_off),
+        ))
     }
 
     /// Images of the chosen row: the ensemble's histogram and the fitted Gibbs law its
@@ -530,6 +607,200 @@ impl ThermoView {
         });
     }
 
+    /// η* of the free-energy test, and the entropy and window of the slope temperatures:
+    /// each change recomputes the table's slopes and F(η; T*) (no rerun).
+    fn free_energy_controls(&mut self, ui: &mut Ui) {
+        let Some(t) = &mut self.table else {
+            return;
+        };
+        if t.rows.is_empty() {
+            return;
+        }
+        let n = t.rows.len();
+        let etas: Vec<f64> = t.rows.iter().map(|r| r.point.eta).collect();
+        let mut star = t.free_energy_test.as_ref().map_or(n / 2, |f| f.star);
+        let before = star;
+        ui.add(
+            egui::Slider::new(&mut star, 0..=n - 1)
+                .custom_formatter(move |v, _| super::axes::short(etas[v as usize]))
+                .text("η* of F(η; T*)"),
+        )
+        .on_hover_text("F(η; T*) = U(η) − T(η*)·S(η): the paper says it is smallest at η = η*");
+        if star != before {
+            t.set_eta_star(Some(star));
+            self.options = t.options;
+        }
+        let mut options = self.options;
+        let (k, divisor) = options.knn.unwrap_or((5, 1));
+        let (mut k, mut divisor) = (k, divisor);
+        ui.horizontal(|ui| {
+            egui::ComboBox::from_id_salt("thermo knn k")
+                .width(50.0)
+                .selected_text(format!("k = {k}"))
+                .show_ui(ui, |ui| {
+                    for v in VARIANT_K {
+                        ui.selectable_value(&mut k, v, format!("k = {v}"));
+                    }
+                });
+            egui::ComboBox::from_id_salt("thermo knn n")
+                .width(60.0)
+                .selected_text(if divisor == 1 { "N".to_owned() } else { format!("N/{divisor}") })
+                .show_ui(ui, |ui| {
+                    for v in VARIANT_DIVISORS {
+                        let label = if v == 1 { "N".to_owned() } else { format!("N/{v}") };
+                        ui.selectable_value(&mut divisor, v, label);
+                    }
+                });
+            ui.label("k-NN S");
+        })
+        .response
+        .on_hover_text("The entropy the slopes and F use: neighbour rank k, on N chains (all alive up to 20,000) or every 4th or 16th of them (stored for each 2-D point)");
+        ui.horizontal(|ui| {
+            ui.label("slope fit over");
+            for w in SLOPE_WINDOWS {
+                ui.selectable_value(&mut options.window, w, format!("{w}"));
+            }
+            ui.label("points");
+        });
+        options.knn = (k, divisor).ne(&(5, 1)).then_some((k, divisor));
+        if options != self.options {
+            t.apply(options);
+            self.options = t.options;
+        }
+    }
+
+    /// The review's objections as experiments (MATH.md §5.6), for the plane: ΔU/ΔS per block
+    /// along the chosen η's run (a width while the run relaxes, not a temperature), and
+    /// T_slope with each slope window beside the Gibbs fit, with its range over k, N and
+    /// windows.
+    fn objection_panels(&mut self, ui: &mut Ui, width: f32, height: f32) {
+        let (Some(row), Some(t)) = (self.selected_row(), self.table.clone()) else {
+            return;
+        };
+        let p = &row.point;
+        let info = (width * 0.25).clamp(220.0, 340.0);
+        let w = (width - info - 36.0) / 2.0;
+        let blocks = block_temperatures(&p.u_trace, &p.s_trace);
+        let positive: Vec<[f64; 2]> = blocks
+            .iter()
+            .filter(|b| b.1 > 0.0)
+            .map(|&(step, v)| [f64::from(step), v.log10()])
+            .collect();
+        let not_drawn = blocks.len() - positive.len();
+        let log_axis = |m: egui_plot::GridMark, _: &std::ops::RangeInclusive<f64>| {
+            super::axes::short(10f64.powf(m.value))
+        };
+        ui.horizontal(|ui| {
+            let r = super::plots::fixed_plot("thermo blocks", w, height)
+                .legend(Legend::default().position(egui_plot::Corner::LeftBottom))
+                .x_grid_spacer(crate::app::axes::x_marks)
+                .x_axis_label("step")
+                .include_x(0.0)
+                .y_axis_label("ΔU/ΔS per block (log)")
+                .y_axis_formatter(log_axis)
+                .show_outlined(ui, |pl| {
+                    for (v, name, color) in [
+                        (p.t_theory, "known answer T", THEORY),
+                        (p.t_gibbs, "T_gibbs (final ensemble)", GIBBS),
+                    ] {
+                        if let Some(v) = v.filter(|v| *v > 0.0) {
+                            pl.hline(
+                                egui_plot::HLine::new(name, v.log10())
+                                    .color(color)
+                                    .style(LineStyle::dashed_loose()),
+                            );
+                        }
+                    }
+                    pl.line(Self::line(positive.clone(), "ΔU/ΔS", SLOPE));
+                    pl.points(Points::new("", positive).radius(2.5).color(SLOPE));
+                });
+            self.panels
+                .push(("ΔU/ΔS per block panel".into(), r.response.rect));
+            let x = |r: &Row| r.point.eta.log10();
+            let series = |f: &dyn Fn(&Row) -> Option<f64>| -> Vec<[f64; 2]> {
+                t.rows
+                    .iter()
+                    .filter(|r| r.group == row.group && r.point.excluded.is_none())
+                    .filter_map(|r| f(r).filter(|v| *v > 0.0).map(|v| [x(r), v.log10()]))
+                    .collect()
+            };
+            let r = super::plots::fixed_plot("thermo windows", w, height)
+                .legend(Legend::default().position(egui_plot::Corner::LeftTop))
+                .x_axis_label("learning rate η (log)")
+                .x_axis_formatter(|m, _| super::axes::short(10f64.powf(m.value)))
+                .y_axis_label("T (log)")
+                .y_axis_formatter(log_axis)
+                .show_outlined(ui, |pl| {
+                    pl.line(Self::line(series(&|r| r.point.t_gibbs), "Gibbs fit", GIBBS));
+                    let styles = [
+                        LineStyle::dotted_dense(),
+                        LineStyle::Solid,
+                        LineStyle::dashed_dense(),
+                    ];
+                    for (k, window) in SLOPE_WINDOWS.iter().enumerate() {
+                        pl.line(
+                            Self::line(
+                                series(&|r| r.t_slope_windows[k]),
+                                &format!("slope, {window} points"),
+                                SLOPE.gamma_multiply(0.55 + 0.15 * k as f32),
+                            )
+                            .width(1.5)
+                            .style(styles[k]),
+                        );
+                    }
+                });
+            self.panels
+                .push(("slope windows panel".into(), r.response.rect));
+            ui.vertical(|ui| {
+                ui.set_max_width(info);
+                let short = |v: Option<f64>| v.map_or("—".to_owned(), super::axes::short);
+                ui.label(RichText::new("The review's objections").strong());
+                ui.label(
+                    RichText::new(format!(
+                        "Left: ΔU/ΔS between block ends of the run at η = {}. While the \
+                         ensemble relaxes it measures its width (on the quadratic started \
+                         wide, λ·Var θ falls from λV₀ to T), not a temperature; at \
+                         stationarity both differences are noise. Raise \"start width\" and \
+                         lower η to see it.",
+                        super::axes::short(p.eta)
+                    ))
+                    .small(),
+                );
+                if not_drawn > 0 {
+                    ui.label(
+                        RichText::new(format!("{not_drawn} blocks with ΔU/ΔS ≤ 0 not drawn"))
+                            .small()
+                            .color(EXCLUDED),
+                    );
+                }
+                ui.label(
+                    RichText::new(
+                        "Right: T_slope with 3, 5 and 7 points in the fit, beside the Gibbs \
+                         fit.",
+                    )
+                    .small(),
+                );
+                match row.t_slope_spread {
+                    Some((lo, hi)) => ui.label(format!(
+                        "T_slope at this η: {} (chosen); {} to {} over k ∈ {{2, 5, 10, 20}}, \
+                         N/1, N/4, N/16 and 3, 5, 7 points",
+                        short(row.t_slope),
+                        short(Some(lo)),
+                        short(Some(hi))
+                    )),
+                    None if p.s_knn_variants.is_empty() => ui.label(
+                        RichText::new(
+                            "This record stores no entropies for other k and N (written \
+                             before they were): run the sweep again.",
+                        )
+                        .small(),
+                    ),
+                    None => ui.label("No slope at this η (an end of the sweep)."),
+                };
+            });
+        });
+    }
+
     /// A quantity of the chosen η over the steps of its run.
     fn trace_plot(
         &mut self,
@@ -664,9 +935,16 @@ impl View for ThermoView {
                                 ui.selectable_value(&mut p.sampler.kind, kind, kind.name());
                             }
                         });
-                    if p.sampler.kind != SamplerKind::Sgd {
+                    if p.sampler.kind == SamplerKind::Sgd {
+                        let mut mu = p.sampler.sgd_momentum;
+                        ui.add(egui::Slider::new(&mut mu, 0.0..=0.95).text("momentum μ"))
+                            .on_hover_text("Heavy-ball SGD: v ← μv − ηg̃, θ ← θ + v. On the quadratic the known answer is λ·Var θ = ησ²(1 + μ)/((1 − μ)(2(1 + μ) − ηλ))");
+                        p.sampler.sgd_momentum = mu;
+                    } else {
                         ui.label(RichText::new("The known answer is SGD's; for the others the question is open: does a monotone T(η) exist?").small());
                     }
+                    ui.add(egui::Slider::new(&mut p.init.scale, 0.01..=10.0).logarithmic(true).text("start width"))
+                        .on_hover_text("The chains start at N(centre, width²): started wide at a small η, the run relaxes, and ΔU/ΔS per block follows the width, not a temperature");
                     ui.add(egui::Slider::new(&mut p.chains, 1000..=100_000).logarithmic(true).text("chains"));
                     ui.add(egui::Slider::new(&mut p.steps, 100..=20_000).logarithmic(true).text("steps"));
                 }
@@ -739,6 +1017,10 @@ impl View for ThermoView {
                     }),
             );
         }
+        self.free_energy_controls(ui);
+        let Some(t) = &self.table else {
+            return;
+        };
         let excluded: Vec<String> = t
             .rows
             .iter()
@@ -789,14 +1071,16 @@ impl View for ThermoView {
             return;
         }
         let sphere = matches!(self.base, AnyPreset::Sphere(_));
-        let rows = if sphere { 3.0 } else { 2.0 };
-        let h = (size.y - 30.0 * rows) / rows;
+        // Three rows of panels, their separators and the free-energy line under the curves.
+        let h = (size.y - 126.0) / 3.0;
         self.curves(ui, size.x, h);
         ui.separator();
         self.gibbs_test(ui, size.x, h);
+        ui.separator();
         if sphere {
-            ui.separator();
             self.sphere_panels(ui, size.x, h);
+        } else {
+            self.objection_panels(ui, size.x, h);
         }
     }
 

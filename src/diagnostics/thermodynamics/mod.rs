@@ -7,7 +7,15 @@
 //! The 2-D targets use a grid that zooms to where exp(−L/T) lives; the sphere an equal-area
 //! (longitude, z) grid.
 
+mod free_energy;
+mod objections;
 mod point;
+
+pub use free_energy::{FreeEnergyCurve, FreeEnergyTest, free_energy_curve, free_energy_test};
+pub use objections::{
+    DEFAULT_SLOPE_WINDOW, KnnVariant, SLOPE_WINDOWS, VARIANT_DIVISORS, VARIANT_K,
+    block_temperatures, knn_variants, slope_spread, variant_entropy,
+};
 
 pub use point::{
     COLLAPSED_S, HISTOGRAM_CELLS, Histogram, KNN_K, KnownAnswer, SPHERE_HISTOGRAM, SPHERE_SAMPLE,
@@ -279,6 +287,21 @@ pub fn quadratic_temperature(eta: f64, lambda: f64, sigma: f64) -> Option<f64> {
     (el > 0.0 && el < 2.0).then(|| eta * sigma * sigma / (2.0 - el))
 }
 
+/// The stationary temperature λ·Var θ of SGD with heavy-ball momentum μ (v ← μv − ηg̃,
+/// θ ← θ + v) on L = λθ²/2 with additive noise of standard deviation σ (MATH.md §5.3):
+/// ησ²(1 + μ)/((1 − μ)(2(1 + μ) − ηλ)); at μ = 0 it is [`quadratic_temperature`]'s. None
+/// outside the stable range 0 < ηλ < 2(1 + μ), 0 ≤ μ < 1.
+pub fn quadratic_temperature_with_momentum(
+    eta: f64,
+    lambda: f64,
+    sigma: f64,
+    momentum: f64,
+) -> Option<f64> {
+    let (el, mu) = (eta * lambda, momentum);
+    (el > 0.0 && el < 2.0 * (1.0 + mu) && (0.0..1.0).contains(&mu))
+        .then(|| eta * sigma * sigma * (1.0 + mu) / ((1.0 - mu) * (2.0 * (1.0 + mu) - el)))
+}
+
 /// One measured learning rate of a sweep, as the table needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
@@ -294,15 +317,22 @@ pub struct Measured {
     pub included: bool,
 }
 
+/// [`slope_temperatures_with`] over windows of [`DEFAULT_SLOPE_WINDOW`] points.
+pub fn slope_temperatures(points: &[Measured]) -> Vec<Option<f64>> {
+    slope_temperatures_with(points, DEFAULT_SLOPE_WINDOW)
+}
+
 /// The slope temperature dU/dS at each point from the included points around it. The excess
 /// loss E = U − min L is fitted in logarithm, ln E as a quadratic in S, over a window of up to
-/// five neighbouring included points (in order of η) and differentiated at the point:
+/// `window` (at least 3) neighbouring included points (in order of η), centred on the point
+/// where the ends allow, and differentiated at the point:
 /// T = E · d ln E/dS. Near a minimum E ∝ T and S = ln T + const, so ln E is nearly linear
 /// in S and the fit has almost no curvature to get wrong where T climbs steeply (ηλ → 2); the
 /// window smooths the Monte-Carlo noise a two-point difference would double. Without a known
 /// minimum, U itself is fitted. None at the first and last included points (a slope there
 /// would extrapolate) and with fewer than three.
-pub fn slope_temperatures(points: &[Measured]) -> Vec<Option<f64>> {
+pub fn slope_temperatures_with(points: &[Measured], window: usize) -> Vec<Option<f64>> {
+    let window = window.max(3);
     let included: Vec<usize> = (0..points.len()).filter(|&i| points[i].included).collect();
     let mut out = vec![None; points.len()];
     let n = included.len();
@@ -310,16 +340,16 @@ pub fn slope_temperatures(points: &[Measured]) -> Vec<Option<f64>> {
         return out;
     }
     for (k, &i) in included.iter().enumerate().take(n - 1).skip(1) {
-        let lo = k.saturating_sub(2).min(n.saturating_sub(5));
-        let hi = (lo + 5).min(n);
-        let window: Vec<&Measured> = included[lo..hi].iter().map(|&j| &points[j]).collect();
-        let xs: Vec<f64> = window.iter().map(|p| p.s - points[i].s).collect();
-        let excess: Vec<f64> = window.iter().map(|p| p.u - p.u_min).collect();
+        let lo = k.saturating_sub(window / 2).min(n.saturating_sub(window));
+        let hi = (lo + window).min(n);
+        let fitted: Vec<&Measured> = included[lo..hi].iter().map(|&j| &points[j]).collect();
+        let xs: Vec<f64> = fitted.iter().map(|p| p.s - points[i].s).collect();
+        let excess: Vec<f64> = fitted.iter().map(|p| p.u - p.u_min).collect();
         out[i] = if excess.iter().all(|e| *e > 0.0 && e.is_finite()) {
             let logs: Vec<f64> = excess.iter().map(|e| e.ln()).collect();
             quadratic_slope_at_zero(&xs, &logs).map(|d| d * (points[i].u - points[i].u_min))
         } else {
-            let ys: Vec<f64> = window.iter().map(|p| p.u).collect();
+            let ys: Vec<f64> = fitted.iter().map(|p| p.u).collect();
             quadratic_slope_at_zero(&xs, &ys)
         }
         .filter(|t| t.is_finite());
@@ -464,6 +494,16 @@ mod tests {
                 ..*p
             })
             .collect();
+        for window in SLOPE_WINDOWS {
+            let slopes = slope_temperatures_with(&points, window);
+            for (p, s) in points.iter().zip(&slopes).skip(1).take(18) {
+                assert!(
+                    (s.unwrap() / p.u - 1.0).abs() < 1e-9,
+                    "window {window}, η {}",
+                    p.eta
+                );
+            }
+        }
         for (set, tolerance) in [(&points, 1e-9), (&unknown, 0.03)] {
             let slopes = slope_temperatures(set);
             assert_eq!((slopes[0], slopes[19]), (None, None));

@@ -7,7 +7,8 @@
 
 use super::{
     Measured, fit_temperature, plane_cells, plane_gibbs_on_grid, plane_quadrature_start,
-    quadratic_temperature, sphere_cell, sphere_gibbs_on_grid, sphere_quadrature, total_variation,
+    quadratic_temperature_with_momentum, sphere_cell, sphere_gibbs_on_grid, sphere_quadrature,
+    total_variation,
 };
 use crate::diagnostics::entropy::{
     histogram_entropy, knn_entropy, plug_in_entropy, sphere_knn_entropy,
@@ -137,6 +138,11 @@ pub struct ThermoPoint {
     pub sample: Vec<[f32; 3]>,
     /// Fraction of the chains with |z| > 0.99, within 8° of a pole ±(0, 0, 1) (the sphere).
     pub pole_fraction: Option<f64>,
+    /// S by k-NN for other neighbour ranks k and ensemble sizes N ([`super::knn_variants`],
+    /// the plane), so the table can show how T_slope depends on them. Empty in records
+    /// written before it was stored.
+    #[serde(default)]
+    pub s_knn_variants: Vec<super::KnnVariant>,
 }
 
 impl ThermoPoint {
@@ -258,14 +264,16 @@ pub struct KnownAnswer {
     pub lambda: f64,
 }
 
-/// The known answer for SGD at learning rate `eta` on an isotropic Gaussian (ρ = 0,
-/// σ₁ = σ₂) with isotropic additive noise and no schedule; None for anything else.
+/// The known answer for SGD at learning rate `eta` with heavy-ball `momentum` μ (0: plain
+/// SGD) on an isotropic Gaussian (ρ = 0, σ₁ = σ₂) with isotropic additive noise and no
+/// schedule; None for anything else.
 pub fn known_answer(
     sampler: SamplerKind,
     schedule: &ScheduleSpec,
     target: &Target,
     noise: &NoiseSpec,
     eta: f64,
+    momentum: f64,
 ) -> Option<KnownAnswer> {
     if sampler != SamplerKind::Sgd {
         return None;
@@ -280,7 +288,7 @@ pub fn known_answer(
     if !isotropic || *schedule != ScheduleSpec::Constant {
         return None;
     }
-    quadratic_temperature(eta, g.precision[0], sigma).map(|t| KnownAnswer {
+    quadratic_temperature_with_momentum(eta, g.precision[0], sigma, momentum).map(|t| KnownAnswer {
         t,
         lambda: g.precision[0],
     })
@@ -358,7 +366,15 @@ pub fn plane_point(
     point.var = (0..2)
         .map(|k| thetas.iter().map(|t| (t[k] - mean[k]).powi(2)).sum::<f64>() / (n - 1.0))
         .collect();
-    point.s_knn = knn_entropy(thetas, KNN_K);
+    point.s_knn_variants = super::knn_variants(thetas);
+    // Up to VARIANT_CHAINS chains the variants include k = KNN_K on every chain: the same
+    // estimate, not computed twice.
+    point.s_knn = point
+        .s_knn_variants
+        .iter()
+        .find(|v| v.k == KNN_K as u32 && v.n as usize == thetas.len())
+        .map(|v| v.s)
+        .or_else(|| knn_entropy(thetas, KNN_K));
     // The histogram covers the ensemble (mean ± 5 sd), with about four points per cell in the
     // bulk: finer cells leave most of them empty (the plug-in estimate then drops), coarser
     // ones blur the density.
@@ -601,6 +617,7 @@ mod tests {
             &target,
             &noise,
             1.0,
+            0.0,
         );
         assert_eq!(
             known,
@@ -649,6 +666,7 @@ mod tests {
         let fields = record.as_object_mut().unwrap();
         fields.remove("gibbs_probabilities");
         fields.remove("gibbs_consistent");
+        fields.remove("s_knn_variants");
         let old = ThermoPoint::from_record(record.clone()).unwrap();
         assert_eq!(old.gibbs_probabilities, None);
         assert_eq!(old.gibbs_consistent, Some(false));

@@ -8,7 +8,7 @@ mod mlp;
 
 pub use mlp::{SNR_NETWORKS, parameterisation};
 
-use crate::diagnostics::entropy::sphere_knn_entropy;
+use crate::diagnostics::entropy::{knn_entropy, sphere_knn_entropy};
 use crate::diagnostics::movement::Movement;
 use crate::diagnostics::thermodynamics::{
     KNN_K, ThermoPoint, known_answer, mean_and_se, plane_point, sphere_point,
@@ -22,6 +22,10 @@ use crate::preset::{AnyPreset, Preset};
 
 /// Blocks a run is cut into: U is recorded at the end of each.
 pub const BLOCKS: u32 = 16;
+
+/// Most chains the k-NN entropy of a 2-D run's S trace uses at a block end (a strided
+/// subsample; the final S uses every alive chain).
+pub const TRACE_CHAINS: usize = 4_000;
 
 /// Measures one preset: a 2-D preset through its engine, a sphere preset through the sphere
 /// engine, an MLP preset through the MLP engine. Comparisons have no thermodynamics.
@@ -68,7 +72,7 @@ fn measure_plane(
             .map(|(c, _)| [f64::from(c.theta[0]), f64::from(c.theta[1])])
             .collect())
     };
-    let mut u_trace = Vec::new();
+    let (mut u_trace, mut s_trace) = (Vec::new(), Vec::new());
     let mut done = 0;
     for end in block_ends(preset.steps) {
         engine.advance(end - done, &[])?;
@@ -78,6 +82,14 @@ fn measure_plane(
         if !thetas.is_empty() {
             let losses: Vec<f64> = thetas.iter().map(|&t| loss(t)).collect();
             u_trace.push((done, mean_and_se(&losses).0));
+            // S at every block end, for ΔU/ΔS along the run (MATH.md §5.6), on at most
+            // TRACE_CHAINS chains: every block of a 100,000-chain sweep would otherwise cost
+            // a full k-NN estimate.
+            let every = thetas.len().div_ceil(TRACE_CHAINS);
+            let sub: Vec<[f64; 2]> = thetas.iter().step_by(every).copied().collect();
+            if let Some(s) = knn_entropy(&sub, KNN_K) {
+                s_trace.push((done, s));
+            }
         }
     }
     // The final ensemble, and whether its chains ever left their start.
@@ -92,9 +104,17 @@ fn measure_plane(
     let thetas = alive_thetas(engine.as_mut())?;
     let point = ThermoPoint {
         u_trace,
+        s_trace,
         ..ThermoPoint::unmeasured(
             preset.target.name().to_owned(),
-            preset.sampler.kind.name().to_owned(),
+            // Named as the sphere names it.
+            if preset.sampler.kind == crate::math::SamplerKind::Sgd
+                && preset.sampler.sgd_momentum > 0.0
+            {
+                "sgd+momentum".to_owned()
+            } else {
+                preset.sampler.kind.name().to_owned()
+            },
             preset.sampler.h,
             preset.chains,
             preset.steps,
@@ -106,6 +126,7 @@ fn measure_plane(
         &target,
         &preset.noise,
         preset.sampler.h,
+        preset.sampler.sgd_momentum,
     );
     Ok(plane_point(
         point,
