@@ -163,7 +163,13 @@ pub struct SamplerSpec {
     pub sgnht_shared_xi: bool,
     /// SGD's heavy-ball momentum μ ∈ [0, 1) (0: plain SGD): v ← μv − h g̃, θ ← θ + v, with the
     /// velocity v kept in the chain's p (MATH.md §5.3).
-    #[serde(default, deserialize_with = "crate::math::ranges::de_momentum")]
+    /// Left out of the serialised preset at 0, so that a sweep's hash (over its serialised
+    /// base) is what it was before momentum existed and half-run sweeps resume.
+    #[serde(
+        default,
+        deserialize_with = "crate::math::ranges::de_momentum",
+        skip_serializing_if = "is_zero"
+    )]
     pub sgd_momentum: f64,
     /// A chain diverges when |p| exceeds this (or anything is non-finite).
     #[serde(
@@ -176,6 +182,11 @@ pub struct SamplerSpec {
 fn d_h() -> f64 {
     0.05
 }
+/// Whether a serialised number is 0 (serde's `skip_serializing_if`).
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
 fn d_one() -> f64 {
     1.0
 }
