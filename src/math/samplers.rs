@@ -182,6 +182,7 @@ pub struct SamplerSpec {
 fn d_h() -> f64 {
     0.05
 }
+
 /// Whether a serialised number is 0 (serde's `skip_serializing_if`).
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
