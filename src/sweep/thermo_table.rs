@@ -82,8 +82,9 @@ pub struct Table {
     pub law: Option<(f64, f64)>,
 }
 
-/// Quadrature cells of a point's loss at temperature `t`.
-fn cells_for(preset: &AnyPreset, t: f64) -> Option<Cells> {
+/// Quadrature cells of a point's loss at temperature `t`; on the sphere those of the upper
+/// hemisphere where the point's ensemble was `folded` (its S is then the folded law's).
+fn cells_for(preset: &AnyPreset, t: f64, folded: bool) -> Option<Cells> {
     match preset {
         AnyPreset::Toy(p) => {
             let target = p.target.build();
@@ -92,7 +93,8 @@ fn cells_for(preset: &AnyPreset, t: f64) -> Option<Cells> {
         }
         AnyPreset::Sphere(p) => {
             let objects = p.problem.objects();
-            Some(sphere_quadrature(&|x| sphere_loss(&objects, x)).cells)
+            let whole = sphere_quadrature(&|x| sphere_loss(&objects, x));
+            Some(if folded { whole.folded() } else { whole }.cells)
         }
         _ => None,
     }
@@ -180,7 +182,10 @@ pub fn table(merged: &Merged) -> anyhow::Result<Table> {
                 };
                 row.t_predicted = Some(t);
                 let coords = &merged.records[row.record].coords;
-                if let Some(cells) = point_preset(merged, coords).and_then(|p| cells_for(&p, t)) {
+                let folded = row.point.fold_note.is_some();
+                if let Some(cells) =
+                    point_preset(merged, coords).and_then(|p| cells_for(&p, t, folded))
+                {
                     row.u_predicted = Some(cells.mean_loss(t));
                     row.s_predicted = Some(cells.entropy(t));
                 }
@@ -193,7 +198,8 @@ pub fn table(merged: &Merged) -> anyhow::Result<Table> {
 }
 
 /// The table as CSV: η, U, S (k-NN, histogram), the temperatures, the Gibbs distance, SNR,
-/// stationarity and the held-out predictions (empty cells where undefined).
+/// stationarity, the held-out predictions, the Gibbs test's critical values, KS distance and
+/// verdict, and the k-NN entropy on quarters of the chains (empty cells where undefined).
 pub fn csv(table: &Table) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let header = [
@@ -216,6 +222,13 @@ pub fn csv(table: &Table) -> String {
         "T_predicted",
         "U_predicted",
         "S_predicted",
+        "gibbs_tv_critical",
+        "ks_distance",
+        "ks_critical",
+        "ks_p_value",
+        "gibbs_consistent",
+        "S_knn_quarter",
+        "S_knn_quarter_se",
     ];
     w.write_record(header).expect("in memory");
     let num = |v: Option<f64>| {
@@ -244,6 +257,13 @@ pub fn csv(table: &Table) -> String {
             num(r.t_predicted),
             num(r.u_predicted),
             num(r.s_predicted),
+            num(p.gibbs_tv_critical),
+            num(p.ks_distance),
+            num(p.ks_critical),
+            num(p.ks_p_value),
+            p.gibbs_consistent.map_or(String::new(), |c| c.to_string()),
+            num(p.s_knn_quarter),
+            num(p.s_knn_quarter_se),
         ])
         .expect("in memory");
     }
