@@ -31,25 +31,24 @@ pub const TEST_LEVEL: f64 = 0.05;
 /// per cent away).
 const NEGLIGIBLE_WEIGHT: f64 = 1e-14;
 
+/// Bins of the density of states of a [`LossLaw`]: fine enough (the kept losses span about
+/// 32 T) that the law within a bin is linear to far below what 10⁶ chains could resolve.
+const LOSS_BINS: usize = 20_000;
+
 /// The distribution of L under the Gibbs law on quadrature cells at temperatures near one
-/// fitted T. Each cell's Gibbs mass (its area times exp(−L/T) at its centre) is spread evenly
-/// over the losses the cell covers, its [`Cells::loss_range`] (the CDF interpolated within
-/// cells); without ranges, over the losses between the midpoints to its neighbours in order
-/// of loss. The CDF is then continuous and piecewise linear. (Spreading over the sorted
-/// neighbours alone would not do where many cells share a loss, as the rings of the sphere's
-/// quadrature nearly do: the CDF would climb in steps of a ring's mass.)
+/// fitted T, through the density of states: each cell's area is spread evenly over the
+/// losses the cell covers, its [`Cells::loss_range`] (without ranges: over the losses between
+/// the midpoints to its neighbours in order of loss), and summed into fine bins of L; a bin
+/// then weighs its area times exp(−L/T) at its middle, and the CDF is linear within bins (the
+/// CDF interpolated within cells). Spreading each cell's mass at its centre loss alone would
+/// not do where many cells share a loss, as the rings of the sphere's quadrature and the
+/// symmetric cells of a plane grid nearly do: the CDF would climb in steps.
 #[derive(Clone, Debug)]
 pub struct LossLaw {
-    /// The loss at each kept cell's centre.
-    losses: Vec<f64>,
-    /// Each kept cell's area.
-    areas: Vec<f64>,
-    /// Each kept cell's range of losses, at least a sliver wide.
-    ranges: Vec<[f64; 2]>,
-    /// Where each cell's range starts and ends, ascending: (loss, cell, +1 start or −1 end).
-    events: Vec<(f64, u32, bool)>,
-    /// The knots of the CDF: the events' losses.
-    knots: Vec<f64>,
+    /// The bins' edges, ascending (`LOSS_BINS + 1`).
+    edges: Vec<f64>,
+    /// The area of the cells' parts whose loss falls in each bin.
+    area: Vec<f64>,
 }
 
 impl LossLaw {
@@ -64,92 +63,100 @@ impl LossLaw {
             .collect();
         kept.sort_by(|&a, &b| cells.loss[a].total_cmp(&cells.loss[b]));
         let losses: Vec<f64> = kept.iter().map(|&k| cells.loss[k]).collect();
-        let areas: Vec<f64> = kept.iter().map(|&k| cells.area[k]).collect();
         let j = losses.len();
         let ranges: Vec<[f64; 2]> = (0..j)
             .map(|i| {
-                let [lo, hi] = if ranged {
-                    cells.loss_range[kept[i]]
+                let l = losses[i];
+                if ranged {
+                    let [lo, hi] = cells.loss_range[kept[i]];
+                    [lo.min(l), hi.max(l)]
                 } else {
-                    // Half-way to the neighbours in order of loss.
+                    // Half-way to the neighbours in order of loss (mirrored at the ends).
                     let below = if i > 0 {
                         losses[i - 1]
                     } else {
-                        2.0 * losses[0] - losses.get(1).copied().unwrap_or(losses[0])
+                        2.0 * l - losses.get(1).copied().unwrap_or(l)
                     };
                     let above = if i + 1 < j {
                         losses[i + 1]
                     } else {
-                        2.0 * losses[i] - below.min(losses[i])
+                        2.0 * l - below
                     };
-                    [0.5 * (below + losses[i]), 0.5 * (losses[i] + above)]
-                };
-                let sliver = 1e-12 * losses[i].abs().max(1e-300);
-                [lo.min(losses[i]), hi.max(losses[i]).max(lo + sliver)]
+                    [0.5 * (below + l), 0.5 * (l + above)]
+                }
             })
             .collect();
-        let mut events: Vec<(f64, u32, bool)> = ranges
+        let lo = ranges.iter().map(|r| r[0]).fold(f64::INFINITY, f64::min);
+        let hi = ranges
             .iter()
-            .enumerate()
-            .flat_map(|(i, r)| [(r[0], i as u32, true), (r[1], i as u32, false)])
-            .collect();
-        events.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let knots = events.iter().map(|e| e.0).collect();
-        Self {
-            losses,
-            areas,
-            ranges,
-            events,
-            knots,
+            .map(|r| r[1])
+            .fold(f64::NEG_INFINITY, f64::max);
+        if !(lo.is_finite() && hi.is_finite()) {
+            return Self {
+                edges: vec![0.0, 1.0],
+                area: vec![1.0],
+            };
         }
-    }
-
-    /// The probability of each kept cell at `t`.
-    fn masses(&self, t: f64) -> Vec<f64> {
-        let l0 = self.losses.first().copied().unwrap_or(0.0);
-        let w: Vec<f64> = self
-            .losses
-            .iter()
-            .zip(&self.areas)
-            .map(|(l, a)| a * (-(l - l0) / t).exp())
-            .collect();
-        let z: f64 = w.iter().sum();
-        w.into_iter().map(|v| v / z).collect()
-    }
-
-    /// The CDF at each knot at `t`: a sweep along the knots, the slope rising by a cell's
-    /// mass over its width where its range starts and falling where it ends (and set back to
-    /// exactly 0 where no range is open, so rounding cannot pile up).
-    fn cdf_at_knots(&self, t: f64) -> Vec<f64> {
-        let masses = self.masses(t);
-        let mut c = Vec::with_capacity(self.knots.len());
-        let (mut f, mut slope, mut open) = (0.0, 0.0, 0usize);
-        let mut last = self.knots.first().copied().unwrap_or(0.0);
-        for &(at, cell, starts) in &self.events {
-            f += slope * (at - last);
-            last = at;
-            c.push(f);
-            let r = self.ranges[cell as usize];
-            let s = masses[cell as usize] / (r[1] - r[0]);
-            if starts {
-                slope += s;
-                open += 1;
-            } else {
-                slope -= s;
-                open -= 1;
-                if open == 0 {
-                    slope = 0.0;
-                }
+        let hi = hi.max(lo + 1e-12 * lo.abs().max(1e-300));
+        let width = (hi - lo) / LOSS_BINS as f64;
+        let edges: Vec<f64> = (0..=LOSS_BINS).map(|k| lo + width * k as f64).collect();
+        // Each cell's area spread evenly over its range: a density that is a sum of boxes,
+        // integrated over each bin through a difference array of its slope in bin units.
+        let bin_at = |x: f64| ((x - lo) / width).clamp(0.0, LOSS_BINS as f64);
+        let mut area = vec![0.0; LOSS_BINS];
+        let mut slope_change = vec![0.0; LOSS_BINS + 2];
+        let mut add_ramp = |from: f64, density: f64, area: &mut Vec<f64>| {
+            // The box's cumulative area rises at `density` per bin from position `from`.
+            let k = from.floor() as usize;
+            if k < LOSS_BINS {
+                area[k] += density * (k as f64 + 1.0 - from);
+                slope_change[k + 1] += density;
             }
+        };
+        for (i, r) in ranges.iter().enumerate() {
+            let a = cells.area[kept[i]];
+            let (b0, b1) = (bin_at(r[0]), bin_at(r[1]));
+            if b1 - b0 < 1e-9 {
+                area[(b0 as usize).min(LOSS_BINS - 1)] += a;
+                continue;
+            }
+            let density = a / (b1 - b0);
+            add_ramp(b0, density, &mut area);
+            add_ramp(b1, -density, &mut area);
         }
-        let total = c.last().copied().unwrap_or(1.0);
-        c.iter().map(|v| (v / total).clamp(0.0, 1.0)).collect()
+        let mut density = 0.0;
+        for (k, bin) in area.iter_mut().enumerate() {
+            density += slope_change[k];
+            *bin += density;
+        }
+        for bin in &mut area {
+            *bin = bin.max(0.0);
+        }
+        Self { edges, area }
+    }
+
+    /// The middle of each bin, minus the lowest edge.
+    fn middles(&self) -> impl Iterator<Item = f64> + '_ {
+        let l0 = self.edges[0];
+        self.edges.windows(2).map(move |w| 0.5 * (w[0] + w[1]) - l0)
+    }
+
+    /// The CDF at each edge at `t`: 0 at the first, 1 at the last.
+    fn cdf_at_knots(&self, t: f64) -> Vec<f64> {
+        let mut c = Vec::with_capacity(self.edges.len());
+        let mut total = 0.0;
+        c.push(0.0);
+        for (x, a) in self.middles().zip(&self.area) {
+            total += a * (-x / t).exp();
+            c.push(total);
+        }
+        c.iter().map(|v| v / total).collect()
     }
 
     /// The CDF of L at `t` at each of the ascending `losses` (one walk along the knots).
     fn cdf_sorted(&self, t: f64, losses: &[f64]) -> Vec<f64> {
         let c = self.cdf_at_knots(t);
-        let b = &self.knots;
+        let b = &self.edges;
         let mut j = 0;
         losses
             .iter()
@@ -184,7 +191,7 @@ impl LossLaw {
     /// The losses at ascending probabilities `u` (the inverse CDF at `t`), ascending.
     fn quantiles(&self, t: f64, u: &[f64]) -> Vec<f64> {
         let c = self.cdf_at_knots(t);
-        let b = &self.knots;
+        let b = &self.edges;
         let mut j = 0;
         u.iter()
             .map(|&p| {
@@ -202,19 +209,17 @@ impl LossLaw {
             .collect()
     }
 
-    /// The temperature near `t0` whose mean loss is `mean` (the maximum-likelihood T of an
-    /// ensemble with that mean, as [`super::fit_temperature`] finds it): Newton's method in
-    /// ln T, with dE_T[L]/d ln T = Var_T[L]/T.
+    /// The temperature near `t0` at which this law's mean loss is `mean` (the
+    /// maximum-likelihood T of an ensemble with that mean, as [`super::fit_temperature`]
+    /// finds it on the cells' centres): Newton's method in ln T, with
+    /// dE_T[L]/d ln T = Var_T[L]/T.
     pub fn refit(&self, t0: f64, mean: f64) -> f64 {
-        let Some(&l0) = self.losses.first() else {
-            return t0;
-        };
+        let l0 = self.edges[0];
         let mut ln_t = t0.ln();
         for _ in 0..40 {
             let t = ln_t.exp();
             let (mut z, mut s1, mut s2) = (0.0, 0.0, 0.0);
-            for (l, a) in self.losses.iter().zip(&self.areas) {
-                let x = l - l0;
+            for (x, a) in self.middles().zip(&self.area) {
                 let w = a * (-x / t).exp();
                 z += w;
                 s1 += w * x;
@@ -288,7 +293,11 @@ pub fn calibrate(
     let mut sorted = losses.to_vec();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let observed = law.ks_distance(t, &sorted);
+    // The observed distance with T refitted as each simulated one is (on the law's cell
+    // means): the two fits differ by the quadrature's resolution, which would otherwise
+    // shift the observed distance and not the simulated ones.
+    let mean = sorted.iter().sum::<f64>() / n as f64;
+    let observed = law.ks_distance(law.refit(t, mean), &sorted);
     let cumulative: Option<Vec<f64>> = cell_probabilities.map(|p| {
         p.iter()
             .scan(0.0, |s, v| {

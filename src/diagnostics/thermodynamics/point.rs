@@ -595,10 +595,11 @@ pub fn sphere_point(point: ThermoPoint, xs: &[DVec3], objects: &[DVec3]) -> Ther
         .collect();
     // The histogram: the top half of the equal-area grid when folded, else all of it.
     let (nl, nz) = SPHERE_HISTOGRAM;
-    let (nz, z_range, cell): (u32, [f64; 2], fn(DVec3, u32, u32) -> usize) = if folded {
-        (nz / 2, [0.0, 1.0], hemisphere_cell)
+    let cell: fn(DVec3, u32, u32) -> usize = if folded { hemisphere_cell } else { sphere_cell };
+    let (nz, z_range) = if folded {
+        (nz / 2, [0.0, 1.0])
     } else {
-        (nz, [-1.0, 1.0], sphere_cell)
+        (nz, [-1.0, 1.0])
     };
     let mut counts = vec![0u32; (nl * nz) as usize];
     for &x in xs {
