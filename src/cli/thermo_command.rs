@@ -195,13 +195,28 @@ fn report_table(
     // Every number through one formatter: a diverged point's 1e300 stays one short cell.
     let short = |v: Option<f64>| v.map_or("—".to_owned(), |x| short_fixed(x, 4));
     eprintln!(
-        "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  stationary",
-        "η", "U", "S_knn", "S_hist", "T_slope", "T_gibbs", "T_theory", "TV", "TV exact", "SNR"
+        "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>8}  \
+         stationary",
+        "η",
+        "U",
+        "S_knn",
+        "S_hist",
+        "T_slope",
+        "T_gibbs",
+        "T_theory",
+        "TV",
+        "TV exact",
+        "TV 95%",
+        "KS",
+        "KS 95%",
+        "Gibbs",
+        "SNR"
     );
     for r in &table.rows {
         let p = &r.point;
         eprintln!(
-            "{:>10.4e} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  {}",
+            "{:>10.4e} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>8}  \
+             {}",
             p.eta,
             short(Some(p.u)),
             short(p.s_knn),
@@ -211,6 +226,11 @@ fn report_table(
             short(p.t_theory),
             short(p.gibbs_tv),
             short(p.gibbs_tv_baseline),
+            short(p.gibbs_tv_critical),
+            short(p.ks_distance),
+            short(p.ks_critical),
+            p.gibbs_consistent
+                .map_or("—", |c| if c { "yes" } else { "no" }),
             short(p.snr),
             p.excluded.as_deref().unwrap_or("yes")
         );
@@ -252,6 +272,9 @@ fn report_table(
         "included": included.len(),
         "excluded": table.rows.iter().filter(|r| r.point.excluded.is_some())
             .map(|r| serde_json::json!({"eta": r.point.eta, "why": r.point.excluded}))
+            .collect::<Vec<_>>(),
+        "gibbs_consistent": table.rows.iter()
+            .map(|r| serde_json::json!({"eta": r.point.eta, "consistent": r.point.gibbs_consistent}))
             .collect::<Vec<_>>(),
         "law": table.law.map(|(a, b)| serde_json::json!({"a": a, "b": b})),
         "max_rel_error_t_gibbs_vs_theory": max_rel(&|r| r.point.t_gibbs.zip(r.point.t_theory)),

@@ -1,6 +1,7 @@
 //! Differential entropy of an ensemble (MATH.md §5.2): the Kozachenko–Leonenko k-nearest-
 //! neighbour estimator in the plane and in space (on a k-d tree, O(N log N)), its geodesic
-//! form on the unit sphere, and the plug-in histogram estimator on a grid.
+//! form on the unit sphere (also of a law folded by x → −x), the plug-in histogram estimator
+//! on a grid, and a check that an estimate has converged in the number of points.
 
 use crate::math::Grid2;
 
@@ -108,15 +109,7 @@ fn ln_unit_ball_volume(d: usize) -> f64 {
 /// Kozachenko–Leonenko entropy (nats) of points in `D` dimensions from the distance to each
 /// point's `k`-th nearest neighbour. Needs more than `k` points; `None` otherwise.
 pub fn knn_entropy<const D: usize>(points: &[[f64; D]], k: usize) -> Option<f64> {
-    let n = points.len();
-    if k == 0 || n <= k {
-        return None;
-    }
-    let tree = KdTree::new(points);
-    let sum_log: f64 = (0..n)
-        .map(|i| ln_distance(tree.kth_distance_sq(i, k)))
-        .sum();
-    Some(estimate(n, k, D, sum_log))
+    knn(points, k).map(|e| e.entropy)
 }
 
 /// ln of a k-th neighbour distance from its square, floored at [`MIN_DISTANCE`].
@@ -169,25 +162,130 @@ pub fn knn_entropy_dense(points: &[f32], dim: usize, k: usize) -> Option<f64> {
     Some(estimate(n, k, dim, sum_log))
 }
 
+/// A k-nearest-neighbour entropy estimate with the scale it was read at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KnnEstimate {
+    /// The entropy (nats).
+    pub entropy: f64,
+    /// The mean of ln εᵢ over the points, εᵢ the distance to the k-th neighbour (geodesic on
+    /// the sphere): how far apart the points are, free of the ψ(N) − ψ(k) and volume terms
+    /// (MATH.md §5.6 thresholds it to call an ensemble collapsed).
+    pub mean_ln_distance: f64,
+}
+
 /// The geodesic Kozachenko–Leonenko entropy (nats, with respect to area) of points on the
 /// unit sphere: the k-th neighbour by chord distance (monotone in the geodesic one), the
 /// ball replaced by the geodesic cap of area 2π(1 − cos ε).
 pub fn sphere_knn_entropy(points: &[[f64; 3]], k: usize) -> Option<f64> {
+    sphere_knn(points, k, false).map(|e| e.entropy)
+}
+
+/// [`sphere_knn_entropy`], optionally of the law folded by the antipodal symmetry x → −x
+/// (MATH.md §5.6): with `folded`, a point's neighbours are the others or their mirror
+/// images, whichever is nearer (the distance of the projective plane, which identifies x
+/// with −x), and the entropy is that of the folded law on a hemisphere, ln 2 below the
+/// entropy of a symmetric law on the whole sphere. A split of the chains between the two
+/// hemispheres then adds nothing to it.
+pub fn sphere_knn(points: &[[f64; 3]], k: usize, folded: bool) -> Option<KnnEstimate> {
+    let n = points.len();
+    if k == 0 || n <= k {
+        return None;
+    }
+    // Folded: the points and their mirrors, so the k-th nearest of the 2N (a point's own
+    // mirror is 2 away) is its k-th nearest in the projective distance, up to chords of √2
+    // (a quarter circle), beyond which the whole hemisphere is one cap.
+    let doubled: Vec<[f64; 3]>;
+    let (cloud, largest_chord) = if folded {
+        doubled = points
+            .iter()
+            .copied()
+            .chain(points.iter().map(|p| p.map(|c| -c)))
+            .collect();
+        (doubled.as_slice(), std::f64::consts::SQRT_2)
+    } else {
+        (points, 2.0)
+    };
+    let tree = KdTree::new(cloud);
+    let (mut sum_ln_cap, mut sum_ln_distance) = (0.0, 0.0);
+    for i in 0..n {
+        let chord = tree.kth_distance_sq(i, k).sqrt().min(largest_chord);
+        let geodesic = (2.0 * (chord / 2.0).asin()).max(MIN_DISTANCE);
+        // 1 − cos ε = 2 sin²(ε/2): exact for tiny ε, where 1 − cos loses every digit.
+        let cap = 2.0 * std::f64::consts::PI * 2.0 * (geodesic / 2.0).sin().powi(2);
+        sum_ln_cap += cap.ln();
+        sum_ln_distance += geodesic.ln();
+    }
+    Some(KnnEstimate {
+        entropy: digamma(n as f64) - digamma(k as f64) + sum_ln_cap / n as f64,
+        mean_ln_distance: sum_ln_distance / n as f64,
+    })
+}
+
+/// [`knn_entropy`] with the mean ln εᵢ of its neighbour distances.
+pub fn knn<const D: usize>(points: &[[f64; D]], k: usize) -> Option<KnnEstimate> {
     let n = points.len();
     if k == 0 || n <= k {
         return None;
     }
     let tree = KdTree::new(points);
     let sum_log: f64 = (0..n)
-        .map(|i| {
-            let chord = tree.kth_distance_sq(i, k).sqrt().min(2.0);
-            let geodesic = (2.0 * (chord / 2.0).asin()).max(MIN_DISTANCE);
-            // 1 − cos ε = 2 sin²(ε/2): exact for tiny ε, where 1 − cos loses every digit.
-            let cap = 2.0 * std::f64::consts::PI * 2.0 * (geodesic / 2.0).sin().powi(2);
-            cap.ln()
-        })
+        .map(|i| ln_distance(tree.kth_distance_sq(i, k)))
         .sum();
-    Some(digamma(n as f64) - digamma(k as f64) + sum_log / n as f64)
+    Some(KnnEstimate {
+        entropy: estimate(n, k, D, sum_log),
+        mean_ln_distance: sum_log / n as f64,
+    })
+}
+
+/// Whether a k-NN entropy has converged in the number of points: the estimate on quarters
+/// of the points against the estimate on all of them (MATH.md §5.6).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SubsampleCheck {
+    /// The estimate on all N points.
+    pub full: f64,
+    /// The mean of the estimates on the four disjoint quarters (N/4 points each).
+    pub quarter: f64,
+    /// The standard error of that mean, from the spread of the four.
+    pub quarter_se: f64,
+}
+
+/// Drift of the quarter estimate from the full one, in nats, that a smooth density's
+/// finite-sample bias stays below (MATH.md §5.6).
+pub const ENTROPY_DRIFT_FLOOR: f64 = 0.1;
+
+impl SubsampleCheck {
+    /// Whether the estimate moves with N: the quarters' mean differs from the full estimate
+    /// by more than three standard errors and more than [`ENTROPY_DRIFT_FLOOR`]. A law with a
+    /// density has an entropy the estimate converges to; a law on a set of dimension below d
+    /// (no density) has none, and the estimate falls without bound as N grows.
+    pub fn drifts(&self) -> bool {
+        let drift = (self.quarter - self.full).abs();
+        drift > 3.0 * self.quarter_se && drift > ENTROPY_DRIFT_FLOOR
+    }
+}
+
+/// [`SubsampleCheck`] of an estimator whose estimate on all `n` points is `full`:
+/// `estimate(indices)` estimates from the points at those indices. The quarters are
+/// interleaved (every fourth point), so an order in the points (chains are independent, but
+/// a caller may sort them) cannot bias them. None when an estimate is missing (too few
+/// points).
+pub fn subsample_check(
+    full: f64,
+    n: usize,
+    estimate: &(dyn Fn(&[usize]) -> Option<f64> + Sync),
+) -> Option<SubsampleCheck> {
+    use rayon::prelude::*;
+    let quarters: Vec<f64> = (0..4)
+        .into_par_iter()
+        .map(|q| estimate(&(q..n).step_by(4).collect::<Vec<usize>>()))
+        .collect::<Option<_>>()?;
+    let mean = quarters.iter().sum::<f64>() / 4.0;
+    let var = quarters.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / 3.0;
+    Some(SubsampleCheck {
+        full,
+        quarter: mean,
+        quarter_se: (var / 4.0).sqrt(),
+    })
 }
 
 /// The plug-in histogram entropy (nats) of points on `grid` with the Miller–Madow
@@ -354,6 +452,66 @@ mod tests {
         // A collapsed ensemble: finite, and far below any spread one.
         let collapsed = vec![[0.0, 0.0, 1.0]; 1000];
         assert!(sphere_knn_entropy(&collapsed, 5).unwrap() < -40.0);
+    }
+
+    /// Folded by x → −x, the uniform sphere is the uniform hemisphere (ln 2π), and a cap
+    /// split unevenly between the two poles has the entropy of the cap at one pole.
+    #[test]
+    fn the_folded_estimate_ignores_how_chains_split_between_the_hemispheres() {
+        let unit = |v: [f64; 3]| {
+            let r = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+            v.map(|c| c / r)
+        };
+        let uniform: Vec<[f64; 3]> = normals(8000, 3, 8)
+            .iter()
+            .map(|v| unit([v[0], v[1], v[2]]))
+            .collect();
+        let folded = sphere_knn(&uniform, 5, true).unwrap().entropy;
+        let half = (2.0 * std::f64::consts::PI).ln();
+        assert!((folded - half).abs() < 0.05, "{folded} vs {half}");
+        // A narrow cap (σ = 0.1 rad) at +z, then 70 % of it moved to −z.
+        let cap: Vec<[f64; 3]> = normals(8000, 2, 9)
+            .iter()
+            .map(|v| unit([0.1 * v[0], 0.1 * v[1], 1.0]))
+            .collect();
+        let split: Vec<[f64; 3]> = cap
+            .iter()
+            .enumerate()
+            .map(|(i, p)| if i % 10 < 7 { p.map(|c| -c) } else { *p })
+            .collect();
+        let one_pole = sphere_knn(&cap, 5, true).unwrap().entropy;
+        let both = sphere_knn(&split, 5, true).unwrap().entropy;
+        assert!((both - one_pole).abs() < 1e-9, "{both} vs {one_pole}");
+        // Unfolded, the split adds its mixing entropy, −0.7 ln 0.7 − 0.3 ln 0.3 = 0.61.
+        let unfolded = sphere_knn_entropy(&split, 5).unwrap();
+        assert!(
+            (unfolded - one_pole - 0.611).abs() < 0.05,
+            "{unfolded} vs {one_pole}"
+        );
+    }
+
+    /// The quarter estimate agrees with the full one for a Gaussian (a density) and falls
+    /// away from it for points on a line in the plane (no density: the estimate drops by
+    /// about ln 4 each time N quadruples).
+    #[test]
+    fn the_subsample_check_tells_a_density_from_a_law_without_one() {
+        let gauss: Vec<[f64; 2]> = normals(4000, 2, 10).iter().map(|v| [v[0], v[1]]).collect();
+        let line: Vec<[f64; 2]> = normals(4000, 1, 11)
+            .iter()
+            .map(|v| [v[0], 0.5 * v[0]])
+            .collect();
+        let check = |pts: &[[f64; 2]]| {
+            let full = knn_entropy(pts, 5).unwrap();
+            subsample_check(full, pts.len(), &|idx| {
+                let part: Vec<[f64; 2]> = idx.iter().map(|&i| pts[i]).collect();
+                knn_entropy(&part, 5)
+            })
+            .unwrap()
+        };
+        let (g, l) = (check(&gauss), check(&line));
+        assert!(!g.drifts(), "{g:?}");
+        assert!(l.drifts(), "{l:?}");
+        assert!((l.quarter - l.full - 4f64.ln()).abs() < 0.2, "{l:?}");
     }
 
     #[test]

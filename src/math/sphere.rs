@@ -165,9 +165,76 @@ pub fn step(objects: &[DVec3], opt: &SphereOptimizer, chain: &mut SphereChain, r
     chain.v -= chain.v.dot(chain.x) * chain.x;
 }
 
+/// The smallest training loss on the sphere: the smallest eigenvalue of M = meanᵢ aᵢaᵢᵀ,
+/// since L(x) = xᵀMx on unit vectors (closed form for a symmetric 3×3 matrix).
+pub fn min_loss(objects: &[DVec3]) -> f64 {
+    let n = objects.len() as f64;
+    let m = |r: usize, c: usize| objects.iter().map(|a| a[r] * a[c]).sum::<f64>() / n;
+    let (a, b, c) = (m(0, 0), m(1, 1), m(2, 2));
+    let (d, e, f) = (m(0, 1), m(0, 2), m(1, 2));
+    let q = (a + b + c) / 3.0;
+    let off = d * d + e * e + f * f;
+    let p = (((a - q).powi(2) + (b - q).powi(2) + (c - q).powi(2) + 2.0 * off) / 6.0).sqrt();
+    if p == 0.0 {
+        return q;
+    }
+    // det((M − qI)/p)/2 = cos 3φ; the smallest eigenvalue is q + 2p cos(φ + 2π/3).
+    let (a, b, c) = ((a - q) / p, (b - q) / p, (c - q) / p);
+    let (d, e, f) = (d / p, e / p, f / p);
+    let det = a * (b * c - f * f) - d * (d * c - f * e) + e * (d * f - b * e);
+    let phi = (det / 2.0).clamp(-1.0, 1.0).acos() / 3.0;
+    q + 2.0 * p * (phi + 2.0 * std::f64::consts::PI / 3.0).cos()
+}
+
+/// `n` exact draws of the Gibbs law exp(−L/T)/Z of the toy with `objects` on the unit
+/// sphere, by rejection from the uniform law: a uniform direction is kept with probability
+/// exp(−(L − min L)/T). The reference the Gibbs test is checked against (MATH.md §5.6);
+/// seeded. The acceptance rate is about T/(2 (λ₂ − λ₁)) near a minimum between eigenvalues
+/// λ₁ < λ₂ of M, so very low temperatures take many proposals.
+pub fn gibbs_samples(objects: &[DVec3], t: f64, n: usize, seed: u64) -> Vec<DVec3> {
+    use rand::RngExt;
+    use rand_distr::{Distribution, StandardNormal};
+    let l_min = min_loss(objects);
+    let mut rng = super::rng::SequentialRng::new(seed, 0);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let v = DVec3::new(
+            StandardNormal.sample(&mut rng),
+            StandardNormal.sample(&mut rng),
+            StandardNormal.sample(&mut rng),
+        );
+        let length = v.length();
+        if length == 0.0 {
+            continue;
+        }
+        let x = v / length;
+        if rng.random::<f64>() < (-(loss(objects, x) - l_min) / t).exp() {
+            out.push(x);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The closed-form smallest eigenvalue is the minimum of the loss: the underparameterised
+    /// problem's at the poles, (0.2)²/1.04; the overparameterised problem's 0.
+    #[test]
+    fn the_smallest_loss_is_the_poles_and_the_draws_are_hemisphere_symmetric() {
+        let up = SphereProblem::Underparameterised.objects();
+        assert!((min_loss(&up) - 0.04 / 1.04).abs() < 1e-12);
+        assert!((loss(&up, DVec3::Z) - min_loss(&up)).abs() < 1e-12);
+        assert!(min_loss(&SphereProblem::Overparameterised.objects()).abs() < 1e-12);
+        let draws = gibbs_samples(&up, 0.01, 4000, 1);
+        let upper = draws.iter().filter(|x| x.z > 0.0).count();
+        // Half in each hemisphere: 2000 ± 32 (one standard deviation).
+        assert!((upper as i64 - 2000).abs() < 130, "{upper}");
+        let mean_excess = draws.iter().map(|&x| loss(&up, x)).sum::<f64>() / 4000.0 - min_loss(&up);
+        // Two quadratic directions: E[L − min L] ≈ T.
+        assert!((mean_excess / 0.01 - 1.0).abs() < 0.1, "{mean_excess}");
+    }
 
     #[test]
     fn the_overparameterised_problem_interpolates_at_the_poles_and_the_other_does_not() {

@@ -283,8 +283,9 @@ impl Table {
     }
 }
 
-/// Quadrature cells of a point's loss at temperature `t`.
-fn cells_for(preset: &AnyPreset, t: f64) -> Option<Cells> {
+/// Quadrature cells of a point's loss at temperature `t`; on the sphere those of the upper
+/// hemisphere where the point's ensemble was `folded` (its S is then the folded law's).
+fn cells_for(preset: &AnyPreset, t: f64, folded: bool) -> Option<Cells> {
     match preset {
         AnyPreset::Toy(p) => {
             let target = p.target.build();
@@ -293,7 +294,8 @@ fn cells_for(preset: &AnyPreset, t: f64) -> Option<Cells> {
         }
         AnyPreset::Sphere(p) => {
             let objects = p.problem.objects();
-            Some(sphere_quadrature(&|x| sphere_loss(&objects, x)).cells)
+            let whole = sphere_quadrature(&|x| sphere_loss(&objects, x));
+            Some(if folded { whole.folded() } else { whole }.cells)
         }
         _ => None,
     }
@@ -390,7 +392,10 @@ pub fn table_with(merged: &Merged, options: TableOptions) -> anyhow::Result<Tabl
                 };
                 row.t_predicted = Some(t);
                 let coords = &merged.records[row.record].coords;
-                if let Some(cells) = point_preset(merged, coords).and_then(|p| cells_for(&p, t)) {
+                let folded = row.point.fold_note.is_some();
+                if let Some(cells) =
+                    point_preset(merged, coords).and_then(|p| cells_for(&p, t, folded))
+                {
                     row.u_predicted = Some(cells.mean_loss(t));
                     row.s_predicted = Some(cells.entropy(t));
                 }
@@ -411,8 +416,9 @@ pub fn table_with(merged: &Merged, options: TableOptions) -> anyhow::Result<Tabl
 
 /// The table as CSV: η, U, S (k-NN, histogram), the temperatures, the Gibbs distance, SNR,
 /// stationarity, the held-out predictions, F(η; T*) at the table's η* with T* = T_slope(η*)
-/// and T_gibbs(η*), and the spread of T_slope over k, N and windows (empty cells where
-/// undefined).
+/// and T_gibbs(η*), the spread of T_slope over k, N and windows, the Gibbs test's critical
+/// values, KS distance and verdict, and the k-NN entropy on quarters of the chains (empty cells
+/// where undefined).
 pub fn csv(table: &Table) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let header = [
@@ -439,6 +445,13 @@ pub fn csv(table: &Table) -> String {
         "F_gibbs_star",
         "T_slope_min",
         "T_slope_max",
+        "gibbs_tv_critical",
+        "ks_distance",
+        "ks_critical",
+        "ks_p_value",
+        "gibbs_consistent",
+        "S_knn_quarter",
+        "S_knn_quarter_se",
     ];
     w.write_record(header).expect("in memory");
     let num = |v: Option<f64>| {
@@ -471,6 +484,13 @@ pub fn csv(table: &Table) -> String {
             num(r.f_gibbs_star),
             num(r.t_slope_spread.map(|s| s.0)),
             num(r.t_slope_spread.map(|s| s.1)),
+            num(p.gibbs_tv_critical),
+            num(p.ks_distance),
+            num(p.ks_critical),
+            num(p.ks_p_value),
+            p.gibbs_consistent.map_or(String::new(), |c| c.to_string()),
+            num(p.s_knn_quarter),
+            num(p.s_knn_quarter_se),
         ])
         .expect("in memory");
     }

@@ -485,29 +485,44 @@ impl ThermoView {
                     ui.label(format!("T (known answer) = {}", short(p.t_theory)));
                 }
                 ui.label(format!(
-                    "distance: TV = {} (exact draws: {})",
+                    "TV = {} (exact draws: mean {}, 95 % {})",
                     short(p.gibbs_tv),
-                    short(p.gibbs_tv_baseline)
+                    short(p.gibbs_tv_baseline),
+                    short(p.gibbs_tv_critical)
                 ));
-                let verdict = match p.gibbs_consistent {
-                    Some(true) => (
-                        "Gibbs at this T: consistent",
-                        Color32::from_rgb(140, 220, 140),
-                    ),
-                    Some(false) => ("not a Gibbs law at any T", Color32::from_rgb(255, 140, 100)),
-                    None => ("", Color32::GRAY),
-                };
-                ui.colored_label(verdict.1, verdict.0);
+                if p.ks_distance.is_some() {
+                    ui.label(format!(
+                        "KS of L: D = {} (95 % {}, p = {})",
+                        short(p.ks_distance),
+                        short(p.ks_critical),
+                        short(p.ks_p_value)
+                    ));
+                }
+                if let Some((consistent, line)) = p.gibbs_verdict_line() {
+                    let color = if consistent {
+                        Color32::from_rgb(140, 220, 140)
+                    } else {
+                        Color32::from_rgb(255, 140, 100)
+                    };
+                    ui.colored_label(color, line);
+                }
                 ui.label(format!(
-                    "S: k-NN {}, histogram {}",
+                    "S: k-NN {} (quarters {}), histogram {}",
                     short(p.s_knn),
+                    short(p.s_knn_quarter),
                     short(p.s_hist)
                 ));
                 if let Some(snr) = p.snr {
                     ui.label(format!("gradient SNR = {}", super::axes::short(snr)));
                 }
                 if let Some(f) = p.pole_fraction {
-                    ui.label(format!("within 0.01 of a pole: {:.1} %", 100.0 * f));
+                    ui.label(format!(
+                        "|z| > 0.99 (within 8.1° of a pole): {:.1} %",
+                        100.0 * f
+                    ));
+                }
+                if let Some(note) = &p.fold_note {
+                    ui.label(RichText::new(note).small());
                 }
                 if let Some(why) = &p.excluded {
                     ui.colored_label(EXCLUDED, why);

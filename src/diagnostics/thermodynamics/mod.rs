@@ -1,5 +1,6 @@
 //! The thermodynamics of SGD (MATH.md §5): the Gibbs test (fit T so that exp(−L/T)/Z(T)
-//! describes the stationary ensemble), its distance to the ensemble, the slope temperature
+//! describes the stationary ensemble), its two distances to the ensemble with critical
+//! values calibrated on simulated ensembles (`calibration.rs`), the slope temperature
 //! dU/dS along a learning-rate sweep, the free energy, and a held-out prediction. `point.rs`
 //! measures one learning rate into its record, [`ThermoPoint`].
 //!
@@ -7,10 +8,14 @@
 //! The 2-D targets use a grid that zooms to where exp(−L/T) lives; the sphere an equal-area
 //! (longitude, z) grid.
 
+mod calibration;
 mod free_energy;
 mod objections;
 mod point;
 
+pub use calibration::{
+    CALIBRATION_DRAWS, CALIBRATION_SEED, Calibrated, LossLaw, TEST_LEVEL, calibrate,
+};
 pub use free_energy::{FreeEnergyCurve, FreeEnergyTest, free_energy_curve, free_energy_test};
 pub use objections::{
     DEFAULT_SLOPE_WINDOW, KnnVariant, SLOPE_WINDOWS, VARIANT_DIVISORS, VARIANT_K,
@@ -18,9 +23,11 @@ pub use objections::{
 };
 
 pub use point::{
-    COLLAPSED_S, HISTOGRAM_CELLS, Histogram, KNN_K, KnownAnswer, SPHERE_HISTOGRAM, SPHERE_SAMPLE,
-    ThermoPoint, diverged_note, enough_alive, gibbs_consistent, known_answer, mean_and_se,
-    measured, network_point, plane_point, sphere_point, sphere_signal_and_noise, stationarity,
+    COLLAPSED_LN_DISTANCE, HISTOGRAM_CELLS, Histogram, KNN_K, KnownAnswer, SPHERE_HISTOGRAM,
+    SPHERE_SAMPLE, ThermoPoint, diverged_note, enough_alive, entropy_drift_note, fold_note,
+    gibbs_verdict, known_answer, legacy_gibbs_consistent, mean_and_se, measured, network_point,
+    plane_point, sphere_entropy, sphere_loss_is_even, sphere_point, sphere_signal_and_noise,
+    stationarity,
 };
 
 use crate::math::{Grid2, Target};
@@ -34,6 +41,9 @@ pub struct Cells {
     pub loss: Vec<f64>,
     /// Area of each cell.
     pub area: Vec<f64>,
+    /// The smallest and largest loss over each cell's centre and corners, where known
+    /// (empty otherwise): the distribution of L spreads each cell's mass over this range.
+    pub loss_range: Vec<[f64; 2]>,
 }
 
 impl Cells {
@@ -136,6 +146,25 @@ pub fn plane_cells(
     (grid, cells)
 }
 
+/// [`plane_cells`]' cells of `grid` with the range of the loss over each cell (its centre and
+/// corners), for the distribution of L ([`LossLaw`]).
+pub fn plane_cells_with_ranges(loss: &(dyn Fn([f64; 2]) -> f64 + Sync), grid: &Grid2) -> Cells {
+    let mut cells = grid_cells(loss, grid);
+    let [dx, dy] = grid.cell_size();
+    for iy in 0..grid.ny {
+        for ix in 0..grid.nx {
+            let c = grid.cell_center(ix, iy);
+            let mut range = [cells.loss[(iy * grid.nx + ix) as usize]; 2];
+            for (sx, sy) in [(-0.5, -0.5), (0.5, -0.5), (-0.5, 0.5), (0.5, 0.5)] {
+                let l = loss([c[0] + sx * dx, c[1] + sy * dy]);
+                range = [range[0].min(l), range[1].max(l)];
+            }
+            cells.loss_range.push(range);
+        }
+    }
+    cells
+}
+
 fn grid_cells(loss: &(dyn Fn([f64; 2]) -> f64 + Sync), grid: &Grid2) -> Cells {
     let area = grid.cell_area();
     let mut cells = Cells::default();
@@ -153,6 +182,23 @@ pub fn sphere_cell(x: DVec3, n_lon: u32, n_z: u32) -> usize {
     let lon = x.y.atan2(x.x).rem_euclid(std::f64::consts::TAU);
     let i = ((lon / std::f64::consts::TAU * f64::from(n_lon)) as u32).min(n_lon - 1);
     let j = (((x.z + 1.0) / 2.0 * f64::from(n_z)) as u32).min(n_z - 1);
+    (j * n_lon + i) as usize
+}
+
+/// A unit vector folded by the antipodal symmetry onto the upper hemisphere: sign(z)·x
+/// (MATH.md §5.6).
+pub fn fold(x: DVec3) -> DVec3 {
+    if x.z < 0.0 { -x } else { x }
+}
+
+/// The equal-area cell (longitude index, z index) of a unit vector's fold on a
+/// `n_lon × n_z` grid of the upper hemisphere z ∈ [0, 1] (the cells of [`sphere_cell`] on a
+/// grid twice as tall).
+pub fn hemisphere_cell(x: DVec3, n_lon: u32, n_z: u32) -> usize {
+    let x = fold(x);
+    let lon = x.y.atan2(x.x).rem_euclid(std::f64::consts::TAU);
+    let i = ((lon / std::f64::consts::TAU * f64::from(n_lon)) as u32).min(n_lon - 1);
+    let j = ((x.z * f64::from(n_z)) as u32).min(n_z - 1);
     (j * n_lon + i) as usize
 }
 
@@ -177,6 +223,24 @@ pub struct SphereQuadrature {
     pub centers: Vec<DVec3>,
 }
 
+impl SphereQuadrature {
+    /// The cells of the upper hemisphere z > 0. For a loss even under x → −x, the Gibbs law
+    /// on them is the law folded by that symmetry (MATH.md §5.6): each cell gets its own
+    /// mass and its mirror's. The rings end at the equator, so no cell straddles it.
+    pub fn folded(&self) -> SphereQuadrature {
+        let mut q = SphereQuadrature::default();
+        for (k, &x) in self.centers.iter().enumerate() {
+            if x.z > 0.0 {
+                q.cells.loss.push(self.cells.loss[k]);
+                q.cells.area.push(self.cells.area[k]);
+                q.cells.loss_range.push(self.cells.loss_range[k]);
+                q.centers.push(x);
+            }
+        }
+        q
+    }
+}
+
 /// [`SphereQuadrature`] of a loss.
 pub fn sphere_quadrature(loss: &dyn Fn(DVec3) -> f64) -> SphereQuadrature {
     use std::f64::consts::PI;
@@ -190,6 +254,7 @@ pub fn sphere_quadrature(loss: &dyn Fn(DVec3) -> f64) -> SphereQuadrature {
     edges.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
     let n_lon = 360;
     let d_lon = 2.0 * PI / f64::from(n_lon);
+    let at = |a: f64, lon: f64| DVec3::new(a.sin() * lon.cos(), a.sin() * lon.sin(), a.cos());
     let mut q = SphereQuadrature::default();
     for ring in edges.windows(2) {
         let (a0, a1) = (ring[0], ring[1]);
@@ -197,9 +262,18 @@ pub fn sphere_quadrature(loss: &dyn Fn(DVec3) -> f64) -> SphereQuadrature {
         let a = 0.5 * (a0 + a1);
         for i in 0..n_lon {
             let lon = d_lon * (f64::from(i) + 0.5);
-            let x = DVec3::new(a.sin() * lon.cos(), a.sin() * lon.sin(), a.cos());
-            q.cells.loss.push(loss(x));
+            let x = at(a, lon);
+            let l = loss(x);
+            let mut range = [l; 2];
+            for (ca, cl) in [(a0, lon - 0.5 * d_lon), (a1, lon + 0.5 * d_lon)] {
+                for cl in [cl, 2.0 * lon - cl] {
+                    let corner = loss(at(ca, cl));
+                    range = [range[0].min(corner), range[1].max(corner)];
+                }
+            }
+            q.cells.loss.push(l);
             q.cells.area.push(area);
+            q.cells.loss_range.push(range);
             q.centers.push(x);
         }
     }
@@ -233,6 +307,17 @@ pub fn sphere_gibbs_on_grid(q: &SphereQuadrature, t: f64, nl: u32, nz: u32) -> V
     let mut p = vec![0.0; (nl * nz) as usize];
     for (pi, &x) in q.cells.gibbs(t).iter().zip(&q.centers) {
         p[sphere_cell(x, nl, nz)] += pi;
+    }
+    p
+}
+
+/// [`sphere_gibbs_on_grid`] of the folded law on the `nl × nz` grid of the upper
+/// hemisphere ([`hemisphere_cell`]); `q` is the quadrature of the whole sphere or
+/// [`SphereQuadrature::folded`].
+pub fn hemisphere_gibbs_on_grid(q: &SphereQuadrature, t: f64, nl: u32, nz: u32) -> Vec<f64> {
+    let mut p = vec![0.0; (nl * nz) as usize];
+    for (pi, &x) in q.cells.gibbs(t).iter().zip(&q.centers) {
+        p[hemisphere_cell(x, nl, nz)] += pi;
     }
     p
 }

@@ -8,10 +8,10 @@ mod mlp;
 
 pub use mlp::{SNR_NETWORKS, parameterisation};
 
-use crate::diagnostics::entropy::{knn_entropy, sphere_knn_entropy};
+use crate::diagnostics::entropy::knn_entropy;
 use crate::diagnostics::movement::Movement;
 use crate::diagnostics::thermodynamics::{
-    KNN_K, ThermoPoint, known_answer, mean_and_se, plane_point, sphere_point,
+    KNN_K, ThermoPoint, known_answer, mean_and_se, plane_point, sphere_entropy, sphere_point,
     sphere_signal_and_noise,
 };
 use crate::engine::sphere::create_sphere_engine;
@@ -160,9 +160,7 @@ fn measure_sphere(
         let xs = engine.positions()?;
         let losses: Vec<f64> = xs.iter().map(|&x| sphere_loss(&objects, x)).collect();
         u_trace.push((done, mean_and_se(&losses).0));
-        if let Some(s) =
-            sphere_knn_entropy(&xs.iter().map(|x| x.to_array()).collect::<Vec<_>>(), KNN_K)
-        {
+        if let Some(s) = sphere_entropy(&objects, &xs) {
             s_trace.push((done, s));
         }
         let (signal, noise) = sphere_signal_and_noise(&objects, &xs);
