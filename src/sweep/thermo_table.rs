@@ -193,7 +193,8 @@ pub fn table(merged: &Merged) -> anyhow::Result<Table> {
 }
 
 /// The table as CSV: η, U, S (k-NN, histogram), the temperatures, the Gibbs distance, SNR,
-/// stationarity and the held-out predictions (empty cells where undefined).
+/// stationarity, the held-out predictions, and for networks the windowed S with its
+/// dimension and why the ensemble S is not used for T_slope (empty cells where undefined).
 pub fn csv(table: &Table) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let header = [
@@ -216,6 +217,10 @@ pub fn csv(table: &Table) -> String {
         "T_predicted",
         "U_predicted",
         "S_predicted",
+        "S_window",
+        "S_window_se",
+        "window_dims",
+        "entropy_note",
     ];
     w.write_record(header).expect("in memory");
     let num = |v: Option<f64>| {
@@ -244,6 +249,12 @@ pub fn csv(table: &Table) -> String {
             num(r.t_predicted),
             num(r.u_predicted),
             num(r.s_predicted),
+            num(p.window.as_ref().and_then(|w| w.s)),
+            num(p.window.as_ref().and_then(|w| w.s_se)),
+            p.window
+                .as_ref()
+                .map_or(String::new(), |w| w.dims.to_string()),
+            p.ensemble_entropy_note.clone().unwrap_or_default(),
         ])
         .expect("in memory");
     }
