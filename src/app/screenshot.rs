@@ -101,11 +101,7 @@ pub struct UnknownPanel {
 impl std::fmt::Display for UnknownPanel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.names.is_empty() {
-            write!(
-                f,
-                "--panel '{}': this view has no panels to record alone",
-                self.label
-            )
+            write!(f, "--panel '{}': this view has no panels to record alone", self.label)
         } else {
             write!(
                 f,

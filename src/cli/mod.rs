@@ -226,14 +226,17 @@ impl From<anyhow::Error> for Failure {
 /// A clap value parser for a number in `range`: the message names the value and the range.
 fn in_range(range: Range) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
     move |text| {
-        let v: f64 = text.trim().parse().map_err(|_| {
-            format!(
-                "{} = '{}' is not a number: allowed {}",
-                range.name,
-                short_text(text),
-                range.describe()
-            )
-        })?;
+        let v: f64 = text
+            .trim()
+            .parse()
+            .map_err(|_| {
+                format!(
+                    "{} = '{}' is not a number: allowed {}",
+                    range.name,
+                    short_text(text),
+                    range.describe()
+                )
+            })?;
         range.check(v)
     }
 }

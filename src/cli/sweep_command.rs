@@ -2,8 +2,8 @@
 //! SLURM job scripts.
 
 use super::{Failure, progress_bar, whole_in_range};
-use crate::engine::BackendChoice;
 use crate::math::ranges::Range;
+use crate::engine::BackendChoice;
 use crate::preset::sweep_file::Sweep;
 use crate::sweep::{self, Shard, slurm};
 use std::path::{Path, PathBuf};

@@ -366,10 +366,7 @@ fn ron_message(text: &str, e: &ron::error::SpannedError) -> String {
     match &e.code {
         ron::Error::IntegerOutOfBounds => {
             // The number RON stopped at: the digits around the error's position.
-            let line = text
-                .lines()
-                .nth(e.span.start.line.saturating_sub(1))
-                .unwrap_or("");
+            let line = text.lines().nth(e.span.start.line.saturating_sub(1)).unwrap_or("");
             let col = e.span.start.col.saturating_sub(1).min(line.len());
             let is_digit = |c: char| c.is_ascii_digit() || "-+_".contains(c);
             let start = line[..col]

@@ -61,17 +61,10 @@ impl BackgroundSweep {
                 // A restarted sweep waits (a while) for the previous run's thread, which
                 // holds the shard's lock until the point in flight is written.
                 let patience = Duration::from_secs(120);
-                run_shard_patiently(
-                    &loaded,
-                    Shard::ALL,
-                    &worker_dir,
-                    backend,
-                    patience,
-                    &mut |d, t| {
-                        *p.lock().expect("progress") = (d, t);
-                        !c.load(Ordering::Relaxed)
-                    },
-                )
+                run_shard_patiently(&loaded, Shard::ALL, &worker_dir, backend, patience, &mut |d, t| {
+                    *p.lock().expect("progress") = (d, t);
+                    !c.load(Ordering::Relaxed)
+                })
             })
             .map_err(|e| format!("cannot start the sweep: {e}"))?;
         let file = Shard::ALL.file(&dir);

@@ -576,14 +576,7 @@ fn raced_signalled_and_cut_off_writers_leave_no_partial_final_path() {
 const STDOUT_COMMANDS: &[&[&str]] = &[
     &["presets"],
     &[
-        "run",
-        "default",
-        "--chains",
-        "64",
-        "--steps",
-        "20",
-        "--backend",
-        "cpu",
+        "run", "default", "--chains", "64", "--steps", "20", "--backend", "cpu",
     ],
     &[
         "run",
@@ -647,10 +640,7 @@ fn stdout_closed_at_a_seeded_moment_ends_well() {
             };
             let mut err = String::new();
             std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-            prop_assert!(
-                !err.contains("panicked"),
-                "{args:?} closed after {keep}: {err}"
-            );
+            prop_assert!(!err.contains("panicked"), "{args:?} closed after {keep}: {err}");
             let code = status.code();
             prop_assert!(
                 matches!(code, Some(0 | 1)),

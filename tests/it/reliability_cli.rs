@@ -55,11 +55,7 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 
 /// `PATH` with `dir` in front.
 fn path_with(dir: &Path) -> String {
-    format!(
-        "{}:{}",
-        dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
+    format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default())
 }
 
 /// Where a command's standard output goes.
@@ -87,10 +83,7 @@ fn run_into(mut command: Command, sink: Sink) -> Output {
             command.stdout(writer);
         }
     }
-    command
-        .stderr(Stdio::piped())
-        .output()
-        .expect("binary runs")
+    command.stderr(Stdio::piped()).output().expect("binary runs")
 }
 
 /// Asserts the failure of a result that could not be written: exit 1, one `error:` line
@@ -148,7 +141,10 @@ fn a_closed_or_full_stdout_fails_every_command_with_one_error_line() {
             "run",
             vec!["run", "default", "--chains", "100", "--steps", "20"],
         ),
-        ("bench", vec!["bench", "--chains", "1000", "--steps", "2"]),
+        (
+            "bench",
+            vec!["bench", "--chains", "1000", "--steps", "2"],
+        ),
         ("thermo", thermo.to_vec()),
         ("thermo --merge", vec!["thermo", "--merge", "th"]),
         (
@@ -209,15 +205,7 @@ fn slurm_scripts_take_checked_values_a_fixed_shard_count_and_name_the_submitted_
         ("--tasks", "-3", "[1, 10000]"),
     ] {
         let out = binary(
-            &[
-                "sweep",
-                s(&sweep),
-                "--out",
-                "refused",
-                "--slurm",
-                flag,
-                value,
-            ],
+            &["sweep", s(&sweep), "--out", "refused", "--slurm", flag, value],
             &dir,
         )
         .output()
@@ -235,15 +223,7 @@ fn slurm_scripts_take_checked_values_a_fixed_shard_count_and_name_the_submitted_
     let cluster = Cluster::start(dir.join("cluster"));
     // A task started alone, outside its array: shard 2 of the 4 the script was written for.
     let out = binary(
-        &[
-            "sweep",
-            s(&sweep),
-            "--out",
-            "alone",
-            "--slurm",
-            "--tasks",
-            "4",
-        ],
+        &["sweep", s(&sweep), "--out", "alone", "--slurm", "--tasks", "4"],
         &dir,
     )
     .output()
@@ -355,10 +335,7 @@ fn refusals_name_the_value_and_range_shortly_before_any_work() {
             vec!["bench", "--chains", "-2"],
             vec!["-2", "[0, 4294967295]"],
         ),
-        (
-            vec!["run", "default", "--steps", &huge],
-            vec!["[0, 4294967295]"],
-        ),
+        (vec!["run", "default", "--steps", &huge], vec!["[0, 4294967295]"]),
         (vec!["sweep", "huge.ron"], vec!["1e300", "(0, 10]"]),
         (vec!["run", "big.ron"], vec!["big.ron:1:", "4294967295"]),
         (
@@ -367,7 +344,15 @@ fn refusals_name_the_value_and_range_shortly_before_any_work() {
         ),
         (
             vec![
-                "record", "default", "--out", "r.gif", "--steps", "2", "--every", "1", "--panel",
+                "record",
+                "default",
+                "--out",
+                "r.gif",
+                "--steps",
+                "2",
+                "--every",
+                "1",
+                "--panel",
                 "nonesuch",
             ],
             vec!["--panel 'nonesuch'", "choose one of"],
@@ -407,16 +392,7 @@ fn refusals_name_the_value_and_range_shortly_before_any_work() {
     // A folder named like a shipped preset (a sweep's output, say) does not hide it.
     std::fs::create_dir_all(dir.join("default")).unwrap();
     let out = common::atmc_lab_in(
-        &[
-            "run",
-            "default",
-            "--chains",
-            "100",
-            "--steps",
-            "10",
-            "--backend",
-            "cpu",
-        ],
+        &["run", "default", "--chains", "100", "--steps", "10", "--backend", "cpu"],
         &dir,
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -424,9 +400,5 @@ fn refusals_name_the_value_and_range_shortly_before_any_work() {
     std::fs::create_dir_all(dir.join("results")).unwrap();
     let out = common::atmc_lab_in(&["run", "results"], &dir);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("a folder, not a preset file"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("a folder, not a preset file"), "{}", stderr(&out));
 }

@@ -180,6 +180,15 @@ fn mlps_with_fewer_and_more_weights_than_points_behave_as_up_and_op() {
         show(p);
         assert!(p.problem.contains("OP"), "{}", p.problem);
         assert!(p.t_gibbs.is_none(), "no Gibbs fit in weight space");
+        // In 1,218 dimensions the ensemble's S has not converged in the networks: no slope
+        // from it. The windows were recorded (16 networks' last iterates).
+        assert!(p.ensemble_entropy_note.is_some(), "{p:?}");
+        assert_eq!(p.knn_networks, Some(64));
+        let window = p.window.as_ref().unwrap();
+        assert_eq!(
+            (window.networks, window.iterates, window.dims),
+            (16, 512, 8)
+        );
     }
     assert!(
         op[1].u < 0.05 * up[2].u,
@@ -273,7 +282,10 @@ fn the_windowed_entropy_of_networks_sees_their_own_spread_where_the_ensemble_doe
             "the subsample check fails: {check:?}"
         );
         assert!(
-            (2.0..4.5).contains(&window.autocorrelation) && window.kept >= 100,
+            window
+                .autocorrelation
+                .is_some_and(|tau| (2.0..4.5).contains(&tau))
+                && window.kept >= 100,
             "AR(1) at ½ has τ = 3: {window:?}"
         );
         (window.s.unwrap(), check.full)

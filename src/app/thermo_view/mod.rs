@@ -618,14 +618,15 @@ impl ThermoView {
                     ));
                     ui.label(
                         RichText::new(format!(
-                            "{} of {} networks, each its last {} iterates (every {} steps from \
-                             step {}), thinned by their autocorrelation time {} to {}; k = {}",
+                            "{} of {} networks measured, each from its last {} iterates \
+                             (every {} steps after step {}), thinned by their autocorrelation \
+                             time ({} iterates) to {}; k = {}",
                             w.measured,
                             w.networks,
                             w.iterates,
                             w.every,
                             w.first_step,
-                            short(Some(w.autocorrelation)),
+                            short(w.autocorrelation),
                             w.kept,
                             w.k
                         ))

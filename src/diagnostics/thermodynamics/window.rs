@@ -66,7 +66,7 @@ impl WindowPlan {
     pub fn new(steps: u32, chains: u32, params: usize) -> Self {
         let half = steps / 2;
         let iterates = WINDOW_ITERATES.min(half);
-        let every = if iterates == 0 { 1 } else { half / iterates };
+        let every = half.checked_div(iterates).unwrap_or(1);
         let per_network = iterates as usize * params.max(1) * std::mem::size_of::<f32>();
         let fit = (WINDOW_MEMORY / per_network.max(1)).max(1) as u32;
         Self {
@@ -192,8 +192,8 @@ pub struct WindowEntropy {
     /// Iterates recorded per network.
     pub iterates: u32,
     /// Integrated autocorrelation time of each window's top principal coordinate, in
-    /// recorded iterates: the median over the networks.
-    pub autocorrelation: f64,
+    /// recorded iterates: the median over the networks (None where no window had one).
+    pub autocorrelation: Option<f64>,
     /// Iterates each window keeps after thinning: the median over the networks.
     pub kept: u32,
     /// Why there is no estimate, or what limits it.
@@ -203,34 +203,29 @@ pub struct WindowEntropy {
 /// The windowed entropy of `windows` (each a network's iterates, iterate-major, `params`
 /// weights each) on `dims` principal directions with neighbour rank `k`.
 pub fn windowed_entropy(windows: &[&[f32]], params: usize, dims: usize, k: usize) -> WindowEntropy {
-    let results: Vec<Result<Trajectory, String>> = windows
+    let results: Vec<Trajectory> = windows
         .par_iter()
         .map(|w| trajectory_entropy(w, params, dims, k))
         .collect();
-    let median = |mut v: Vec<f64>| -> f64 {
-        if v.is_empty() {
-            return f64::NAN;
-        }
+    let median = |mut v: Vec<f64>| -> Option<f64> {
         v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        v.get(v.len() / 2).copied()
     };
-    let ok: Vec<&Trajectory> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
-    let first_error = results.iter().find_map(|r| r.as_ref().err()).cloned();
+    let values: Vec<f64> = results.iter().filter_map(|t| t.entropy).collect();
+    let why = results
+        .iter()
+        .find_map(|t| t.why.clone())
+        .unwrap_or_default();
     let mut entropy = WindowEntropy {
         dims: dims as u32,
         k: k as u32,
         networks: windows.len() as u32,
-        measured: ok.len() as u32,
+        measured: values.len() as u32,
         iterates: windows
             .first()
             .map_or(0, |w| (w.len() / params.max(1)) as u32),
-        autocorrelation: median(
-            results
-                .iter()
-                .filter_map(|r| r.as_ref().ok().map(|t| t.autocorrelation))
-                .collect(),
-        ),
-        kept: median(ok.iter().map(|t| t.kept as f64).collect()) as u32,
+        autocorrelation: median(results.iter().filter_map(|t| t.autocorrelation).collect()),
+        kept: median(results.iter().map(|t| t.kept as f64).collect()).unwrap_or(0.0) as u32,
         ..WindowEntropy::default()
     };
     if windows.is_empty() {
@@ -238,83 +233,85 @@ pub fn windowed_entropy(windows: &[&[f32]], params: usize, dims: usize, k: usize
             Some("no network's window was recorded (too few steps or all diverged)".into());
         return entropy;
     }
-    if 2 * ok.len() < windows.len() || ok.len() < 2 {
+    if 2 * values.len() < windows.len() || values.len() < 2 {
         entropy.note = Some(format!(
-            "{} of {} windows measured: {}",
-            ok.len(),
-            windows.len(),
-            first_error.unwrap_or_default()
+            "{} of {} windows measured: {why}",
+            values.len(),
+            windows.len()
         ));
         return entropy;
     }
-    let values: Vec<f64> = ok.iter().map(|t| t.entropy).collect();
     let (mean, se) = super::mean_and_se(&values);
     entropy.s = Some(mean);
     entropy.s_se = Some(se);
-    if ok.len() < windows.len() {
+    if values.len() < windows.len() {
         entropy.note = Some(format!(
-            "{} of {} windows measured; the others: {}",
-            ok.len(),
-            windows.len(),
-            first_error.unwrap_or_default()
+            "{} of {} windows measured; the others: {why}",
+            values.len(),
+            windows.len()
         ));
     }
     entropy
 }
 
 /// One network's windowed entropy and how it was thinned.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Trajectory {
-    /// k-NN entropy (nats) on the principal directions.
-    pub entropy: f64,
-    /// Integrated autocorrelation time of the top principal coordinate (iterates).
-    pub autocorrelation: f64,
+    /// k-NN entropy (nats) on the principal directions; None when it cannot be measured.
+    pub entropy: Option<f64>,
+    /// Integrated autocorrelation time of the top principal coordinate (iterates); None for
+    /// a window too short or that never moved.
+    pub autocorrelation: Option<f64>,
     /// Iterates kept after thinning.
     pub kept: usize,
+    /// Why there is no entropy.
+    pub why: Option<String>,
 }
 
 /// The entropy of one trajectory's `window` (iterates of `params` weights, in order): the
 /// integrated autocorrelation time τ of its top principal coordinate sets the thinning
 /// (every ⌈τ⌉-th iterate, and evenly down to [`WINDOW_MAX_KEPT`]); the kept iterates are
-/// projected on their `dims` principal directions and measured by k-NN (MATH.md §5.2). An
-/// error says why not: a window that never moved, or too few independent iterates.
-pub fn trajectory_entropy(
-    window: &[f32],
-    params: usize,
-    dims: usize,
-    k: usize,
-) -> Result<Trajectory, String> {
+/// projected on their `dims` principal directions and measured by k-NN (MATH.md §5.2).
+/// Without an entropy, `why` says why: a window that never moved, or too few independent
+/// iterates.
+pub fn trajectory_entropy(window: &[f32], params: usize, dims: usize, k: usize) -> Trajectory {
     let n = window.len() / params.max(1);
-    if n < WINDOW_MIN_KEPT.max(dims + k + 1) {
-        return Err(format!("a window of {n} iterates is too short"));
+    let min = WINDOW_MIN_KEPT.max(dims + k + 1);
+    let fail = |why: String| Trajectory {
+        why: Some(why),
+        ..Trajectory::default()
+    };
+    if n < min {
+        return fail(format!("a window of {n} iterates is too short"));
     }
     let all = centred(window, params, &(0..n).collect::<Vec<_>>());
     let top = principal_coordinates(&all, n, params, 1);
     if top.iter().all(|v| *v == 0.0) {
-        return Err("the window never moved".into());
+        return fail("the window never moved".into());
     }
     let tau = autocorrelation_time(&top);
     let stride = (tau.ceil() as usize)
         .max(n.div_ceil(WINDOW_MAX_KEPT))
         .max(1);
     let kept: Vec<usize> = (0..n).step_by(stride).collect();
-    let min = WINDOW_MIN_KEPT.max(dims + k + 1);
+    let mut result = Trajectory {
+        autocorrelation: Some(tau),
+        kept: kept.len(),
+        ..Trajectory::default()
+    };
     if kept.len() < min {
-        return Err(format!(
-            "the window holds {} independent iterates (autocorrelation time {tau:.0} of {n}), \
-             {min} needed: run more steps",
+        result.why = Some(format!(
+            "the window holds {} independent iterates (autocorrelation time {tau:.0} of {n} \
+             iterates), {min} needed: run more steps",
             kept.len()
         ));
+        return result;
     }
     let x = centred(window, params, &kept);
     let coordinates = principal_coordinates(&x, kept.len(), params, dims);
     let points: Vec<f32> = coordinates.iter().map(|&v| v as f32).collect();
-    let entropy = knn_entropy_dense(&points, dims, k).ok_or("too few iterates for k-NN")?;
-    Ok(Trajectory {
-        entropy,
-        autocorrelation: tau,
-        kept: kept.len(),
-    })
+    result.entropy = knn_entropy_dense(&points, dims, k);
+    result
 }
 
 /// The iterates `rows` of `window` minus their mean, row-major (f32: a network's spread is
@@ -601,6 +598,30 @@ mod tests {
         let short = WindowPlan::new(100, 8, 12);
         assert_eq!((short.networks, short.iterates, short.every), (8, 50, 1));
         assert_eq!(WindowPlan::new(1, 8, 12).next_after(0), None);
+    }
+
+    /// Windows that never moved, or are too short, give no entropy and say why; the record
+    /// has no NaN, so it survives JSON (which has none).
+    #[test]
+    fn windows_without_an_entropy_say_why_and_survive_their_record() {
+        let still = vec![0.5f32; 100 * 6];
+        let short = vec![0.5f32; 10 * 6];
+        let entropy = windowed_entropy(&[&still, &still, &short], 6, 4, 5);
+        assert_eq!(
+            (entropy.s, entropy.measured, entropy.autocorrelation),
+            (None, 0, None)
+        );
+        assert!(
+            entropy.note.as_ref().unwrap().contains("never moved"),
+            "{entropy:?}"
+        );
+        let text = serde_json::to_string(&entropy).unwrap();
+        assert_eq!(
+            serde_json::from_str::<WindowEntropy>(&text).unwrap(),
+            entropy
+        );
+        let recorder = WindowRecorder::new(WindowPlan::new(4, 2, 6), 6);
+        assert!(recorder.estimate(&[false, false]).note.is_some());
     }
 
     /// An AR(1) series with coefficient φ has τ = (1 + φ)/(1 − φ).
