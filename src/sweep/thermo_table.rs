@@ -417,8 +417,9 @@ pub fn table_with(merged: &Merged, options: TableOptions) -> anyhow::Result<Tabl
 /// The table as CSV: η, U, S (k-NN, histogram), the temperatures, the Gibbs distance, SNR,
 /// stationarity, the held-out predictions, F(η; T*) at the table's η* with T* = T_slope(η*)
 /// and T_gibbs(η*), the spread of T_slope over k, N and windows, the Gibbs test's critical
-/// values, KS distance and verdict, and the k-NN entropy on quarters of the chains (empty cells
-/// where undefined).
+/// values, KS distance and verdict, the k-NN entropy on quarters of the chains, and for
+/// networks the windowed S with its dimension and why the ensemble S is not used for T_slope
+/// (empty cells where undefined).
 pub fn csv(table: &Table) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let header = [
@@ -452,6 +453,10 @@ pub fn csv(table: &Table) -> String {
         "gibbs_consistent",
         "S_knn_quarter",
         "S_knn_quarter_se",
+        "S_window",
+        "S_window_se",
+        "window_dims",
+        "entropy_note",
     ];
     w.write_record(header).expect("in memory");
     let num = |v: Option<f64>| {
@@ -491,6 +496,12 @@ pub fn csv(table: &Table) -> String {
             p.gibbs_consistent.map_or(String::new(), |c| c.to_string()),
             num(p.s_knn_quarter),
             num(p.s_knn_quarter_se),
+            num(p.window.as_ref().and_then(|w| w.s)),
+            num(p.window.as_ref().and_then(|w| w.s_se)),
+            p.window
+                .as_ref()
+                .map_or(String::new(), |w| w.dims.to_string()),
+            p.ensemble_entropy_note.clone().unwrap_or_default(),
         ])
         .expect("in memory");
     }

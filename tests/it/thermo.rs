@@ -180,6 +180,15 @@ fn mlps_with_fewer_and_more_weights_than_points_behave_as_up_and_op() {
         show(p);
         assert!(p.problem.contains("OP"), "{}", p.problem);
         assert!(p.t_gibbs.is_none(), "no Gibbs fit in weight space");
+        // In 1,218 dimensions the ensemble's S has not converged in the networks: no slope
+        // from it. The windows were recorded (16 networks' last iterates).
+        assert!(p.ensemble_entropy_note.is_some(), "{p:?}");
+        assert_eq!(p.knn_networks, Some(64));
+        let window = p.window.as_ref().unwrap();
+        assert_eq!(
+            (window.networks, window.iterates, window.dims),
+            (16, 512, 8)
+        );
     }
     assert!(
         op[1].u < 0.05 * up[2].u,
@@ -191,6 +200,172 @@ fn mlps_with_fewer_and_more_weights_than_points_behave_as_up_and_op() {
     assert!(
         small > 0.7 * large,
         "OP SNR stays positive: {small} vs {large}"
+    );
+}
+
+/// Synthetic networks for the entropy test: `networks` windows of `iterates` AR(1) iterates
+/// (coefficient ½, so the thinning has work to do) around each network's centre (spread
+/// `centre_spread` per weight), and the final iterates of `ensemble` such networks. Each
+/// network's spread is `wide(j)` along 8 weights of its own (weights 97·net + j) and
+/// `narrow` along the others: SGD's fluctuations are confined to a few directions, those
+/// its minibatch noise excites.
+struct Synthetic {
+    windows: Vec<Vec<f32>>,
+    ensemble: Vec<f32>,
+}
+
+fn synthetic(
+    d: usize,
+    (networks, iterates, ensemble): (usize, usize, usize),
+    centre_spread: f64,
+    (wide, narrow): (&dyn Fn(usize) -> f64, f64),
+    seed: u64,
+) -> Synthetic {
+    use atmc_lab::math::rng::SequentialRng;
+    use rand_distr::{Distribution, StandardNormal};
+    let mut rng = SequentialRng::new(seed, 24);
+    let mut normal = move || -> f64 { StandardNormal.sample(&mut rng) };
+    let phi: f64 = 0.5;
+    let innovation = (1.0 - phi * phi).sqrt();
+    let mut network = |net: usize, iterates: usize| -> Vec<f32> {
+        let spread: Vec<f64> = (0..d)
+            .map(|a| {
+                let j = (a + d - (97 * net) % d) % d;
+                if j < 8 { wide(j) } else { narrow }
+            })
+            .collect();
+        let centre: Vec<f64> = (0..d).map(|_| centre_spread * normal()).collect();
+        let mut x: Vec<f64> = spread.iter().map(|s| s * normal()).collect();
+        let mut out = Vec::with_capacity(iterates * d);
+        for _ in 0..iterates {
+            for (xa, s) in x.iter_mut().zip(&spread) {
+                *xa = phi * *xa + innovation * s * normal();
+            }
+            out.extend(centre.iter().zip(&x).map(|(c, x)| (c + x) as f32));
+        }
+        out
+    };
+    let windows = (0..networks).map(|net| network(net, iterates)).collect();
+    let ensemble = (0..ensemble).flat_map(|net| network(net, 1)).collect();
+    Synthetic { windows, ensemble }
+}
+
+/// MATH.md §5.6, entropy of networks, on synthetic iterates in `mlp-op`'s 1,218 weights with a
+/// known ΔS: the windowed estimate (each network's own thinned window on its 8 principal
+/// directions) gets the sign and size within 20 %, the ensemble's k-NN estimate over 512
+/// networks does not, and its subsample check says so. (1) One basin whose 8 wide directions
+/// shrink by half: ΔS = 8 ln ½ in all weights (the others keep their spread); the ensemble
+/// follows the total variance, (d/2) ln of its ratio. (2) Networks in separate basins
+/// (centres 1 apart per weight) whose local spread grows tenfold, from 0.01 to 0.1 along
+/// their wide directions: ΔS = d ln 10 in all d weights, r ln 10 on the r principal
+/// directions; the ensemble sees the centres.
+#[test]
+fn the_windowed_entropy_of_networks_sees_their_own_spread_where_the_ensemble_does_not() {
+    use atmc_lab::diagnostics::entropy::knn_entropy_dense;
+    use atmc_lab::diagnostics::thermodynamics::{
+        KNN_K, WINDOW_DIMS, WINDOW_KNN_K, ensemble_entropy_check, windowed_entropy,
+    };
+    let d = 1218;
+    let sizes = (8, 512, 512);
+    let r = WINDOW_DIMS as f64;
+    let measure = |s: &Synthetic| {
+        let windows: Vec<&[f32]> = s.windows.iter().map(Vec::as_slice).collect();
+        let window = windowed_entropy(&windows, d, WINDOW_DIMS, WINDOW_KNN_K);
+        let check = ensemble_entropy_check(&s.ensemble, d, KNN_K).unwrap();
+        assert_eq!(
+            check.full,
+            knn_entropy_dense(&s.ensemble, d, KNN_K).unwrap()
+        );
+        eprintln!("{window:?}\n{check:?}");
+        assert!(
+            check.note().is_some(),
+            "the subsample check fails: {check:?}"
+        );
+        assert!(
+            window
+                .autocorrelation
+                .is_some_and(|tau| (2.0..4.5).contains(&tau))
+                && window.kept >= 100,
+            "AR(1) at ½ has τ = 3: {window:?}"
+        );
+        (window.s.unwrap(), check.full)
+    };
+    let tapered = |scale: f64| move |j: usize| scale * (1.0 - 0.08 * j as f64);
+    // (1) One basin, the wide directions shrink.
+    let (w1, e1) = measure(&synthetic(d, sizes, 0.0, (&tapered(0.1), 1e-3), 1));
+    let (w2, e2) = measure(&synthetic(d, sizes, 0.0, (&tapered(0.05), 1e-3), 2));
+    let exact = r * 0.5f64.ln();
+    eprintln!(
+        "one basin: ΔS exact {exact:.2}, windows {:.2}, ensemble {:.2}",
+        w2 - w1,
+        e2 - e1
+    );
+    assert!(((w2 - w1) / exact - 1.0).abs() < 0.2, "windows {}", w2 - w1);
+    assert!(
+        ((e2 - e1) / exact - 1.0).abs() > 0.2,
+        "ensemble {}",
+        e2 - e1
+    );
+    // (2) Separate basins, the local spread grows tenfold.
+    let (w1, e1) = measure(&synthetic(d, sizes, 1.0, (&tapered(0.01), 1e-4), 3));
+    let (w2, e2) = measure(&synthetic(d, sizes, 1.0, (&tapered(0.1), 1e-3), 4));
+    let (on_subspace, in_all) = (r * 10f64.ln(), d as f64 * 10f64.ln());
+    eprintln!(
+        "basins: ΔS exact {in_all:.0} ({on_subspace:.2} on {r} directions), windows {:.2}, \
+         ensemble {:.2}",
+        w2 - w1,
+        e2 - e1
+    );
+    assert!(
+        ((w2 - w1) / on_subspace - 1.0).abs() < 0.2,
+        "windows {}",
+        w2 - w1
+    );
+    assert!(
+        ((e2 - e1) / in_all - 1.0).abs() > 0.2,
+        "ensemble {}",
+        e2 - e1
+    );
+}
+
+/// What an MLP point's entropies cost, for the README (not a check: run it by hand with
+/// `cargo test --release --test it thermo::entropy_cost -- --ignored --nocapture`; the
+/// preset, networks, steps, η and backend come from `ENTROPY_COST`, e.g.
+/// `mlp-op,512,3000,0.004,cpu`).
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn entropy_cost() {
+    use atmc_lab::engine::BackendChoice;
+    use atmc_lab::preset::AnyPreset;
+    use atmc_lab::runner::thermo_measure::measure_mlp_costed;
+    let spec = std::env::var("ENTROPY_COST").unwrap_or("mlp-op,512,3000,0.004,cpu".into());
+    let f: Vec<&str> = spec.split(',').collect();
+    let AnyPreset::Mlp(mut p) = AnyPreset::load(f[0]).unwrap() else {
+        panic!("an MLP preset")
+    };
+    p.chains = f[1].parse().unwrap();
+    p.steps = f[2].parse().unwrap();
+    p.sampler.h = f[3].parse().unwrap();
+    if let Some(h) = f.get(5) {
+        p.network.hidden = h.split('-').map(|w| w.parse().unwrap()).collect();
+    }
+    let backend = if f[4] == "gpu" {
+        BackendChoice::Gpu
+    } else {
+        BackendChoice::Cpu
+    };
+    let clock = std::time::Instant::now();
+    let (point, cost) = measure_mlp_costed(&p, backend, &mut |_| {}).unwrap();
+    eprintln!(
+        "{spec}: total {:.2} s; {cost:?}\nS_knn {:?} over {:?} networks, note {:?}\nwindow {:?}\nU {} stationary {} {:?}",
+        clock.elapsed().as_secs_f64(),
+        point.s_knn,
+        point.knn_networks,
+        point.ensemble_entropy_note,
+        point.window,
+        point.u,
+        point.stationary,
+        point.excluded
     );
 }
 

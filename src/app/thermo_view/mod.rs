@@ -263,10 +263,30 @@ impl ThermoView {
                             .style(LineStyle::dashed_loose()),
                     );
                 }
-                p.line(Self::line(pick(&|r| r.point.s_knn, true), "k-NN", GIBBS));
-                let grey = pick(&|r| r.point.s_knn, false);
+                // The ensemble's k-NN S where it counts; in weight space, where it does not
+                // (its record says why), the windowed S of the networks' own iterates instead.
+                let counted = |r: &Row| {
+                    r.point
+                        .s_knn
+                        .filter(|_| r.point.ensemble_entropy_note.is_none())
+                };
+                p.line(Self::line(pick(&counted, true), "k-NN", GIBBS));
+                let grey = pick(&counted, false);
                 if !grey.is_empty() {
                     p.points(left_out(grey));
+                }
+                let windowed = |r: &Row| r.point.window.as_ref().and_then(|w| w.s);
+                let label = t
+                    .rows
+                    .iter()
+                    .find_map(|r| r.point.window.as_ref())
+                    .map(|w| format!("windows ({} directions)", w.dims));
+                if let Some(label) = label {
+                    p.line(Self::line(pick(&windowed, true), &label, SLOPE));
+                    let grey = pick(&windowed, false);
+                    if !grey.is_empty() {
+                        p.points(left_out(grey));
+                    }
                 }
                 p.line(
                     Self::line(pick(&|r| r.point.s_hist, true), "histogram", SLOPE)
@@ -852,7 +872,7 @@ impl ThermoView {
             );
             self.trace_plot(
                 ui,
-                ("mlp S", "S over steps (weight space, nats)", SLOPE),
+                ("mlp S", "ensemble S over steps (k-NN, nats)", SLOPE),
                 &p.s_trace,
                 (w, height),
             );
@@ -869,17 +889,52 @@ impl ThermoView {
                 ui.label(RichText::new(&p.problem).small());
                 ui.label(format!("U = {}", super::axes::short(p.u)));
                 ui.label(format!("T (slope dU/dS) = {}", short(row.t_slope)));
-                ui.label(format!("S (k-NN, weight space) = {}", short(p.s_knn)));
+                ui.label(format!(
+                    "S (ensemble k-NN{}) = {}",
+                    p.knn_networks
+                        .map_or(String::new(), |n| format!(", {n} networks")),
+                    short(p.s_knn)
+                ));
+                if let Some(w) = &p.window {
+                    ui.label(format!(
+                        "S (windows, {} directions) = {} ± {}",
+                        w.dims,
+                        short(w.s),
+                        short(w.s_se)
+                    ));
+                    ui.label(
+                        RichText::new(format!(
+                            "{} of {} networks measured, each from its last {} iterates \
+                             (every {} steps after step {}), thinned by their autocorrelation \
+                             time ({} iterates) to {}; k = {}",
+                            w.measured,
+                            w.networks,
+                            w.iterates,
+                            w.every,
+                            w.first_step,
+                            short(w.autocorrelation),
+                            w.kept,
+                            w.k
+                        ))
+                        .small(),
+                    );
+                    if let Some(note) = &w.note {
+                        ui.colored_label(EXCLUDED, RichText::new(note).small());
+                    }
+                }
                 ui.label(format!("gradient SNR = {}", short(p.snr)));
                 ui.label(format!("{} of {} networks alive", p.alive, p.chains));
                 if let Some(why) = &p.excluded {
                     ui.colored_label(EXCLUDED, why);
                 }
+                if let Some(why) = &p.ensemble_entropy_note {
+                    ui.colored_label(EXCLUDED, RichText::new(why).small());
+                }
                 ui.label(
                     RichText::new(
                         "No Gibbs fit here: its normaliser would be an integral over every \
-                         weight. S in so many dimensions is biased; its changes along η are \
-                         what the slope uses.",
+                         weight. The windowed S is each network's own spread on its widest \
+                         directions; a slope against it is not T, so there is none.",
                     )
                     .small(),
                 );
@@ -1040,10 +1095,15 @@ impl View for ThermoView {
             .rows
             .iter()
             .filter_map(|r| {
-                r.point
-                    .excluded
-                    .as_ref()
-                    .map(|w| format!("η = {}: {w}", super::axes::short(r.point.eta)))
+                let eta = super::axes::short(r.point.eta);
+                match (&r.point.excluded, &r.point.ensemble_entropy_note) {
+                    (Some(w), _) => Some(format!("η = {eta}: {w}")),
+                    (None, Some(_)) => Some(format!(
+                        "η = {eta}: no T_slope, the ensemble S does not count in weight space \
+                         (details at η)"
+                    )),
+                    (None, None) => None,
+                }
             })
             .collect();
         if !excluded.is_empty() {

@@ -2,7 +2,8 @@
 //! describes the stationary ensemble), its two distances to the ensemble with critical
 //! values calibrated on simulated ensembles (`calibration.rs`), the slope temperature
 //! dU/dS along a learning-rate sweep, the free energy, and a held-out prediction. `point.rs`
-//! measures one learning rate into its record, [`ThermoPoint`].
+//! measures one learning rate into its record, [`ThermoPoint`]; `window.rs` the entropy of
+//! networks from windows of their own iterates, and when the ensemble's estimate counts.
 //!
 //! Densities are integrated on quadrature cells: a list of (loss at the cell, cell area).
 //! The 2-D targets use a grid that zooms to where exp(−L/T) lives; the sphere an equal-area
@@ -12,6 +13,7 @@ mod calibration;
 mod free_energy;
 mod objections;
 mod point;
+mod window;
 
 pub use calibration::{
     CALIBRATION_DRAWS, CALIBRATION_SEED, Calibrated, LossLaw, TEST_LEVEL, calibrate,
@@ -23,11 +25,18 @@ pub use objections::{
 };
 
 pub use point::{
-    COLLAPSED_LN_DISTANCE, HISTOGRAM_CELLS, Histogram, KNN_K, KnownAnswer, SPHERE_HISTOGRAM,
-    SPHERE_SAMPLE, ThermoPoint, diverged_note, enough_alive, entropy_drift_note, fold_note,
-    gibbs_verdict, known_answer, legacy_gibbs_consistent, mean_and_se, measured, network_point,
-    plane_point, sphere_entropy, sphere_loss_is_even, sphere_point, sphere_signal_and_noise,
-    stationarity,
+    COLLAPSED_LN_DISTANCE, HISTOGRAM_CELLS, Histogram, KNN_K, KnownAnswer, NetworkEntropies,
+    SPHERE_HISTOGRAM, SPHERE_SAMPLE, ThermoPoint, diverged_note, enough_alive, entropy_drift_note,
+    fold_note, gibbs_verdict, known_answer, legacy_gibbs_consistent, mean_and_se, measured,
+    network_point, plane_point, sphere_entropy, sphere_loss_is_even, sphere_point,
+    sphere_signal_and_noise, stationarity,
+};
+pub use window::{
+    ENSEMBLE_ENTROPY_NETWORKS, EnsembleEntropyCheck, SMALL_DIMS, Trajectory, WINDOW_DIMS,
+    WINDOW_ITERATES, WINDOW_KNN_K, WINDOW_MAX_KEPT, WINDOW_MEMORY, WINDOW_MIN_KEPT,
+    WINDOW_NETWORKS, WindowEntropy, WindowPlan, WindowRecorder, autocorrelation_time,
+    ensemble_entropy_check, principal_coordinates, symmetric_eigen, trajectory_entropy,
+    windowed_entropy,
 };
 
 use crate::math::{Grid2, Target};

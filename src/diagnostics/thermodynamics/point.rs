@@ -179,6 +179,19 @@ pub struct ThermoPoint {
     /// written before it was stored.
     #[serde(default)]
     pub s_knn_variants: Vec<super::KnnVariant>,
+    /// Networks the ensemble's k-NN entropy used (the first alive ones, at most
+    /// [`super::ENSEMBLE_ENTROPY_NETWORKS`]); None outside weight space and in older records.
+    #[serde(default)]
+    pub knn_networks: Option<u32>,
+    /// Why the ensemble's k-NN S is left out of T_slope although the point is not
+    /// excluded: in weight space it counts only where [`super::EnsembleEntropyCheck`] says it
+    /// means something. Set by the measurement; the view only shows it.
+    #[serde(default)]
+    pub ensemble_entropy_note: Option<String>,
+    /// Networks: the entropy of each network's own window of iterates, averaged over a
+    /// subset (MATH.md §5.6). None outside weight space and in older records.
+    #[serde(default)]
+    pub window: Option<super::WindowEntropy>,
 }
 
 impl ThermoPoint {
@@ -199,12 +212,23 @@ impl ThermoPoint {
 
     /// A stored record read back. One written before the verdict was stored gets the verdict
     /// of its time from its distance and baseline; its fitted probabilities (a new fit) stay
-    /// absent.
+    /// absent. A network's record written before the ensemble rule (no window) gets the rule's
+    /// verdict for weight space: its ensemble S was never checked, so it does not enter T_slope.
     pub fn from_record(record: serde_json::Value) -> serde_json::Result<Self> {
         let mut point: Self = serde_json::from_value(record)?;
         if point.gibbs_consistent.is_none() {
             point.gibbs_consistent =
                 legacy_gibbs_consistent(point.gibbs_tv, point.gibbs_tv_baseline);
+        }
+        if point.problem.starts_with("MLP")
+            && point.window.is_none()
+            && point.ensemble_entropy_note.is_none()
+        {
+            point.ensemble_entropy_note = Some(
+                "ensemble S not used for T_slope: recorded before the subsample check, and in \
+                 weight space the k-th neighbours are other networks (MATH.md §5.6)"
+                    .into(),
+            );
         }
         Ok(point)
     }
@@ -705,16 +729,30 @@ pub fn fold_note(upper: f64) -> String {
     )
 }
 
+/// What a network point's entropies came to (MATH.md §5.6): the ensemble's subsample check
+/// over the networks its k-NN estimate used, and the windowed entropy.
+#[derive(Clone, Debug, Default)]
+pub struct NetworkEntropies {
+    /// Networks the ensemble's k-NN estimate used.
+    pub knn_networks: u32,
+    /// The ensemble's subsample check (None with too few networks).
+    pub check: Option<super::EnsembleEntropyCheck>,
+    /// The windowed entropy.
+    pub window: Option<super::WindowEntropy>,
+}
+
 /// Measures networks' final weights (`params` per network, network-major), their
 /// per-example `losses` and the gradient's `signal` and `noise` (MATH.md §5.6): U, Var θ
 /// averaged over the weights, the SNR, and stationarity (from `point.u_trace`); S is the last
-/// of `point.s_trace`. No Gibbs fit, histogram or known answer in weight space.
+/// of `point.s_trace`, the windowed S and the ensemble rule's verdict come with `entropies`.
+/// No Gibbs fit, histogram or known answer in weight space.
 pub fn network_point(
     point: ThermoPoint,
     weights: &[f32],
     params: usize,
     losses: &[f64],
     (signal, noise): (f64, f64),
+    entropies: NetworkEntropies,
 ) -> ThermoPoint {
     let alive = weights.len() / params;
     let (u, u_se) = mean_and_se(losses);
@@ -734,8 +772,18 @@ pub fn network_point(
         / params as f64;
     // The summed loss (cross-entropies and the weights' Gaussian prior) is never below 0.
     let (stationary, excluded) = stationarity(&point.u_trace, u_se, 0.0);
+    let ensemble_entropy_note = match &entropies.check {
+        Some(check) => check.note(),
+        None => Some(format!(
+            "ensemble S not used for T_slope: {} networks are too few for its subsample check",
+            entropies.knn_networks
+        )),
+    };
     ThermoPoint {
         alive: alive as u32,
+        knn_networks: Some(entropies.knn_networks),
+        ensemble_entropy_note,
+        window: entropies.window,
         u,
         u_se,
         var: vec![mean_var],
@@ -749,7 +797,8 @@ pub fn network_point(
     }
 }
 
-/// The measured points of a sweep, ready for slopes: excluded points are kept but marked.
+/// The measured points of a sweep, ready for slopes: excluded points, and points whose
+/// ensemble S does not count ([`ThermoPoint::ensemble_entropy_note`]), are kept but marked.
 pub fn measured(points: &[ThermoPoint]) -> Vec<Measured> {
     points
         .iter()
@@ -758,7 +807,9 @@ pub fn measured(points: &[ThermoPoint]) -> Vec<Measured> {
             u: p.u,
             s: p.s_knn.unwrap_or(f64::NAN),
             u_min: p.u_min.unwrap_or(f64::NAN),
-            included: p.excluded.is_none() && p.s_knn.is_some_and(f64::is_finite),
+            included: p.excluded.is_none()
+                && p.ensemble_entropy_note.is_none()
+                && p.s_knn.is_some_and(f64::is_finite),
         })
         .collect()
 }

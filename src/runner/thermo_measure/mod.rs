@@ -6,7 +6,7 @@
 
 mod mlp;
 
-pub use mlp::{SNR_NETWORKS, parameterisation};
+pub use mlp::{EntropyCost, SNR_NETWORKS, measure_mlp_costed, parameterisation};
 
 use crate::diagnostics::entropy::knn_entropy;
 use crate::diagnostics::movement::Movement;
