@@ -271,7 +271,17 @@ impl ThermoView {
                         .filter(|_| r.point.ensemble_entropy_note.is_none())
                 };
                 p.line(Self::line(pick(&counted, true), "k-NN", GIBBS));
-                let grey = pick(&counted, false);
+                // Grey: the ensemble S of excluded points, and where its rule left it out of
+                // T_slope (a network ensemble whose quarter check failed), so the curve of
+                // what was measured stays visible when no window could be measured.
+                let grey: Vec<[f64; 2]> = t
+                    .rows
+                    .iter()
+                    .filter(|r| {
+                        r.point.excluded.is_some() || r.point.ensemble_entropy_note.is_some()
+                    })
+                    .filter_map(|r| r.point.s_knn.filter(|v| v.is_finite()).map(|v| [x(r), v]))
+                    .collect();
                 if !grey.is_empty() {
                     p.points(left_out(grey));
                 }
