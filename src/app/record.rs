@@ -249,11 +249,23 @@ mod tests {
         )
         .unwrap();
         assert!(frames_dir.join("frame-0005.png").is_file());
-        // Cancelled: an error, and no half-written GIF left behind.
+        // Cancelled: an error, the complete GIF already at the path left as it was, and no
+        // half-written GIF anywhere (a new path stays absent, no temporary file remains).
         let progress = Progress::default();
         progress.cancel.store(true, Ordering::Relaxed);
         assert!(write(&frames, &output, &progress).is_err());
-        assert!(!path.exists());
+        assert_eq!(gif_frames(&path).unwrap(), (5, 40, 30));
+        let fresh = dir.join("cancelled.gif");
+        assert!(write(&frames, &Output::for_path(&fresh, 100), &progress).is_err());
+        assert!(!fresh.exists());
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names.iter().all(|n| !n.ends_with(".tmp")),
+            "a temporary file was left: {names:?}"
+        );
         assert!(
             Output::for_path(&dir.join("no/such/dir/x.gif"), 100)
                 .check()

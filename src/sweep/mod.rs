@@ -539,16 +539,9 @@ fn open_shard(path: &Path, header: &Header) -> anyhow::Result<Vec<usize>> {
     Ok(records.iter().map(|r| r.index).collect())
 }
 
-/// Refuses a folder whose shard files belong to another sweep than `sweep` (another grid,
-/// base or kept fields), before a shared file of the folder (`thermo.ron`) is rewritten to
-/// describe `sweep`: the shards would no longer match it. Shards without a complete header
-/// hold nothing and are passed over.
-pub fn check_folder(sweep: &Sweep, dir: &Path) -> anyhow::Result<()> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(());
-    };
-    let expected = header(sweep, Shard::ALL).sweep_hash;
-    let mut shards: Vec<PathBuf> = entries
+/// The shard files (`shard-*.jsonl`) in `dir`, sorted by name.
+fn shard_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut shards: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.file_name()
@@ -557,6 +550,18 @@ pub fn check_folder(sweep: &Sweep, dir: &Path) -> anyhow::Result<()> {
         })
         .collect();
     shards.sort();
+    Ok(shards)
+}
+
+/// Refuses a folder whose shard files belong to another sweep than `sweep` (another grid,
+/// base or kept fields), before a shared file of the folder (`thermo.ron`) is rewritten to
+/// describe `sweep`: the shards would no longer match it. Shards without a complete header
+/// hold nothing and are passed over.
+pub fn check_folder(sweep: &Sweep, dir: &Path) -> anyhow::Result<()> {
+    let Ok(shards) = shard_files(dir) else {
+        return Ok(());
+    };
+    let expected = header(sweep, Shard::ALL).sweep_hash;
     for path in shards {
         if header_incomplete(&path)? {
             continue;
@@ -642,16 +647,7 @@ pub fn merge(dir: &Path) -> anyhow::Result<Merged> {
     // The merge is the folder's: a second merge is refused, and so is a merge while a shard is
     // still being written (its lock is held).
     let _folder = lock_folder(dir)?;
-    let mut shards: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("shard-") && n.ends_with(".jsonl"))
-        })
-        .collect();
-    shards.sort();
+    let shards = shard_files(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     if shards.is_empty() {
         bail!(
             "{}: no shard files (shard-I-of-N.jsonl) to merge",

@@ -9,18 +9,15 @@ use atmc_lab::engine::cpu::CpuEngine;
 use atmc_lab::engine::{BackendChoice, Engine};
 use atmc_lab::preset::Preset;
 use atmc_lab::runner::{self, MAX_SERIES_ROWS};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
 use crate::common::{self, atmc_lab, atmc_lab_in};
+use crate::common::{last_json, s, stderr};
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
     common::scratch("reliability", name)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Asserts exit status 2 and an error line containing `needle`, and no panic.
@@ -30,16 +27,6 @@ fn assert_usage(args: &[&str], needle: &str) {
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(err.contains(needle), "{args:?}: wanted '{needle}' in {err}");
     assert!(!err.contains("panicked"), "{args:?}: {err}");
-}
-
-fn last_json(out: &Output) -> serde_json::Value {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().last().expect("stdout has a line");
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
 }
 
 #[test]

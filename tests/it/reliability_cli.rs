@@ -7,18 +7,11 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common;
+use crate::common::{s, stderr};
 use crate::sweep::Cluster;
 
 fn scratch(name: &str) -> PathBuf {
     common::scratch("reliability-cli", name)
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A sweep of 8 small points of the default preset (2 per shard of 4).

@@ -4,22 +4,15 @@
 //! class; each races or signals processes with bounded waits only.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{self, atmc_lab_in};
+use crate::common::{s, stderr};
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
     common::scratch("reliability-io", name)
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Starts `atmc-lab args` in `dir`, stdout and stderr discarded.

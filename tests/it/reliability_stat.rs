@@ -6,23 +6,9 @@ use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::Preset;
 use atmc_lab::runner;
 use std::path::Path;
-use std::process::Output;
 
 use crate::common::{self, atmc_lab};
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn last_json(out: &Output) -> serde_json::Value {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().last().expect("stdout has a line");
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
+use crate::common::{last_json, s, stderr};
 
 /// Class 6: chains that barely left their start get no pass. The example (before:
 /// every point "stationary: yes", T_gibbs 1.0009 against 0.0001, the Gibbs test passed) is

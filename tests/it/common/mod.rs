@@ -167,3 +167,20 @@ pub fn scratch(suite: &str, name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// A path as a command-line argument (the tests' paths are UTF-8).
+pub fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// A command's standard error as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The last line of a command's standard output, parsed as the JSON object it must be.
+pub fn last_json(out: &Output) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().expect("stdout has a line");
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
