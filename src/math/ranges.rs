@@ -87,6 +87,11 @@ pub fn short_number(v: f64) -> String {
     let plain = format!("{v}");
     if plain.len() <= 12 {
         plain
+    } else if v.is_finite() && (1e-3..1e6).contains(&v.abs()) {
+        // Seven significant digits in fixed notation (0.03162278, not 3.162278e-2).
+        let decimals = (6 - v.abs().log10().floor() as i32).max(0) as usize;
+        let text = format!("{v:.decimals$}");
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
     } else {
         let text = format!("{v:.6e}");
         let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
@@ -351,5 +356,7 @@ mod tests {
         assert_eq!(short_number(1e300), "1e300");
         assert_eq!(short_number(-1.2345678e-30), "-1.234568e-30");
         assert_eq!(short_number(f64::NAN), "NaN");
+        assert_eq!(short_number(0.031622776601683794), "0.03162278");
+        assert_eq!(short_number(123456.78912345), "123456.8");
     }
 }

@@ -16,20 +16,20 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Writes gzipped IDX files of `n` 12×12 images: class 0 bright on the left, class 1 on the
-/// right.
+/// Writes gzipped IDX files of `n` images of Fashion-MNIST's shape (28×28; the loader refuses
+/// any other): class 0 bright on the left, class 1 on the right.
 fn write_idx(dir: &Path, stem: &str, n: usize) {
     let mut images = vec![0, 0, 8, 3];
-    for v in [n as u32, 12, 12] {
+    for v in [n as u32, 28, 28] {
         images.extend(v.to_be_bytes());
     }
     let mut labels = vec![0, 0, 8, 1];
     labels.extend((n as u32).to_be_bytes());
     for i in 0..n {
         let label = (i % 2) as u8;
-        for _ in 0..12 {
-            for x in 0..12 {
-                let left = x < 6;
+        for _ in 0..28 {
+            for x in 0..28 {
+                let left = x < 14;
                 images.push(if left == (label == 0) { 220 } else { 30 } + (i % 7) as u8);
             }
         }

@@ -342,7 +342,8 @@ fn record_writes_a_gif_of_the_ui() {
     let mut a = args(gif.to_str().unwrap());
     a.extend(["--panel".into(), "no such panel".into()]);
     let out = run(a);
-    assert_eq!(out.status.code(), Some(1));
+    // An unknown panel is bad input (exit 2), and no file is left at the output.
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("θ₁–θ₂ panel"));
     std::fs::remove_dir_all(dir).ok();
 }

@@ -1162,10 +1162,13 @@ impl View for ThermoView {
         ui.separator();
         self.gibbs_test(ui, size.x, h);
         ui.separator();
+        // The Gibbs test's text can be taller than its row (the sphere's fold note, in a small
+        // window): the last row takes what is left, so that it stays inside the window.
+        let last = h.min(ui.available_height() - 8.0).max(40.0);
         if sphere {
-            self.sphere_panels(ui, size.x, h);
+            self.sphere_panels(ui, size.x, last);
         } else {
-            self.objection_panels(ui, size.x, h);
+            self.objection_panels(ui, size.x, last);
         }
     }
 
