@@ -158,9 +158,9 @@ pub const FUNNEL_SIGMA: Range = Range::positive("funnel σ_v", 6.0);
 /// quartic tails reach beyond 40 μ.)
 pub const BARRIER: Range = Range::closed("barrier height", 1e-3, 100.0);
 /// Data points of data-based targets: the exact logistic posterior passes over all of them at
-/// about a million grid points before a run starts, so 2,000 keeps that set-up near half a
-/// minute on two cores (100,000 took hours).
-pub const DATA_POINTS: Range = Range::closed("data points", 2.0, 2000.0);
+/// about a million grid points before a run starts, so 1,000 keeps that set-up under half a
+/// minute on two cores (27 CPU-seconds measured; 100,000 took hours).
+pub const DATA_POINTS: Range = Range::closed("data points", 2.0, 1000.0);
 /// Points of a generated classification data set.
 pub const DATASET_POINTS: Range = Range::closed("data-set points", 8.0, 20_000.0);
 /// Standard deviation of the jitter added to generated data points.
