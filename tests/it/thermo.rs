@@ -272,9 +272,12 @@ fn the_windowed_entropy_of_networks_sees_their_own_spread_where_the_ensemble_doe
         let windows: Vec<&[f32]> = s.windows.iter().map(Vec::as_slice).collect();
         let window = windowed_entropy(&windows, d, WINDOW_DIMS, WINDOW_KNN_K);
         let check = ensemble_entropy_check(&s.ensemble, d, KNN_K).unwrap();
-        assert_eq!(
-            check.full,
-            knn_entropy_dense(&s.ensemble, d, KNN_K).unwrap()
+        // The same estimate; a parallel sum may add in another order (last-bit differences).
+        let direct = knn_entropy_dense(&s.ensemble, d, KNN_K).unwrap();
+        assert!(
+            (check.full - direct).abs() <= 1e-12 * direct.abs(),
+            "{} vs {direct}",
+            check.full
         );
         eprintln!("{window:?}\n{check:?}");
         assert!(
