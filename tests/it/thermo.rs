@@ -14,8 +14,8 @@ fn scratch(name: &str) -> PathBuf {
     common::scratch("thermo", name)
 }
 
-/// The last line of stdout as JSON, after checking the exit status.
-fn json(out: &Output) -> Value {
+/// The last line of stdout as JSON, after checking the exit status (also for `thermo_plane`).
+pub(crate) fn json(out: &Output) -> Value {
     assert!(
         out.status.success(),
         "{}",

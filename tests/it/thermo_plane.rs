@@ -3,8 +3,6 @@
 //! (and the GPU engine against the CPU one for it), and the review's objections as
 //! experiments (ΔU/ΔS per block of a run started wide, T_slope over k, N and windows).
 
-use serde_json::Value;
-
 use crate::common;
 use crate::common::atmc_lab_in as atmc_lab;
 use atmc_lab::diagnostics::thermodynamics::{
@@ -14,16 +12,7 @@ use atmc_lab::engine::Engine;
 use atmc_lab::engine::cpu::CpuEngine;
 use atmc_lab::math::{NoiseSpec, SamplerKind, ScheduleSpec};
 
-/// The last line of stdout as JSON, after checking the exit status.
-fn json(out: &std::process::Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().expect("a JSON line")).expect("JSON")
-}
+use crate::thermo::json;
 
 /// MATH.md §5.1: on the quadratic, F(η; T*) = U(η) − T*·S(η) with T* = T_gibbs(η*) (fitted
 /// without any slope) is smallest within one grid step of η*, for η* low, in the middle and
