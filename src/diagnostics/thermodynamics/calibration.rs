@@ -406,4 +406,35 @@ mod tests {
             assert_eq!(c.ks_distance <= c.ks_critical, consistent, "{c:?}");
         }
     }
+
+    /// The distribution of L that the plane's Gibbs test uses, built from the quadrature as
+    /// the test builds it, against the exact one: on the isotropic quadratic L = |θ|²/2 the
+    /// law of L at T is exponential with mean T. At T = 0.18, 0.43 and 1.5 (the learning rates
+    /// 0.3, 0.6 and 1.2 of `thermo-quadratic`) it missed by 0.006 near the minimum, so 10⁵
+    /// exact chains failed the KS test (critical value 0.0036); it must now be far below that.
+    #[test]
+    fn the_plane_law_of_l_matches_the_exponential_law_of_the_quadratic() {
+        use crate::diagnostics::thermodynamics::{plane_cells, plane_cells_with_ranges};
+        use crate::math::Grid2;
+        let loss = |t: [f64; 2]| 0.5 * (t[0] * t[0] + t[1] * t[1]);
+        let start = Grid2::new([-4.0, 4.0], [-4.0, 4.0], 160, 160);
+        for t in [0.177, 0.43, 1.5] {
+            let (grid, _) = plane_cells(&loss, start, t);
+            // The grid covers where exp(−L/T) exceeds about 1e-14 of its top, no more: r up to
+            // √(2T·ln 10¹⁴) plus a cell or two.
+            let reach = (2.0 * t * 1e14f64.ln()).sqrt();
+            assert!(
+                grid.x[1] > reach && grid.x[1] < 1.1 * reach,
+                "{grid:?} at T = {t}"
+            );
+            let law = LossLaw::new(&plane_cells_with_ranges(&loss, &grid), t);
+            let xs: Vec<f64> = (1..2000).map(|k| t * f64::from(k) * 0.005).collect();
+            let worst = xs
+                .iter()
+                .zip(law.cdf_sorted(t, &xs))
+                .map(|(x, f)| (f - (1.0 - (-x / t).exp())).abs())
+                .fold(0.0, f64::max);
+            assert!(worst < 5e-4, "T = {t}: the law of L misses by {worst}");
+        }
+    }
 }
