@@ -250,6 +250,25 @@ fn report_table(
             at(f.t_gibbs_star, f.eta_min_gibbs, f.gibbs_steps_off),
         );
     }
+    let total = table.rows.len();
+    let left_out = table.left_out();
+    if !left_out.is_empty() {
+        eprintln!("Left out of slopes and fits:");
+        for g in &left_out {
+            eprintln!(
+                "  {}: {}",
+                sweep::thermo_table::etas_text(&g.etas, total),
+                g.reason
+            );
+        }
+    }
+    for g in table.unmeasured_windows() {
+        eprintln!(
+            "Windowed S of the networks not measured at {}: {}.",
+            sweep::thermo_table::etas_text(&g.etas, total),
+            g.reason
+        );
+    }
     if let Some(path) = csv {
         crate::fsutil::write_atomic(path, sweep::thermo_table::csv(&table))?;
         eprintln!("wrote {}", path.display());
@@ -276,6 +295,8 @@ fn report_table(
         "gibbs_consistent": table.rows.iter()
             .map(|r| serde_json::json!({"eta": r.point.eta, "consistent": r.point.gibbs_consistent}))
             .collect::<Vec<_>>(),
+        "left_out": left_out,
+        "windows_not_measured": table.unmeasured_windows(),
         "law": table.law.map(|(a, b)| serde_json::json!({"a": a, "b": b})),
         "max_rel_error_t_gibbs_vs_theory": max_rel(&|r| r.point.t_gibbs.zip(r.point.t_theory)),
         "max_rel_error_t_slope_vs_theory": max_rel(&|r| r.t_slope.zip(r.point.t_theory)),

@@ -139,7 +139,9 @@ pub fn knn_entropy_dense(points: &[f32], dim: usize, k: usize) -> Option<f64> {
         return None;
     }
     let point = |i: usize| &points[i * dim..(i + 1) * dim];
-    let sum_log: f64 = (0..n)
+    // Each point's log distance in parallel, summed in point order: a parallel sum's grouping
+    // depends on the thread count, and the estimate must be the same on every machine.
+    let logs: Vec<f64> = (0..n)
         .into_par_iter()
         .map(|i| {
             // The k smallest squared distances to the other points, ascending.
@@ -158,8 +160,8 @@ pub fn knn_entropy_dense(points: &[f32], dim: usize, k: usize) -> Option<f64> {
             }
             ln_distance(nearest[k - 1])
         })
-        .sum();
-    Some(estimate(n, k, dim, sum_log))
+        .collect();
+    Some(estimate(n, k, dim, logs.iter().sum()))
 }
 
 /// A k-nearest-neighbour entropy estimate with the scale it was read at.

@@ -8,8 +8,9 @@
 use super::Merged;
 use crate::diagnostics::thermodynamics::{
     Cells, DEFAULT_SLOPE_WINDOW, FreeEnergyCurve, KnnVariant, Measured, SLOPE_WINDOWS, ThermoPoint,
-    fit_temperature_law, free_energy_test, measured, plane_cells, plane_quadrature_start,
-    slope_spread, slope_temperatures_with, sphere_quadrature, temperature_law, variant_entropy,
+    WINDOW_MIN_KEPT, fit_temperature_law, free_energy_test, measured, plane_cells,
+    plane_quadrature_start, slope_spread, slope_temperatures_with, sphere_quadrature,
+    temperature_law, variant_entropy,
 };
 use crate::math::sphere::loss as sphere_loss;
 use crate::preset::sphere::SpherePreset;
@@ -156,7 +157,101 @@ pub struct Table {
     pub free_energy_test: Option<FreeEnergySummary>,
 }
 
+/// Learning rates that share one reason, for a list that says each reason once.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Grouped {
+    /// The reason, as the records give it.
+    pub reason: String,
+    /// The learning rates it applies to, in table order.
+    pub etas: Vec<f64>,
+}
+
+/// "every learning rate" when `etas` are all `total` of them, else "η = a, b, c" (three
+/// significant figures).
+pub fn etas_text(etas: &[f64], total: usize) -> String {
+    if etas.len() == total && total > 1 {
+        return format!("all {total} learning rates");
+    }
+    let list: Vec<String> = etas.iter().map(|&e| significant(e)).collect();
+    format!("η = {}", list.join(", "))
+}
+
+/// A learning rate to three significant figures, without an exponent in [1e-4, 1e4).
+fn significant(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let magnitude = x.abs().log10().floor() as i32;
+    if (-4..4).contains(&magnitude) {
+        let decimals = (2 - magnitude).max(0) as usize;
+        format!("{x:.decimals$}")
+    } else {
+        format!("{x:.2e}")
+    }
+}
+
+/// `(reason, η)` pairs grouped by reason, in order of first appearance.
+fn group_reasons(pairs: impl Iterator<Item = (String, f64)>) -> Vec<Grouped> {
+    let mut out: Vec<Grouped> = Vec::new();
+    for (reason, eta) in pairs {
+        match out.iter_mut().find(|g| g.reason == reason) {
+            Some(g) => g.etas.push(eta),
+            None => out.push(Grouped {
+                reason,
+                etas: vec![eta],
+            }),
+        }
+    }
+    out
+}
+
 impl Table {
+    /// The learning rates left out of slopes and fits, grouped by why: a left-out point's
+    /// own reason, or (networks) that the ensemble's S does not count in weight space.
+    pub fn left_out(&self) -> Vec<Grouped> {
+        group_reasons(self.rows.iter().filter_map(|r| {
+            let why = match (&r.point.excluded, &r.point.ensemble_entropy_note) {
+                (Some(w), _) => w.clone(),
+                (None, Some(_)) => "no T_slope: the ensemble's S does not count in weight \
+                                    space (its k-th neighbours are other networks)"
+                    .to_owned(),
+                (None, None) => return None,
+            };
+            Some((why, r.point.eta))
+        }))
+    }
+
+    /// The learning rates whose networks' windowed S was not measured, grouped by why: the
+    /// networks drift (no run length helps), the run is too short (with the steps a run
+    /// needs at all of them, the largest need), or the window's own note.
+    pub fn unmeasured_windows(&self) -> Vec<Grouped> {
+        let unmeasured: Vec<(&crate::diagnostics::thermodynamics::WindowEntropy, f64)> = self
+            .rows
+            .iter()
+            .filter_map(|r| Some((r.point.window.as_ref()?, r.point.eta)))
+            .filter(|(w, _)| w.s.is_none())
+            .collect();
+        let most_steps = unmeasured.iter().filter_map(|(w, _)| w.steps_needed).max();
+        group_reasons(unmeasured.iter().map(|(w, eta)| {
+            let why = if 2 * w.drifting >= w.networks && w.drifting > 0 {
+                "the networks drift along their widest direction: a longer run keeps \
+                 drifting, so no window of it measures a stationary spread"
+                    .to_owned()
+            } else if let (Some(_), Some(steps)) = (w.steps_needed, most_steps) {
+                format!(
+                    "too few independent iterates in the window; a run of at least {steps} \
+                     steps would measure it"
+                )
+            } else if w.kept > 0 && (w.kept as usize) < WINDOW_MIN_KEPT {
+                // Records written before the drift check carry no steps: one reason for all.
+                format!("too few independent iterates in the window ({WINDOW_MIN_KEPT} needed)")
+            } else {
+                w.note.clone().unwrap_or_else(|| "not measured".to_owned())
+            };
+            (why, *eta)
+        }))
+    }
+
     /// The rows of each group, as ranges of `rows`.
     fn groups(&self) -> Vec<std::ops::Range<usize>> {
         let mut out = Vec::new();

@@ -1101,26 +1101,33 @@ impl View for ThermoView {
         let Some(t) = &self.table else {
             return;
         };
-        let excluded: Vec<String> = t
-            .rows
-            .iter()
-            .filter_map(|r| {
-                let eta = super::axes::short(r.point.eta);
-                match (&r.point.excluded, &r.point.ensemble_entropy_note) {
-                    (Some(w), _) => Some(format!("η = {eta}: {w}")),
-                    (None, Some(_)) => Some(format!(
-                        "η = {eta}: no T_slope, the ensemble S does not count in weight space \
-                         (details at η)"
-                    )),
-                    (None, None) => None,
-                }
-            })
-            .collect();
-        if !excluded.is_empty() {
+        // Each reason once, with the learning rates it applies to.
+        let total = t.rows.len();
+        let left_out = t.left_out();
+        if !left_out.is_empty() {
             ui.label(RichText::new("Left out of slopes and fits:").strong());
-            for e in excluded {
-                ui.label(RichText::new(e).small().color(EXCLUDED));
+            for g in left_out {
+                ui.label(
+                    RichText::new(format!(
+                        "{}: {}",
+                        crate::sweep::thermo_table::etas_text(&g.etas, total),
+                        g.reason
+                    ))
+                    .small()
+                    .color(EXCLUDED),
+                );
             }
+        }
+        for g in t.unmeasured_windows() {
+            ui.label(
+                RichText::new(format!(
+                    "Windowed S not measured at {}: {}.",
+                    crate::sweep::thermo_table::etas_text(&g.etas, total),
+                    g.reason
+                ))
+                .small()
+                .color(EXCLUDED),
+            );
         }
         if let Some((a, b)) = t.law {
             ui.label(RichText::new(format!(

@@ -164,8 +164,34 @@ impl WindowRecorder {
         entropy.networks = self.plan.networks;
         entropy.first_step = self.plan.first_step;
         entropy.every = self.plan.every;
+        // A longer run helps windows that fluctuate too slowly, not windows that drift.
+        if entropy.s.is_none()
+            && entropy.kept > 0
+            && (entropy.kept as usize) < WINDOW_MIN_KEPT
+            && 2 * entropy.drifting < entropy.networks
+            && let Some(tau) = entropy.autocorrelation
+        {
+            let steps = steps_for_window(tau * f64::from(self.plan.every.max(1)));
+            entropy.steps_needed = Some(steps);
+            if let Some(note) = &mut entropy.note {
+                note.push_str(&format!("; run at least {steps} steps to measure it"));
+            }
+        }
         entropy
     }
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+/// The steps a run needs so that its window, the last half, holds [`WINDOW_MIN_KEPT`]
+/// iterates `tau_steps` apart (the autocorrelation time in steps, which does not change with
+/// the run's length), rounded up to two significant figures.
+pub fn steps_for_window(tau_steps: f64) -> u32 {
+    let steps = 2.0 * WINDOW_MIN_KEPT as f64 * tau_steps.max(1.0);
+    let unit = 10f64.powi(steps.log10().floor() as i32 - 1).max(1.0);
+    ((steps / unit).ceil() * unit).min(f64::from(u32::MAX)) as u32
 }
 
 /// The windowed entropy of networks in weight space (MATH.md §5.6): the mean over networks
@@ -196,6 +222,15 @@ pub struct WindowEntropy {
     pub autocorrelation: Option<f64>,
     /// Iterates each window keeps after thinning: the median over the networks.
     pub kept: u32,
+    /// Networks whose windows drift along their widest direction instead of fluctuating
+    /// ([`drifts`]): no run length measures them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub drifting: u32,
+    /// Where the windows held too few independent iterates: the steps a run needs so that
+    /// its window (the last half) holds [`WINDOW_MIN_KEPT`] of them at the autocorrelation
+    /// time measured, in steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_needed: Option<u32>,
     /// Why there is no estimate, or what limits it.
     pub note: Option<String>,
 }
@@ -212,8 +247,13 @@ pub fn windowed_entropy(windows: &[&[f32]], params: usize, dims: usize, k: usize
         v.get(v.len() / 2).copied()
     };
     let values: Vec<f64> = results.iter().filter_map(|t| t.entropy).collect();
+    // The reason of the majority: drift, or too few independent iterates.
+    let drifting = results.iter().filter(|t| t.drifting).count();
+    let majority_drifts = 2 * drifting >= results.len();
     let why = results
         .iter()
+        .filter(|t| t.drifting == majority_drifts)
+        .chain(&results)
         .find_map(|t| t.why.clone())
         .unwrap_or_default();
     let mut entropy = WindowEntropy {
@@ -226,6 +266,7 @@ pub fn windowed_entropy(windows: &[&[f32]], params: usize, dims: usize, k: usize
             .map_or(0, |w| (w.len() / params.max(1)) as u32),
         autocorrelation: median(results.iter().filter_map(|t| t.autocorrelation).collect()),
         kept: median(results.iter().map(|t| t.kept as f64).collect()).unwrap_or(0.0) as u32,
+        drifting: drifting as u32,
         ..WindowEntropy::default()
     };
     if windows.is_empty() {
@@ -264,8 +305,34 @@ pub struct Trajectory {
     pub autocorrelation: Option<f64>,
     /// Iterates kept after thinning.
     pub kept: usize,
+    /// Whether the window's top coordinate drifts rather than fluctuates ([`drifts`]).
+    pub drifting: bool,
     /// Why there is no entropy.
     pub why: Option<String>,
+}
+
+/// Whether a series drifts rather than fluctuates about a level: its mean squared change
+/// over a quarter of its length is more than 1.4 times that over an eighth. A fluctuation
+/// whose autocorrelation time is well below an eighth of the window has forgotten its start
+/// at both lags (ratio near 1); a random walk's squared change grows in proportion to the
+/// lag (ratio near 2). One series' ratio is noisy (a walk of 512 steps scores above 1.4 four
+/// times in five, an AR(1) series with τ = 39 one time in seven), so a point's windows are
+/// judged by their majority. A drifting window has no autocorrelation time of its own, and a
+/// longer run does not give it more independent iterates.
+pub fn drifts(series: &[f64]) -> bool {
+    let n = series.len();
+    if n < 32 {
+        return false;
+    }
+    let change = |lag: usize| {
+        series
+            .windows(lag + 1)
+            .map(|w| (w[lag] - w[0]).powi(2))
+            .sum::<f64>()
+            / (n - lag) as f64
+    };
+    let eighth = change(n / 8);
+    eighth > 0.0 && change(n / 4) > 1.4 * eighth
 }
 
 /// The entropy of one trajectory's `window` (iterates of `params` weights, in order): the
@@ -297,12 +364,21 @@ pub fn trajectory_entropy(window: &[f32], params: usize, dims: usize, k: usize) 
     let mut result = Trajectory {
         autocorrelation: Some(tau),
         kept: kept.len(),
+        drifting: drifts(&top),
         ..Trajectory::default()
     };
+    if kept.len() < min && result.drifting {
+        result.why = Some(format!(
+            "the networks drift along their widest direction (their squared change keeps growing \
+             with the lag; autocorrelation time {tau:.0} of {n} iterates): a longer run keeps \
+             drifting, so no window of it measures a stationary spread"
+        ));
+        return result;
+    }
     if kept.len() < min {
         result.why = Some(format!(
             "the window holds {} independent iterates (autocorrelation time {tau:.0} of {n} \
-             iterates), {min} needed: run more steps",
+             iterates), {min} needed",
             kept.len()
         ));
         return result;
@@ -575,6 +651,40 @@ mod tests {
     use super::*;
     use crate::math::rng::SequentialRng;
     use rand_distr::{Distribution, StandardNormal};
+
+    /// Random walks drift; AR(1) series with τ = 39 fluctuate. One series' verdict is noisy,
+    /// so a point's windows are judged by their majority: here 16 of each kind.
+    #[test]
+    fn random_walks_drift_and_slow_fluctuations_do_not() {
+        let flagged = |coefficient: f64| {
+            (0..16)
+                .filter(|&seed| {
+                    let mut rng = SequentialRng::new(8, seed);
+                    let mut x = vec![0.0f64];
+                    for _ in 1..512 {
+                        let z: f64 = StandardNormal.sample(&mut rng);
+                        x.push(coefficient * x.last().unwrap() + z);
+                    }
+                    drifts(&x)
+                })
+                .count()
+        };
+        let (walks, fluctuations) = (flagged(1.0), flagged(0.95));
+        eprintln!("drifting: {walks} of 16 walks, {fluctuations} of 16 AR(1)");
+        assert!(walks > 8 && fluctuations < 8);
+    }
+
+    /// A window that holds too few independent iterates says how long a run would do: at
+    /// τ = 157 recorded iterates 2 steps apart (mlp-up at 3,000 steps), 2 × 64 × 314 steps.
+    #[test]
+    fn a_short_window_says_how_many_steps_would_measure_it() {
+        assert_eq!(steps_for_window(314.0), 41_000);
+        assert_eq!(steps_for_window(0.2), 130);
+        // The window of a run that long, at the same τ in steps, keeps enough iterates.
+        let plan = WindowPlan::new(41_000, 512, 1218);
+        let tau_iterates = 314.0 / f64::from(plan.every);
+        assert!((f64::from(plan.iterates) / tau_iterates).floor() as usize >= WINDOW_MIN_KEPT);
+    }
 
     #[test]
     fn the_plan_records_the_last_half_and_stays_within_its_memory() {

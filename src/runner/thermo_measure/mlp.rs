@@ -76,11 +76,15 @@ fn signal_and_noise(posterior: &MlpPosterior, weights: &[f32], batch: u32) -> (f
         .chunks_exact(posterior.params())
         .take(SNR_NETWORKS)
         .collect();
-    let (s, n) = nets
+    // Per network in parallel, summed in network order (the same on any thread count).
+    let squares: Vec<(f64, f64)> = nets
         .par_iter()
         .map(|w| posterior.gradient_signal_and_noise(w, batch))
         .map(|(s, n)| (s * s, n * n))
-        .reduce(|| (0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+        .collect();
+    let (s, n) = squares
+        .iter()
+        .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
     let k = nets.len().max(1) as f64;
     ((s / k).sqrt(), (n / k).sqrt())
 }
