@@ -21,6 +21,24 @@ pub fn resolution(chains: u32) -> u32 {
     ((r / 16.0).round() as u32 * 16).clamp(32, 256)
 }
 
+/// Up to this many chains in a portrait are drawn as dots (one per occupied histogram cell)
+/// rather than as a density: a few hundred survivors of an explosion on cells sized for
+/// 10⁵ chains were large blurry squares that did not match the chains' own dots.
+pub const POINTS_BELOW: u64 = 2_000;
+
+/// Cells along each axis when the portraits draw dots: fine enough that a cell is about a
+/// pixel or two of a portrait, so each dot sits where its chain is.
+pub const POINT_RESOLUTION: u32 = 256;
+
+/// [`resolution`] for an ensemble of `chains` of which `alive` are alive (`None` before the
+/// first snapshot): the finest grid once few enough are left to draw as dots.
+pub fn resolution_for(chains: u32, alive: Option<u64>) -> u32 {
+    match alive {
+        Some(a) if a <= POINTS_BELOW => POINT_RESOLUTION,
+        _ => resolution(chains),
+    }
+}
+
 /// What the θ₁–θ₂ portraits of one target are drawn over, built once per target: its
 /// display grid (from which the portraits auto-range) and the HPD contours of the exact
 /// masses a worker computed. Building a target can be costly (the logistic one generates its
@@ -288,7 +306,29 @@ pub fn show(
                     grid.ny as usize,
                     data.log_scale,
                 );
-                img.stretch(&cells, bbox);
+                let shown: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+                if shown <= POINTS_BELOW {
+                    // Few chains: a dot at each occupied cell, in the density's colour.
+                    let (nx, ny) = (grid.nx as usize, grid.ny as usize);
+                    let cell = [
+                        (bbox[2] - bbox[0]) / nx as f32,
+                        (bbox[3] - bbox[1]) / ny as f32,
+                    ];
+                    for row in 0..ny {
+                        for ix in 0..nx {
+                            let color = cells.pixels[row * nx + ix];
+                            if color.a() > 0 {
+                                let centre = [
+                                    bbox[0] + (ix as f32 + 0.5) * cell[0],
+                                    bbox[1] + (row as f32 + 0.5) * cell[1],
+                                ];
+                                img.disc(centre, 1.6 * ppp, color);
+                            }
+                        }
+                    }
+                } else {
+                    img.stretch(&cells, bbox);
+                }
             }
             let contour = Color32::from_rgba_unmultiplied(120, 200, 255, 150);
             for [a, b] in &contours {
@@ -322,6 +362,28 @@ pub fn show(
     );
     for &mark in &marks {
         painter.circle_filled(mark, 2.5, Color32::from_rgb(255, 80, 60));
+    }
+    // Highlighted chains beyond the ranges (the first to explode, which the ranges no longer
+    // follow) are marked at the edge, pointing the way they went.
+    let inner = rect.shrink(5.0);
+    let beyond = Color32::from_rgb(255, 170, 60);
+    for head in alive.iter().filter_map(|t| t.last()) {
+        let at = rect.min + Vec2::new(head[0], head[1]) / ppp;
+        if !(at.x.is_finite() && at.y.is_finite()) || rect.contains(at) {
+            continue;
+        }
+        let edge = at.clamp(inner.min, inner.max);
+        let out = (at - rect.center()).normalized();
+        let across = Vec2::new(-out.y, out.x);
+        painter.add(Shape::convex_polygon(
+            vec![
+                edge + out * 4.0,
+                edge - out * 3.0 + across * 4.0,
+                edge - out * 3.0 - across * 4.0,
+            ],
+            beyond,
+            Stroke::NONE,
+        ));
     }
     let diverged = marks.len();
 
@@ -479,6 +541,17 @@ mod tests {
         assert!(
             backdrop.contours.is_none(),
             "the old target's contours are dropped"
+        );
+    }
+
+    #[test]
+    fn few_survivors_are_drawn_as_dots_on_the_finest_grid() {
+        assert_eq!(resolution_for(100_000, None), resolution(100_000));
+        assert_eq!(resolution_for(100_000, Some(50_000)), resolution(100_000));
+        assert_eq!(resolution_for(100_000, Some(300)), POINT_RESOLUTION);
+        assert_eq!(
+            resolution_for(100_000, Some(POINTS_BELOW)),
+            POINT_RESOLUTION
         );
     }
 

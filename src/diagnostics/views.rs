@@ -150,11 +150,14 @@ pub struct PortraitRanges {
 }
 
 /// The ranges the portraits follow: θ from the target's display grid (coordinate
-/// `coordinate` for the phase portrait); p from the kinetic temperature, 4.5 standard
-/// deviations of N(0, m·kT) (never below T); ξ around its mean. `moments` are those of the
-/// latest snapshot, if any chain is alive. `extents` (robust quantiles of the chains and the
-/// highlighted chains, see [`super::growth::Extents`]) widen every range that the chains
-/// leave, so that exploding chains stay in view.
+/// `coordinate` for the phase portrait), p at least 4.5 standard deviations of N(0, m·T) and
+/// ξ around zero; `extents` (robust quantiles of the chains, see
+/// [`super::growth::Extents`]) widen every range that the bulk of the chains leaves. Means
+/// are not used where extents exist: the kinetic temperature and the mean ξ are means over
+/// every chain, and a few exploding chains (p at 10⁴–10⁶ while the bulk is at 1) carried
+/// them, and with them the p and ξ ranges, out to where the bulk collapsed onto a line.
+/// Chains beyond the ranges are marked at the portrait's edge. Without extents (no snapshot
+/// yet) `moments` stand in: p from the kinetic temperature, ξ around its mean.
 pub fn portrait_ranges(
     target_grid: &Grid2,
     coordinate: usize,
@@ -176,10 +179,13 @@ pub fn portrait_ranges(
     let theta_i = if coordinate == 0 { theta_x } else { theta_y };
     let m = mass.max(1e-6);
     let t = temperature.max(1e-3);
-    let (kt, xi) = moments
-        .filter(|s| s.alive > 0)
-        .map(|s| (s.kinetic_temperature(), s.mean_xi()))
-        .unwrap_or((t, 0.0));
+    let (kt, xi) = match extents {
+        Some(_) => (t, 0.0),
+        None => moments
+            .filter(|s| s.alive > 0)
+            .map(|s| (s.kinetic_temperature(), s.mean_xi()))
+            .unwrap_or((t, 0.0)),
+    };
     let kt = if kt.is_finite() { kt.clamp(t, 1e12) } else { t };
     let p_half = 4.5 * (m * kt).sqrt();
     let xi = if xi.is_finite() {
@@ -188,7 +194,10 @@ pub fn portrait_ranges(
         0.0
     };
     let xi_half = 4.5 * t.sqrt().max(0.5) + 0.2 * xi.abs();
-    let p_max = extents.map_or(0.0, |e| e.p[0].abs().max(e.p[1].abs()));
+    let p_max = extents
+        .map(|e| e.p[0].abs().max(e.p[1].abs()))
+        .filter(|v| v.is_finite())
+        .unwrap_or(0.0);
     let p_half = p_half.max(1.1 * p_max);
     let p = [-p_half, p_half];
     PortraitRanges {
@@ -262,7 +271,7 @@ mod tests {
         };
         let r = portrait_ranges(&grid, 0, 4.0, 1.0, Some(&hot), None);
         assert!((r.phase.1[1] - 18.0).abs() < 1e-12);
-        // A chain far out widens the ranges it leaves.
+        // A bulk that moved far out widens the ranges it leaves.
         let far = crate::diagnostics::growth::Extents {
             theta: [-1.0, 50.0],
             p: [-1e6, 3.0],
@@ -272,5 +281,28 @@ mod tests {
         assert!(r.theta.0[1] > 50.0 && r.theta.1[1] > 50.0);
         assert!(r.phase.1[0] < -1e6 && r.phase.1[1] > 1e6);
         assert!(r.thermostat.1[1] > 1e3);
+    }
+
+    /// A few exploding chains carry the means (kinetic temperature 10⁸, mean ξ 10⁵) but not
+    /// the robust extents of the bulk: the p and ξ ranges follow the bulk, which then fills
+    /// the portrait (lesson 5's spiral), instead of collapsing onto a line.
+    #[test]
+    fn a_few_exploding_chains_do_not_carry_the_ranges() {
+        let grid = Grid2::new([-3.0, 3.0], [-3.0, 3.0], 8, 8);
+        let carried = Moments {
+            alive: 1000,
+            sum_heat: [1e11, 1e11],
+            sum_xi: [1e8, 1e8],
+            ..Moments::default()
+        };
+        let bulk = crate::diagnostics::growth::Extents {
+            theta: [-2.0, 2.0],
+            p: [-3.0, 3.5],
+            xi: [-0.5, 2.0],
+        };
+        let r = portrait_ranges(&grid, 0, 1.0, 1.0, Some(&carried), Some(&bulk));
+        assert!(r.phase.1[1] < 5.0, "{:?}", r.phase);
+        assert!(r.thermostat.1[1] < 10.0, "{:?}", r.thermostat);
+        assert!(r.thermostat.1[1] > 2.0 && r.thermostat.1[0] < -0.5);
     }
 }

@@ -189,7 +189,11 @@ impl CompareView {
 
     fn specs(&self, k: usize) -> Vec<HistogramSpec> {
         let coordinate = self.comparison.base.view.coordinate as u8;
-        let r = portrait::resolution(self.comparison.base.chains);
+        let m = self.columns[k].sim.snapshot().moments;
+        let r = portrait::resolution_for(
+            self.comparison.base.chains,
+            (m.alive + m.diverged > 0).then_some(m.alive),
+        );
         let v = &self.columns[k].views;
         vec![
             HistogramSpec::theta(v[0].grid(r)),
@@ -451,6 +455,10 @@ impl View for CompareView {
             self.columns.len(),
             self.common_step()
         )
+    }
+
+    fn playing(&self) -> Option<bool> {
+        Some(self.playing)
     }
 
     fn step(&self) -> u32 {

@@ -105,7 +105,11 @@ impl PosteriorView {
     /// The histograms the three portraits need.
     pub fn specs(&self) -> Vec<HistogramSpec> {
         let c = self.preset.view.coordinate as u8;
-        let r = portrait::resolution(self.preset.chains);
+        let m = self.sim.snapshot().moments;
+        let r = portrait::resolution_for(
+            self.preset.chains,
+            (m.alive + m.diverged > 0).then_some(m.alive),
+        );
         vec![
             HistogramSpec::theta(self.views.theta.grid(r)),
             HistogramSpec {

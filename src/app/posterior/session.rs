@@ -369,16 +369,7 @@ impl<R: Fn()> Worker<R> {
                 .copied()
                 .collect(),
         };
-        let shown = highlighted as usize;
-        let highlighted_alive: Vec<Chain2> = head
-            .chains
-            .iter()
-            .zip(&head.diverged_at)
-            .take(shown)
-            .filter(|(_, d)| **d == 0)
-            .map(|(c, _)| *c)
-            .collect();
-        let extents = Extents::of(&head, &highlighted_alive, 0.99);
+        let extents = Extents::of(&head, 0.99);
         if report.moments.diverged > 0 && self.first_divergence.is_none() {
             self.first_divergence = Some(report.step);
         }
