@@ -223,6 +223,44 @@ impl Classroom {
     }
 }
 
+/// The words of the pause badge at `step`: a lesson waiting at its start asks for Space.
+pub fn paused_text(step: u32) -> String {
+    if step == 0 {
+        "Paused at step 0 · press Space to start".to_owned()
+    } else {
+        format!("Paused at step {step} · press Space to go on")
+    }
+}
+
+/// Draws the pause badge at the top of the central panel, over the pictures (a label in a
+/// frame, so that it is also text for assistive tools and tests).
+pub fn paused_badge(ui: &mut Ui, step: u32) {
+    let top = ui.max_rect().center_top() + egui::vec2(0.0, 8.0);
+    egui::Area::new(egui::Id::unique("paused badge"))
+        .order(egui::Order::Foreground)
+        .pivot(egui::Align2::CENTER_TOP)
+        .fixed_pos(top)
+        .interactable(false)
+        .show(ui.ctx(), |ui| {
+            let visuals = ui.visuals().clone();
+            egui::Frame::new()
+                .fill(visuals.extreme_bg_color.gamma_multiply(0.92))
+                .stroke(egui::Stroke::new(1.5, visuals.selection.bg_fill))
+                .corner_radius(8.0)
+                .inner_margin(egui::Margin::symmetric(14, 6))
+                .show(ui, |ui| {
+                    ui.add(
+                        egui::Label::new(
+                            RichText::new(paused_text(step))
+                                .size(20.0)
+                                .color(visuals.strong_text_color()),
+                        )
+                        .extend(),
+                    );
+                });
+        });
+}
+
 /// The zoom factor of presentation mode for a window `height` points tall at zoom 1: the
 /// layout then sees about 620 points of height (1280×720 → 1.16, 1920×1080 → 1.74).
 pub fn presentation_zoom(height: f32) -> f32 {

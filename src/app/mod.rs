@@ -364,7 +364,9 @@ impl AtmcApp {
     /// running, as lessons do (a sphere preset waits for its sweep to be started: that is
     /// minutes of work, not an animation).
     pub fn open_and_play(&mut self, ctx: &egui::Context, preset: AnyPreset) {
-        let runs = !matches!(preset, AnyPreset::Sphere(_));
+        // A lesson waits for the lecturer unless its story says otherwise.
+        let runs =
+            !matches!(preset, AnyPreset::Sphere(_)) && preset.story().is_none_or(|s| s.autoplay);
         self.load_any(ctx, preset);
         if runs {
             self.active_mut().act(Action::Play);
@@ -377,7 +379,8 @@ impl AtmcApp {
         self.go_to_lesson(ctx, 0);
     }
 
-    /// Shows lesson `k` of the lecture (ignored past its end): its preset loads and runs.
+    /// Shows lesson `k` of the lecture (ignored past its end): its preset loads, paused at
+    /// step 0 unless its story plays at once.
     pub fn go_to_lesson(&mut self, ctx: &egui::Context, k: usize) {
         let Some(l) = &mut self.classroom.lecture else {
             return;
@@ -388,8 +391,12 @@ impl AtmcApp {
         l.step = k;
         match AnyPreset::load(&name) {
             Ok(p) => {
+                // It opens at step 0 and waits for Space, unless its story plays at once.
+                let runs = p.story().is_some_and(|s| s.autoplay);
                 self.load_any(ctx, p);
-                self.active_mut().act(Action::Play);
+                if runs {
+                    self.active_mut().act(Action::Play);
+                }
             }
             Err(e) => self.shell.status = Some(Status::error(e.to_string())),
         }
@@ -533,9 +540,21 @@ impl AtmcApp {
                     egui::ScrollArea::vertical().show(ui, |ui| view.controls(ui, shell));
                 });
         }
+        // A lesson waits for the lecturer, and presentation mode shows a pause: both say so
+        // over the pictures, where the class looks.
+        let paused_badge = (self.classroom.panel_shown() || self.classroom.presentation)
+            .then(|| view.playing())
+            .flatten()
+            .filter(|playing| !playing)
+            .map(|_| view.step());
         egui::CentralPanel::default()
             .frame(egui::Frame::central_panel(&style).fill(Color32::TRANSPARENT))
-            .show(ui, |ui| view.central(ui, shell));
+            .show(ui, |ui| {
+                view.central(ui, shell);
+                if let Some(step) = paused_badge {
+                    classroom::paused_badge(ui, step);
+                }
+            });
         // A view asked for a preset to be opened live (a sweep's point).
         if let Some(preset) = self.shell.open.take() {
             self.load_any(ui.ctx(), preset);

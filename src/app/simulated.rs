@@ -28,6 +28,8 @@ pub trait SimulationHandle {
     fn status(&self) -> String;
     /// Steps done at the snapshot of this frame.
     fn step(&self) -> u32;
+    /// Whether the worker is running, at the snapshot of this frame.
+    fn playing(&self) -> bool;
     /// Sends a transport action (play, pause, step, reset); false for the actions that edit
     /// the preset instead, which are the view's.
     fn transport(&self, action: Action) -> bool;
@@ -83,6 +85,10 @@ impl<C: Send + 'static, S: Progress + Default + Send + Sync + 'static> Simulatio
 
     fn step(&self) -> u32 {
         self.snapshot.step()
+    }
+
+    fn playing(&self) -> bool {
+        self.snapshot.playing()
     }
 
     fn transport(&self, action: Action) -> bool {

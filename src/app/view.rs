@@ -181,6 +181,10 @@ pub trait View: Any {
     fn simulation(&self) -> Option<&dyn SimulationHandle> {
         None
     }
+    /// Whether the view's chains are running (None for a view without a simulation).
+    fn playing(&self) -> Option<bool> {
+        self.simulation().map(|s| s.playing())
+    }
     /// One line for the status bar: backend, step, speed.
     fn status(&self) -> String {
         self.simulation().map(|s| s.status()).unwrap_or_default()

@@ -37,6 +37,10 @@ pub struct Story {
     /// Control groups hidden while the lesson is shown.
     #[serde(default)]
     pub hide: Vec<ControlGroup>,
+    /// The lesson starts running as it opens. By default it waits at step 0 for the
+    /// lecturer (Space), so that its effect unfolds while the class watches.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub autoplay: bool,
 }
 
 impl Story {

@@ -6,6 +6,7 @@ use crate::common::harness::{AppHarness, app, wait};
 use atmc_lab::app::compare::CompareView;
 use atmc_lab::app::posterior::PosteriorView;
 use atmc_lab::app::screenshot::{harness, run_to_step};
+use atmc_lab::app::view::View;
 use atmc_lab::app::{AtmcApp, Tab};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::{AnyPreset, Preset};
@@ -102,7 +103,18 @@ fn a_lecture_steps_through_its_lessons_with_the_number_keys() {
     h.get_by_label_contains("Adaptive thermostats").click();
     h.run_steps(3);
     assert_eq!(app(&h).tab, Tab::Posterior);
-    // The lesson runs as it opens (after its loading state, which names it too).
+    // The lesson waits at step 0 for the lecturer, and says so over the pictures.
+    h.run_steps(10);
+    let at_start = |a: &AtmcApp| {
+        a.get::<PosteriorView>()
+            .unwrap()
+            .session()
+            .with_snapshot(|s| (s.playing, s.step))
+    };
+    assert_eq!(at_start(app(&h)), (false, 0));
+    h.get_by_label_contains("press Space to start");
+    // Space starts it; the badge goes.
+    h.key_press(Key::Space);
     wait(&mut h, 30, "lesson 1 to run", |a| {
         a.get::<PosteriorView>()
             .unwrap()
@@ -110,12 +122,15 @@ fn a_lecture_steps_through_its_lessons_with_the_number_keys() {
             .with_snapshot(|s| s.playing && s.step > 0)
     });
     h.run_steps(2);
+    assert!(h.query_by_label_contains("Paused at step").is_none());
     h.get_by_label_contains("Lesson 1: Langevin");
     h.get_by_label("lesson 1 of 9");
-    // 2 opens the second lesson: a comparison, side by side.
+    // 2 opens the second lesson: a comparison, side by side, also waiting at step 0.
     h.key_press(Key::Num2);
     h.run_steps(3);
     assert_eq!(app(&h).tab, Tab::Compare);
+    assert_eq!(app(&h).get::<CompareView>().unwrap().step(), 0);
+    h.get_by_label_contains("press Space to start");
     h.get_by_label("lesson 2 of 9");
     h.get_by_label_contains("Lesson 2: why momentum");
     // "next ▶" goes on to the third.
