@@ -96,8 +96,21 @@ impl ThermoView {
         }
     }
 
+    /// Drops the results of the problem shown until now (and stops its sweep): another
+    /// problem's table must not stay on screen under the new problem's name.
+    fn forget_results(&mut self) {
+        self.cancel();
+        self.run = None;
+        self.table = None;
+        self.selected = 0;
+        self.error = None;
+        self.textures.clear();
+        self.texture_key = None;
+    }
+
     fn choose(&mut self, name: &str) {
         if let Ok(p) = AnyPreset::load(name) {
+            self.forget_results();
             let (lr, sampler) = match &p {
                 AnyPreset::Sphere(_) => ((0.01, 1.0), None),
                 AnyPreset::Mlp(_) => (MLP_LR, None),
@@ -1208,7 +1221,7 @@ impl View for ThermoView {
     fn load(&mut self, preset: AnyPreset) -> bool {
         match preset {
             AnyPreset::Sphere(_) | AnyPreset::Toy(_) | AnyPreset::Mlp(_) => {
-                self.cancel();
+                self.forget_results();
                 self.lr = match preset {
                     AnyPreset::Sphere(_) => (0.01, 1.0),
                     AnyPreset::Mlp(_) => MLP_LR,
