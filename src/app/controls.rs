@@ -57,6 +57,20 @@ pub(crate) fn number<N: egui::emath::Numeric>(
             .clamping(egui::SliderClamping::Never)
             .update_while_editing(false),
     );
+    judge(ui, id, value, before, allowed, &mut response);
+    response
+}
+
+/// Keeps `value` when `allowed` accepts it, else puts `before` back and remembers why under
+/// `id`; then draws the reason remembered, if any.
+fn judge<N: egui::emath::Numeric>(
+    ui: &mut Ui,
+    id: egui::Id,
+    value: &mut N,
+    before: N,
+    allowed: impl Fn(f64) -> Result<(), String>,
+    response: &mut egui::Response,
+) {
     if *value != before {
         match allowed(value.to_f64()) {
             Ok(()) => ui.data_mut(|d| d.remove::<Refused>(id)),
@@ -70,6 +84,51 @@ pub(crate) fn number<N: egui::emath::Numeric>(
     if let Some(Refused(why)) = ui.data(|d| d.get_temp::<Refused>(id)) {
         warn(ui, &why);
     }
+}
+
+/// A number typed without a slider (a drag would move it linearly across decades), read and
+/// judged as [`number`] does: on Enter or focus loss, refused values explained. `range` is
+/// what is allowed; `label` names the field.
+pub(crate) fn typed(
+    ui: &mut Ui,
+    value: &mut f64,
+    range: std::ops::RangeInclusive<f64>,
+    label: &str,
+) -> egui::Response {
+    let before = *value;
+    let (lo, hi) = (*range.start(), *range.end());
+    let mut response = ui
+        .horizontal(|ui| {
+            let name = ui.label(label);
+            ui.add(
+                egui::DragValue::new(value)
+                    .speed(0.0)
+                    .update_while_editing(false)
+                    .custom_formatter(|v, _| super::axes::short(v)),
+            )
+            .labelled_by(name.id)
+        })
+        .inner;
+    let id = response.id;
+    judge(
+        ui,
+        id,
+        value,
+        before,
+        |v| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{label} = {} is outside {} to {}",
+                    ranges::short_number(v),
+                    ranges::short_number(lo),
+                    ranges::short_number(hi)
+                ))
+            }
+        },
+        &mut response,
+    );
     response
 }
 

@@ -229,10 +229,12 @@ mod tests {
 
     #[test]
     fn the_knowable_cause_is_named_first() {
-        let mut s = SamplerSpec::default();
-        s.kind = SamplerKind::Sghmc;
-        s.sghmc_friction = 1.0;
-        s.sghmc_noise_estimate = 0.5;
+        let mut s = SamplerSpec {
+            kind: SamplerKind::Sghmc,
+            sghmc_friction: 1.0,
+            sghmc_noise_estimate: 0.5,
+            ..SamplerSpec::default()
+        };
         assert!(known_causes(&s).is_empty());
         assert_eq!(causes(&s), CAUSES);
         s.sghmc_noise_estimate = 1.0;

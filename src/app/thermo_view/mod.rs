@@ -1056,15 +1056,9 @@ impl View for ThermoView {
                 }
                 _ => {}
             }
-            ui.horizontal(|ui| {
-                // Typed entry (a drag would move η linearly across decades).
-                let from = ui.label("η from");
-                ui.add(egui::DragValue::new(&mut self.lr.0).speed(0.0).range(1e-6..=100.0).custom_formatter(|v, _| super::axes::short(v)))
-                    .labelled_by(from.id);
-                let to = ui.label("to");
-                ui.add(egui::DragValue::new(&mut self.lr.1).speed(0.0).range(1e-6..=100.0).custom_formatter(|v, _| super::axes::short(v)))
-                    .labelled_by(to.id);
-            });
+            // Typed entries (a drag would move η linearly across decades).
+            crate::app::controls::typed(ui, &mut self.lr.0, 1e-6..=100.0, "η from");
+            crate::app::controls::typed(ui, &mut self.lr.1, 1e-6..=100.0, "η to");
             crate::app::controls::bounded(ui, &mut self.points, 3..=40, |s| s.text("values of η"))
                 .on_hover_text("Learning rates on a log grid between the two ends");
         });
