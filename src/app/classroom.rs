@@ -123,6 +123,9 @@ pub struct Classroom {
     pub presentation: bool,
     /// Light theme (dark otherwise).
     pub light: bool,
+    /// The lesson panel was closed: the lecture goes on (keys 1–9 still choose its lessons
+    /// and show the panel again), only the panel is folded away.
+    pub panel_closed: bool,
 }
 
 /// How the app looks: presentation mode and theme (for the menu, the command line's
@@ -140,13 +143,18 @@ pub struct Appearance {
 pub enum LessonRequest {
     /// Show lesson k of the lecture.
     Go(usize),
-    /// Close the panel (end the lecture).
+    /// Fold the panel away (the lecture goes on: keys 1–9 still choose its lessons).
     Close,
 }
 
 impl Classroom {
     /// Whether the lesson panel is shown.
     pub fn panel_shown(&self) -> bool {
+        !self.panel_closed && self.has_panel()
+    }
+
+    /// Whether there is a lecture or a lesson for the panel to show.
+    pub fn has_panel(&self) -> bool {
         self.lecture.is_some() || self.lesson.is_some()
     }
 
@@ -196,7 +204,16 @@ impl Classroom {
             }
         }
         ui.add_space(8.0);
-        if ui.small_button("close the lesson panel").clicked() {
+        let close = ui.small_button("close the lesson panel");
+        let close = if self.lecture.is_some() {
+            close.on_hover_text(
+                "The lecture goes on: keys 1–9 choose its lessons and bring the panel back \
+                 (View → Lesson panel)",
+            )
+        } else {
+            close
+        };
+        if close.clicked() {
             request = Some(LessonRequest::Close);
         }
         request

@@ -29,7 +29,149 @@ pub(crate) fn warn(ui: &mut Ui, text: &str) {
     );
 }
 
-/// A slider whose ends stay inside `range`; true when it changed.
+/// Why the number typed last into a numeric entry was refused, kept until a value is
+/// accepted.
+#[derive(Clone, Debug)]
+struct Refused(String);
+
+/// Every numeric entry of the app: a slider whose number can also be typed. A typed number
+/// is read on Enter or when the field loses focus, never keystroke by keystroke (typing
+/// "0.05" passes through "0", which a range may refuse, and a refused keystroke would
+/// rewrite the text being typed). A value that `allowed` refuses leaves the old one in place
+/// and the reason stays under the slider until a value is accepted. `build` adds the label
+/// and the scale; the clamping and the editing rule are set here. `changed()` of the
+/// response holds only for an accepted value.
+pub(crate) fn number<N: egui::emath::Numeric>(
+    ui: &mut Ui,
+    value: &mut N,
+    slider_range: std::ops::RangeInclusive<N>,
+    allowed: impl Fn(f64) -> Result<(), String>,
+    build: impl for<'b> FnOnce(Slider<'b>) -> Slider<'b>,
+) -> egui::Response {
+    let before = *value;
+    // The slider's own id: the response is the number field's while it has focus, and the
+    // reason must stay with the slider afterwards.
+    let id = ui.next_auto_id();
+    let mut response = ui.add(
+        build(Slider::new(value, slider_range))
+            .clamping(egui::SliderClamping::Never)
+            .update_while_editing(false),
+    );
+    judge(ui, id, value, before, allowed, &mut response);
+    response
+}
+
+/// Keeps `value` when `allowed` accepts it, else puts `before` back and remembers why under
+/// `id`; then draws the reason remembered, if any.
+fn judge<N: egui::emath::Numeric>(
+    ui: &mut Ui,
+    id: egui::Id,
+    value: &mut N,
+    before: N,
+    allowed: impl Fn(f64) -> Result<(), String>,
+    response: &mut egui::Response,
+) {
+    if *value != before {
+        match allowed(value.to_f64()) {
+            Ok(()) => ui.data_mut(|d| d.remove::<Refused>(id)),
+            Err(why) => {
+                *value = before;
+                response.flags.remove(egui::response::Flags::CHANGED);
+                ui.data_mut(|d| d.insert_temp(id, Refused(format!("refused: {why}"))));
+            }
+        }
+    }
+    if let Some(Refused(why)) = ui.data(|d| d.get_temp::<Refused>(id)) {
+        warn(ui, &why);
+    }
+}
+
+/// A number typed without a slider (a drag would move it linearly across decades), read and
+/// judged as [`number`] does: on Enter or focus loss, refused values explained. `range` is
+/// what is allowed; `label` names the field.
+pub(crate) fn typed(
+    ui: &mut Ui,
+    value: &mut f64,
+    range: std::ops::RangeInclusive<f64>,
+    label: &str,
+) -> egui::Response {
+    let before = *value;
+    let (lo, hi) = (*range.start(), *range.end());
+    let mut response = ui
+        .horizontal(|ui| {
+            let name = ui.label(label);
+            ui.add(
+                egui::DragValue::new(value)
+                    .speed(0.0)
+                    .update_while_editing(false)
+                    .custom_formatter(|v, _| super::axes::short(v)),
+            )
+            .labelled_by(name.id)
+        })
+        .inner;
+    let id = response.id;
+    judge(
+        ui,
+        id,
+        value,
+        before,
+        |v| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{label} = {} is outside {} to {}",
+                    ranges::short_number(v),
+                    ranges::short_number(lo),
+                    ranges::short_number(hi)
+                ))
+            }
+        },
+        &mut response,
+    );
+    response
+}
+
+/// A [`number`] between `lo` and `hi`, both allowed: the slider's ends are the whole range.
+pub(crate) fn bounded<N: egui::emath::Numeric>(
+    ui: &mut Ui,
+    value: &mut N,
+    range: std::ops::RangeInclusive<N>,
+    build: impl for<'b> FnOnce(Slider<'b>) -> Slider<'b>,
+) -> egui::Response {
+    let (lo, hi) = (range.start().to_f64(), range.end().to_f64());
+    let integer = N::INTEGRAL;
+    number(
+        ui,
+        value,
+        range,
+        move |v| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                let show = |x: f64| {
+                    if integer {
+                        format!("{x:.0}")
+                    } else {
+                        ranges::short_number(x)
+                    }
+                };
+                Err(format!(
+                    "{} is outside {} to {}",
+                    show(v),
+                    show(lo),
+                    show(hi)
+                ))
+            }
+        },
+        build,
+    )
+}
+
+/// A [`number`] checked against one of the ranges the preset files are checked against
+/// (`range`); the slider covers the usual values `lo`…`hi`. A preset's value beyond them is
+/// kept, never clamped (that would silently change the run), and a typed value may go
+/// anywhere the range allows. True when the value changed.
 pub(crate) fn slider(
     ui: &mut Ui,
     value: &mut f64,
@@ -39,26 +181,17 @@ pub(crate) fn slider(
     log: bool,
     label: &str,
 ) -> bool {
-    // The slider covers the usual values; a preset's value beyond them is kept, never clamped
-    // (that would silently change the run), and a typed value may go anywhere the range
-    // allows. Anything outside the allowed range is refused: the old value stays.
-    let before = *value;
     let lo = lo.max(range.min);
     let hi = hi.min(range.max);
-    let changed = ui
-        .add(
-            Slider::new(value, lo..=hi)
-                .logarithmic(log)
-                .clamping(egui::SliderClamping::Never)
-                .text(label),
-        )
-        .on_hover_text(format!("allowed {}", range.describe()))
-        .changed();
-    if range.check(*value).is_err() {
-        *value = before;
-        return false;
-    }
-    changed
+    number(
+        ui,
+        value,
+        lo..=hi,
+        |v| range.check(v).map(|_| ()),
+        |s| s.logarithmic(log).text(label),
+    )
+    .on_hover_text(format!("allowed {}", range.describe()))
+    .changed()
 }
 
 /// Play/pause, step and reset buttons. `playing` labels the play button.
@@ -202,11 +335,9 @@ fn model_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) {
                         "growth",
                     );
                 });
-                ui.add(
-                    Slider::new(&mut p.view.highlighted_chains, 0..=1000)
-                        .clamping(egui::SliderClamping::Edits)
-                        .text("highlighted chains"),
-                );
+                bounded(ui, &mut p.view.highlighted_chains, 0..=1000, |s| {
+                    s.text("highlighted chains")
+                });
             });
     }
 }
@@ -251,12 +382,9 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
                 true,
                 "friction floor D",
             );
-            ui.add(
-                Slider::new(&mut s.friction_sign, -1.0..=1.0)
-                    .clamping(egui::SliderClamping::Edits)
-                    .text("friction sign φ")
-                    .step_by(0.05),
-            )
+            bounded(ui, &mut s.friction_sign, -1.0..=1.0, |s| {
+                s.text("friction sign φ").step_by(0.05)
+            })
             .on_hover_text(
                 "+1: e^(−βh), correct. −1: e^(+βh), as printed in the paper. 0: no friction.",
             );
@@ -450,18 +578,12 @@ fn target_controls(ui: &mut Ui, t: &mut TargetSpec) {
             data_seed,
             ..
         } => {
-            ui.add(
-                Slider::new(data_points, 10..=ranges::DATA_POINTS.max as u32)
-                    .clamping(egui::SliderClamping::Edits)
-                    .logarithmic(true)
-                    .text("data points N"),
-            );
-            ui.add(
-                Slider::new(batch_size, 1..=(*data_points).max(1))
-                    .clamping(egui::SliderClamping::Edits)
-                    .logarithmic(true)
-                    .text("batch size n"),
-            );
+            bounded(ui, data_points, 10..=ranges::DATA_POINTS.max as u32, |s| {
+                s.logarithmic(true).text("data points N")
+            });
+            bounded(ui, batch_size, 1..=(*data_points).max(1), |s| {
+                s.logarithmic(true).text("batch size n")
+            });
             slider(
                 ui,
                 prior_scale,
@@ -556,18 +678,12 @@ pub fn schedule_controls(ui: &mut Ui, s: &mut ScheduleSpec, steps: u32) {
             },
             true,
         ) => {
-            ui.add(
-                Slider::new(total_steps, 10..=1_000_000)
-                    .clamping(egui::SliderClamping::Edits)
-                    .logarithmic(true)
-                    .text("total steps K"),
-            );
-            ui.add(
-                Slider::new(cycles, 1..=100)
-                    .clamping(egui::SliderClamping::Edits)
-                    .logarithmic(true)
-                    .text("cycles M"),
-            );
+            bounded(ui, total_steps, 10..=1_000_000, |s| {
+                s.logarithmic(true).text("total steps K")
+            });
+            bounded(ui, cycles, 1..=100, |s| {
+                s.logarithmic(true).text("cycles M")
+            });
             let mut f = *explore_fraction;
             if slider(
                 ui,

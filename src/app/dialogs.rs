@@ -58,8 +58,15 @@ impl AtmcApp {
     }
 
     fn save_preset(&mut self, path: &Path) {
+        let loaded = self.loaded_preset();
         self.shell.status = Some(match self.active().preset() {
-            Some(p) => Status::written(path, write_file(path, &p.to_ron())),
+            Some(p) => {
+                let p = match &loaded {
+                    Some(loaded) => p.marked_modified(loaded),
+                    None => p,
+                };
+                Status::written(path, write_file(path, &p.to_ron()))
+            }
             None => Status::error("this view has no preset to save"),
         });
     }

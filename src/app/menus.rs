@@ -131,6 +131,12 @@ impl AtmcApp {
             self.set_appearance(ui.ctx(), a);
         }
         ui.checkbox(&mut self.show_controls, "Control panel");
+        if self.classroom.has_panel() {
+            let mut shown = !self.classroom.panel_closed;
+            if ui.checkbox(&mut shown, "Lesson panel").changed() {
+                self.classroom.panel_closed = !shown;
+            }
+        }
         if ui.button("Full screen (F11)").clicked() {
             ui.close();
             self.toggle_full_screen(ui.ctx());

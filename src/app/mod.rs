@@ -117,6 +117,9 @@ impl From<Comparison> for Opening {
 pub struct AtmcApp {
     /// The view of every tab, by its place in [`tabs::TABS`], once opened.
     views: Vec<Option<Box<dyn View>>>,
+    /// The preset of every view as it was loaded, to tell a saved preset that was changed
+    /// live from the one loaded ([`AnyPreset::marked_modified`]).
+    loaded: Vec<Option<AnyPreset>>,
     /// The tab shown (the others are paused).
     pub tab: Tab,
     backend: BackendChoice,
@@ -202,9 +205,12 @@ impl AtmcApp {
             playing,
         });
         let mut views: Vec<Option<Box<dyn View>>> = Tab::ALL.iter().map(|_| None).collect();
+        let mut loaded: Vec<Option<AnyPreset>> = Tab::ALL.iter().map(|_| None).collect();
+        loaded[tab.index()] = view.preset();
         views[tab.index()] = Some(view);
         Self {
             views,
+            loaded,
             tab,
             backend,
             folders,
@@ -241,6 +247,7 @@ impl AtmcApp {
                 if !app.view_mut(ctx, tab).load(*preset) {
                     app.shell.status = Some(Status::error("this view cannot load that preset"));
                 }
+                app.loaded[tab.index()] = app.view(tab).and_then(|v| v.preset());
                 app
             }
         }
@@ -255,18 +262,19 @@ impl AtmcApp {
 
     /// The view of `tab`, created (paused, on the tab's default) when it does not exist yet.
     pub fn view_mut(&mut self, ctx: &egui::Context, tab: Tab) -> &mut dyn View {
-        let (backend, folders) = (self.backend, &self.folders);
-        self.views[tab.index()]
-            .get_or_insert_with(|| {
-                (tab.spec().create)(tabs::ViewStart {
-                    ctx,
-                    backend,
-                    folders,
-                    preset: None,
-                    playing: false,
-                })
-            })
-            .as_mut()
+        let i = tab.index();
+        if self.views[i].is_none() {
+            let view = (tab.spec().create)(tabs::ViewStart {
+                ctx,
+                backend: self.backend,
+                folders: &self.folders,
+                preset: None,
+                playing: false,
+            });
+            self.loaded[i] = view.preset();
+            self.views[i] = Some(view);
+        }
+        self.views[i].as_deref_mut().expect("created above")
     }
 
     /// The view of `tab`, if it has been opened.
@@ -324,10 +332,14 @@ impl AtmcApp {
         self.classroom.lesson = preset
             .story()
             .map(|s| (preset.name().to_owned(), s.clone()));
+        if self.classroom.lesson.is_some() {
+            self.classroom.panel_closed = false;
+        }
         self.switch_to(ctx, tab);
         if !self.view_mut(ctx, tab).load(preset) {
             self.shell.status = Some(Status::error("this view cannot load that preset"));
         }
+        self.loaded[tab.index()] = self.view(tab).and_then(|v| v.preset());
     }
 
     /// Opens a sweep's results (`.jsonl`) or runs a sweep file (`.ron`) in the Sweeps tab.
@@ -353,6 +365,11 @@ impl AtmcApp {
             }
             Err(e) => self.shell.status = Some(Status::error(e.to_string())),
         }
+    }
+
+    /// The shown view's preset as it was loaded (before any live change).
+    pub fn loaded_preset(&self) -> Option<AnyPreset> {
+        self.loaded[self.tab.index()].clone()
     }
 
     /// The status-bar message.
@@ -389,6 +406,7 @@ impl AtmcApp {
             return;
         };
         l.step = k;
+        self.classroom.panel_closed = false;
         match AnyPreset::load(&name) {
             Ok(p) => {
                 // It opens at step 0 and waits for Space, unless its story plays at once.
@@ -414,6 +432,13 @@ impl AtmcApp {
                 KeyCommand::Slower => self.active_mut().act(Action::Slower),
                 KeyCommand::Screenshot => self.quick_screenshot(ctx),
                 KeyCommand::ToggleHelp => self.classroom.show_keys ^= true,
+                KeyCommand::Lesson(k) if self.classroom.lecture.is_none() => {
+                    self.shell.status = Some(Status::error(format!(
+                        "key {}: no lecture is running (Lectures menu); keys 1–9 choose its \
+                         lessons",
+                        k + 1
+                    )));
+                }
                 KeyCommand::Lesson(k) => self.go_to_lesson(ctx, k),
                 KeyCommand::FullScreen => self.toggle_full_screen(ctx),
                 KeyCommand::Escape => {
@@ -562,8 +587,13 @@ impl AtmcApp {
         match request {
             Some(LessonRequest::Go(k)) => self.go_to_lesson(ui.ctx(), k),
             Some(LessonRequest::Close) => {
-                self.classroom.lecture = None;
-                self.classroom.lesson = None;
+                self.classroom.panel_closed = true;
+                if self.classroom.lecture.is_some() {
+                    self.shell.status = Some(Status::ok(
+                        "lesson panel closed: keys 1–9 still choose the lecture's lessons \
+                         (View → Lesson panel shows it again)",
+                    ));
+                }
             }
             None => {}
         }

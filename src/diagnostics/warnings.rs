@@ -157,7 +157,8 @@ pub fn run_warnings(
         )
     {
         out.push(format!(
-            "the stationary statistics are far from the target: {far} ({CAUSES})"
+            "the stationary statistics are far from the target: {far} ({})",
+            causes(sampler)
         ));
     }
     if should_sample(sampler)
@@ -169,7 +170,8 @@ pub fn run_warnings(
         )
     {
         out.push(format!(
-            "the chains are far from the target: {far} ({CAUSES})"
+            "the chains are far from the target: {far} ({})",
+            causes(sampler)
         ));
     }
     out
@@ -179,10 +181,77 @@ pub fn run_warnings(
 pub const CAUSES: &str = "a step size too large for the target, too few steps, or gradient \
                           noise the sampler cannot absorb";
 
+/// The reasons a miss is certain that the sampler's own settings give away, before any
+/// statistic is looked at: a sampler that injects no noise, or one that samples another
+/// temperature. Empty when its settings are those of a sampler of the target.
+pub fn known_causes(sampler: &SamplerSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    let (c, b) = (sampler.sghmc_friction, sampler.sghmc_noise_estimate);
+    if sampler.kind == SamplerKind::Sghmc && b >= c {
+        out.push(format!(
+            "SGHMC with B̂ = C = {} injects no noise (√(2(C − B̂)h) = 0): the chains only \
+             descend the gradient and settle at its modes unless the gradient noise is exactly \
+             B̂",
+            rounded(c)
+        ));
+    }
+    if sampler.kind == SamplerKind::Sgnht && sampler.sgnht_diffusion == 0.0 {
+        out.push(
+            "SGNHT with diffusion A = 0 injects no noise (√(2Ah) = 0): only the gradient noise \
+             moves the chains"
+                .to_owned(),
+        );
+    }
+    if sampler.kind != SamplerKind::Sgd && sampler.temperature != 1.0 {
+        out.push(format!(
+            "temperature T = {} samples the target raised to the power 1/T, not the target",
+            rounded(sampler.temperature)
+        ));
+    }
+    out
+}
+
+/// The causes a far-from-target warning names: the [`known_causes`] first, then the usual
+/// ones ([`CAUSES`]).
+pub fn causes(sampler: &SamplerSpec) -> String {
+    let known = known_causes(sampler);
+    if known.is_empty() {
+        CAUSES.to_owned()
+    } else {
+        format!("{}; otherwise: {CAUSES}", known.join("; "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::math::TargetSpec;
+
+    #[test]
+    fn the_knowable_cause_is_named_first() {
+        let mut s = SamplerSpec {
+            kind: SamplerKind::Sghmc,
+            sghmc_friction: 1.0,
+            sghmc_noise_estimate: 0.5,
+            ..SamplerSpec::default()
+        };
+        assert!(known_causes(&s).is_empty());
+        assert_eq!(causes(&s), CAUSES);
+        s.sghmc_noise_estimate = 1.0;
+        let c = causes(&s);
+        assert!(
+            c.starts_with("SGHMC with B̂ = C = 1 injects no noise"),
+            "{c}"
+        );
+        assert!(c.ends_with(CAUSES), "{c}");
+        s.temperature = 0.5;
+        assert_eq!(known_causes(&s).len(), 2);
+        assert!(known_causes(&s)[1].contains("T = 0.5"));
+        s.kind = SamplerKind::Sgnht;
+        s.sgnht_diffusion = 0.0;
+        s.temperature = 1.0;
+        assert!(causes(&s).starts_with("SGNHT with diffusion A = 0"));
+    }
 
     #[test]
     fn exact_moments_are_not_far_and_wrong_ones_are() {

@@ -345,6 +345,35 @@ impl AnyPreset {
         (!story.is_empty()).then_some(story)
     }
 
+    /// This preset as a file should describe it when it was changed after `loaded` was
+    /// loaded: the name says "(modified)" and the description says from what, so a saved
+    /// file is not taken for the preset it started from. Unchanged, it is returned as is.
+    pub fn marked_modified(mut self, loaded: &AnyPreset) -> AnyPreset {
+        if self == *loaded {
+            return self;
+        }
+        const MARK: &str = " (modified)";
+        let (name, description) = match &mut self {
+            AnyPreset::Toy(p) => (&mut p.name, &mut p.description),
+            AnyPreset::Mlp(p) => (&mut p.name, &mut p.description),
+            AnyPreset::Comparison(p) => (&mut p.name, &mut p.description),
+            AnyPreset::Sphere(p) => (&mut p.name, &mut p.description),
+        };
+        if *name == loaded.name() && !name.ends_with(MARK) {
+            name.push_str(MARK);
+        }
+        if *description == loaded.description() {
+            *description = format!(
+                "Changed in the app from \"{}\". {}",
+                loaded.name(),
+                loaded.description()
+            )
+            .trim_end()
+            .to_owned();
+        }
+        self
+    }
+
     /// RON text that parses back to the same preset.
     pub fn to_ron(&self) -> String {
         match self {
@@ -380,6 +409,29 @@ pub(crate) fn outer_name(text: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_changed_preset_is_marked_modified() {
+        let loaded = AnyPreset::load("default").unwrap();
+        assert_eq!(loaded.clone().marked_modified(&loaded), loaded);
+        let mut changed = loaded.clone();
+        if let AnyPreset::Toy(p) = &mut changed {
+            p.sampler.h *= 2.0;
+        }
+        let marked = changed.marked_modified(&loaded);
+        assert_eq!(marked.name(), format!("{} (modified)", loaded.name()));
+        assert!(
+            marked
+                .description()
+                .starts_with(&format!("Changed in the app from \"{}\".", loaded.name())),
+            "{}",
+            marked.description()
+        );
+        // Saved twice, it stays marked once.
+        let again = marked.clone().marked_modified(&loaded);
+        assert_eq!(again.name(), marked.name());
+        assert_eq!(again.description(), marked.description());
+    }
 
     #[test]
     fn outer_names() {

@@ -40,7 +40,7 @@ fn the_thermodynamics_view_runs_a_sweep_and_draws_every_panel() {
     };
     sphere.chains = 1000;
     sphere.steps = 300;
-    let h = swept(AnyPreset::Sphere(sphere), [1280, 800], &dir);
+    let mut h = swept(AnyPreset::Sphere(sphere), [1280, 800], &dir);
     let app = h.state().as_ref().unwrap();
     assert_eq!(app.tab, Tab::Thermo);
     let view = app.get::<ThermoView>().unwrap();
@@ -62,6 +62,22 @@ fn the_thermodynamics_view_runs_a_sweep_and_draws_every_panel() {
         );
     }
     assert!(dir.join("atmc-lab-sweeps").is_dir());
+
+    // Another problem drops these results: no sphere-UP table under the new problem's name.
+    {
+        use egui_kittest::kittest::Queryable;
+        h.get_by_role_and_label(egui::accesskit::Role::ComboBox, "problem")
+            .click();
+        h.run_steps(3);
+        h.get_by_label("Sphere, overparameterised").click();
+        h.run_steps(3);
+        let view = h.state().as_ref().unwrap().get::<ThermoView>().unwrap();
+        assert!(
+            view.table.is_none(),
+            "the old problem's table is still shown"
+        );
+        h.get_by_label_contains("Choose a problem");
+    }
 
     // Networks: the same curves, then U, S and the SNR over the steps (no Gibbs test).
     let AnyPreset::Mlp(mut mlp) = AnyPreset::load("mlp-up").unwrap() else {

@@ -7,6 +7,7 @@ mod common;
 
 mod app;
 mod app_classroom;
+mod app_inputs;
 mod app_mlp;
 mod app_thermo;
 mod app_training;

@@ -14,7 +14,9 @@ use super::worker::Control;
 use crate::app::plots::Outlined;
 use crate::diagnostics::views::Segment;
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
-use crate::preset::{AnyPreset, Comparison};
+use crate::math::{SamplerKind, SamplerSpec};
+use crate::preset::story::COMPARISON_COLUMNS;
+use crate::preset::{AnyPreset, Column, Comparison};
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Line, PlotPoints};
 
@@ -395,13 +397,55 @@ impl View for CompareView {
         }
         ui.separator();
         ui.label(RichText::new("Columns").strong());
+        let count = self.comparison.columns.len();
+        let can_remove = count > *COMPARISON_COLUMNS.start();
+        let mut remove = None;
         for (k, column) in self.comparison.columns.iter_mut().enumerate() {
             egui::CollapsingHeader::new(
                 RichText::new(format!("{}: {}", k + 1, column.label)).color(COLUMN_COLORS[k]),
             )
             .id_salt(("column", k))
             .default_open(false)
-            .show(ui, |ui| controls::sampler_controls(ui, &mut column.sampler));
+            .show(ui, |ui| {
+                let before = column.sampler.kind;
+                controls::sampler_controls(ui, &mut column.sampler);
+                // A label that only named the sampler follows it.
+                if column.sampler.kind != before && column.label.eq_ignore_ascii_case(before.name())
+                {
+                    column.label = column.sampler.kind.name().to_uppercase();
+                }
+                if ui
+                    .add_enabled(can_remove, egui::Button::new("remove this column"))
+                    .on_disabled_hover_text(format!(
+                        "a comparison has {} to {} columns",
+                        COMPARISON_COLUMNS.start(),
+                        COMPARISON_COLUMNS.end()
+                    ))
+                    .clicked()
+                {
+                    remove = Some(k);
+                }
+            });
+        }
+        if let Some(k) = remove {
+            self.comparison.columns.remove(k);
+        }
+        if count < *COMPARISON_COLUMNS.end() {
+            ui.menu_button("+ add a column", |ui| {
+                for (kind, name) in SamplerKind::ALL {
+                    if ui.button(name.to_uppercase()).clicked() {
+                        self.comparison.columns.push(Column {
+                            label: name.to_uppercase(),
+                            sampler: SamplerSpec {
+                                kind,
+                                ..SamplerSpec::default()
+                            },
+                            schedule: None,
+                        });
+                        ui.close();
+                    }
+                }
+            });
         }
         ui.separator();
         ui.label(RichText::new("Shared by every column").strong());

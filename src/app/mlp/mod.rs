@@ -123,12 +123,9 @@ impl MlpView {
             self.act(Action::Reset);
         }
         let p = &mut self.preset;
-        ui.add(
-            Slider::new(&mut p.view.steps_per_frame, 1..=200)
-                .clamping(egui::SliderClamping::Edits)
-                .logarithmic(true)
-                .text("steps / frame (speed)"),
-        );
+        crate::app::controls::bounded(ui, &mut p.view.steps_per_frame, 1..=200, |s| {
+            s.logarithmic(true).text("steps / frame (speed)")
+        });
         let mut chains = f64::from(p.chains);
         if ui
             .add(
@@ -718,30 +715,17 @@ fn data_controls(ui: &mut Ui, p: &mut MlpPreset, shell: &mut Shell) {
         ui.small(format!("file: {path}"));
     }
     if let DataSource::Blobs { classes } = &mut d.source {
-        ui.add(
-            Slider::new(classes, 2..=8)
-                .clamping(egui::SliderClamping::Edits)
-                .text("classes"),
-        );
+        crate::app::controls::bounded(ui, classes, 2..=8, |s| s.text("classes"));
     }
     if d.source.is_generated() {
-        ui.add(
-            Slider::new(&mut d.points, 20..=5000)
-                .clamping(egui::SliderClamping::Edits)
-                .logarithmic(true)
-                .text("points"),
-        );
-        ui.add(
-            Slider::new(&mut d.noise, 0.0..=1.0)
-                .clamping(egui::SliderClamping::Edits)
-                .text("noise"),
-        );
+        crate::app::controls::bounded(ui, &mut d.points, 20..=5000, |s| {
+            s.logarithmic(true).text("points")
+        });
+        crate::app::controls::bounded(ui, &mut d.noise, 0.0..=1.0, |s| s.text("noise"));
     }
-    ui.add(
-        Slider::new(&mut d.test_fraction, 0.0..=0.9)
-            .clamping(egui::SliderClamping::Edits)
-            .text("test fraction"),
-    );
+    crate::app::controls::bounded(ui, &mut d.test_fraction, 0.0..=0.9, |s| {
+        s.text("test fraction")
+    });
     ui.horizontal(|ui| {
         let label = ui.label("data seed");
         ui.add(egui::DragValue::new(&mut d.seed))
@@ -764,11 +748,9 @@ fn network_controls(ui: &mut Ui, p: &mut MlpPreset) {
         n.hidden.resize(layers, last);
     }
     for (k, w) in n.hidden.iter_mut().enumerate() {
-        ui.add(
-            Slider::new(w, 1..=MAX_WIDTH as u32)
-                .clamping(egui::SliderClamping::Edits)
-                .text(format!("units in layer {}", k + 1)),
-        );
+        crate::app::controls::bounded(ui, w, 1..=MAX_WIDTH as u32, |s| {
+            s.text(format!("units in layer {}", k + 1))
+        });
     }
     ui.horizontal(|ui| {
         ui.label("activation");
@@ -785,12 +767,9 @@ fn network_controls(ui: &mut Ui, p: &mut MlpPreset) {
         true,
         "prior σ",
     );
-    ui.add(
-        Slider::new(&mut n.batch_size, 0..=512)
-            .clamping(egui::SliderClamping::Edits)
-            .text("minibatch (0 = all)")
-            .logarithmic(true),
-    )
+    crate::app::controls::bounded(ui, &mut n.batch_size, 0..=512, |s| {
+        s.text("minibatch (0 = all)").logarithmic(true)
+    })
     .on_hover_text(
         "Each network draws its own minibatch every step; the gradient is scaled by N/n",
     );
@@ -803,18 +782,14 @@ fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) 
         let max = arch.params() as u32 - 1;
         p.view.parameter = p.view.parameter.min(max);
         let name = arch.param_name(p.view.parameter as usize);
-        ui.add(
-            Slider::new(&mut p.view.parameter, 0..=max)
-                .clamping(egui::SliderClamping::Edits)
-                .text(format!("weight {name}")),
-        )
+        crate::app::controls::bounded(ui, &mut p.view.parameter, 0..=max, |s| {
+            s.text(format!("weight {name}"))
+        })
         .on_hover_text("The parameter drawn in the θ–p and p–ξ portraits and the histogram");
     }
-    ui.add(
-        Slider::new(&mut p.view.focus_chain, 0..=p.chains - 1)
-            .clamping(egui::SliderClamping::Edits)
-            .text("network shown alone"),
-    );
+    crate::app::controls::bounded(ui, &mut p.view.focus_chain, 0..=p.chains - 1, |s| {
+        s.text("network shown alone")
+    });
     let mut predictive = p.view.predictive_chains.min(p.chains);
     if ui
         .add(
@@ -827,17 +802,12 @@ fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) 
     {
         p.view.predictive_chains = predictive;
     }
-    ui.add(
-        Slider::new(&mut p.view.map_resolution, 16..=128)
-            .clamping(egui::SliderClamping::Edits)
-            .text("map resolution"),
-    );
-    ui.add(
-        Slider::new(&mut p.view.map_every, 1..=500)
-            .clamping(egui::SliderClamping::Edits)
-            .logarithmic(true)
-            .text("steps between maps"),
-    );
+    crate::app::controls::bounded(ui, &mut p.view.map_resolution, 16..=128, |s| {
+        s.text("map resolution")
+    });
+    crate::app::controls::bounded(ui, &mut p.view.map_every, 1..=500, |s| {
+        s.logarithmic(true).text("steps between maps")
+    });
     ui.horizontal(|ui| {
         ui.label("uncertainty");
         ui.selectable_value(uncertainty, Uncertainty::Entropy, "entropy");

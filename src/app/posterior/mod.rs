@@ -49,6 +49,17 @@ impl Replay {
     }
 }
 
+/// What portrait `k` (θ–θ, θ–p, p–ξ) says instead of drawing data the sampler does not
+/// have: ξ of a sampler without a thermostat (SGHMC) is a constant, not a cloud.
+fn portrait_note(k: usize, kind: crate::math::SamplerKind) -> Option<&'static str> {
+    match k {
+        0 => None,
+        _ if !kind.has_momentum() => Some("this sampler has no momentum p\nand no thermostat ξ"),
+        2 if !kind.has_thermostat() => Some("this sampler has no thermostat ξ"),
+        _ => None,
+    }
+}
+
 /// The 2-D view's state.
 pub struct PosteriorView {
     sim: Simulated<Command, Snapshot>,
@@ -140,6 +151,7 @@ impl PosteriorView {
     /// Loads a preset: the chains start over and the portraits auto-range.
     pub fn load_preset(&mut self, preset: Preset) {
         self.preset = preset;
+        self.replay = None;
         self.apply_changes(true);
         for v in [
             &mut self.views.theta,
@@ -183,7 +195,7 @@ impl PosteriorView {
         self.views.thermostat.follow(r.thermostat, tolerance);
     }
 
-    fn explosion_banner(&self, ui: &mut Ui) {
+    fn explosion_banner(&mut self, ui: &mut Ui) {
         let s = self.sim.snapshot();
         let total = s.moments.diverged + s.moments.alive;
         let text = format!(
@@ -194,6 +206,7 @@ impl PosteriorView {
             s.first_divergence.unwrap_or(s.step)
         );
         if super::explosion_banner(ui, &text, "↺ Reset chains") {
+            self.replay = None;
             self.sim.control(Control::Reset);
         }
     }
@@ -247,8 +260,7 @@ impl PosteriorView {
                     trail_diverged_at,
                     contours: if k == 0 { contours } else { &[] },
                     log_scale: self.preset.view.log_scale,
-                    note: (k > 0 && !self.preset.sampler.kind.has_momentum())
-                        .then_some("this sampler has no momentum p\nand no thermostat ξ"),
+                    note: portrait_note(k, self.preset.sampler.kind),
                 };
                 let view = match k {
                     0 => &mut self.views.theta,
@@ -412,7 +424,7 @@ impl View for PosteriorView {
             ui.label(
                 RichText::new(format!(
                     "⚠ Far from the target: {far} ({})",
-                    crate::diagnostics::warnings::CAUSES
+                    crate::diagnostics::warnings::causes(&self.applied.sampler)
                 ))
                 .color(Color32::from_rgb(255, 200, 80)),
             )
@@ -427,7 +439,13 @@ impl View for PosteriorView {
         let side = ((available.x - 3.0 * spacing) / 3.0 - 2.0)
             .min(available.y * 0.56)
             .max(120.0);
-        if self.replay.is_some_and(|r| r.done()) {
+        // A replay ends when it is done, and when the run it replays is gone (reset, a new
+        // preset): its label and the growth plots' cursor would describe chains that no
+        // longer exist.
+        if self
+            .replay
+            .is_some_and(|r| r.done() || snapshot.step < r.to || self.replay_range().is_none())
+        {
             self.replay = None;
         }
         if self.replay.is_some() {
@@ -474,6 +492,9 @@ impl View for PosteriorView {
     }
 
     fn act(&mut self, action: Action) {
+        if action == Action::Reset {
+            self.replay = None;
+        }
         if self.sim.transport(action) {
             return;
         }
@@ -528,5 +549,24 @@ impl View for PosteriorView {
         let specs = self.specs();
         self.session()
             .with_snapshot(|s| s.histograms.len() == 3 && s.specs == specs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::SamplerKind;
+
+    #[test]
+    fn portraits_say_what_a_sampler_lacks() {
+        assert_eq!(portrait_note(0, SamplerKind::Sgld), None);
+        assert!(portrait_note(1, SamplerKind::Sgld).is_some());
+        assert_eq!(portrait_note(1, SamplerKind::Sghmc), None);
+        assert_eq!(
+            portrait_note(2, SamplerKind::Sghmc),
+            Some("this sampler has no thermostat ξ")
+        );
+        assert_eq!(portrait_note(2, SamplerKind::Atmc), None);
+        assert_eq!(portrait_note(2, SamplerKind::Sgnht), None);
     }
 }

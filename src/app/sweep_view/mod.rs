@@ -304,11 +304,15 @@ impl SweepView {
             }
             let n = values[k].len();
             let mut i = self.slice[k].min(n - 1);
-            ui.add(
-                egui::Slider::new(&mut i, 0..=n - 1)
-                    .custom_formatter(|v, _| super::axes::short(values[k][v as usize]))
-                    .text(format!("{field} (held)")),
-            );
+            let column = values[k].clone();
+            crate::app::controls::bounded(ui, &mut i, 0..=n - 1, move |s| {
+                s.custom_formatter(move |v, _| {
+                    column
+                        .get(v as usize)
+                        .map_or_else(|| format!("{v}"), |x| super::axes::short(*x))
+                })
+                .text(format!("{field} (held)"))
+            });
             if i != self.slice[k] {
                 self.slice[k] = i;
                 self.texture = None;

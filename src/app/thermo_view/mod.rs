@@ -96,8 +96,21 @@ impl ThermoView {
         }
     }
 
+    /// Drops the results of the problem shown until now (and stops its sweep): another
+    /// problem's table must not stay on screen under the new problem's name.
+    fn forget_results(&mut self) {
+        self.cancel();
+        self.run = None;
+        self.table = None;
+        self.selected = 0;
+        self.error = None;
+        self.textures.clear();
+        self.texture_key = None;
+    }
+
     fn choose(&mut self, name: &str) {
         if let Ok(p) = AnyPreset::load(name) {
+            self.forget_results();
             let (lr, sampler) = match &p {
                 AnyPreset::Sphere(_) => ((0.01, 1.0), None),
                 AnyPreset::Mlp(_) => (MLP_LR, None),
@@ -665,11 +678,10 @@ impl ThermoView {
         let etas: Vec<f64> = t.rows.iter().map(|r| r.point.eta).collect();
         let mut star = t.free_energy_test.as_ref().map_or(n / 2, |f| f.star);
         let before = star;
-        ui.add(
-            egui::Slider::new(&mut star, 0..=n - 1)
-                .custom_formatter(move |v, _| super::axes::short(etas[v as usize]))
-                .text("η* of F(η; T*)"),
-        )
+        crate::app::controls::bounded(ui, &mut star, 0..=n - 1, |s| {
+            s.custom_formatter(move |v, _| super::axes::short(etas[v as usize]))
+                .text("η* of F(η; T*)")
+        })
         .on_hover_text("F(η; T*) = U(η) − T(η*)·S(η): the paper says it is smallest at η = η*");
         if star != before {
             t.set_eta_star(Some(star));
@@ -1017,43 +1029,37 @@ impl View for ThermoView {
                         });
                     if p.sampler.kind == SamplerKind::Sgd {
                         let mut mu = p.sampler.sgd_momentum;
-                        ui.add(egui::Slider::new(&mut mu, 0.0..=0.95).text("momentum μ"))
+                        crate::app::controls::bounded(ui, &mut mu, 0.0..=0.95, |s| s.text("momentum μ"))
                             .on_hover_text("Heavy-ball SGD: v ← μv − ηg̃, θ ← θ + v. On the quadratic the known answer is λ·Var θ = ησ²(1 + μ)/((1 − μ)(2(1 + μ) − ηλ))");
                         p.sampler.sgd_momentum = mu;
                     } else {
                         ui.label(RichText::new("The known answer is SGD's; for the others the question is open: does a monotone T(η) exist?").small());
                     }
-                    ui.add(egui::Slider::new(&mut p.init.scale, 0.01..=10.0).logarithmic(true).text("start width"))
+                    crate::app::controls::bounded(ui, &mut p.init.scale, 0.01..=10.0, |s| s.logarithmic(true).text("start width"))
                         .on_hover_text("The chains start at N(centre, width²): started wide at a small η, the run relaxes, and ΔU/ΔS per block follows the width, not a temperature");
-                    ui.add(egui::Slider::new(&mut p.chains, 1000..=100_000).logarithmic(true).text("chains"));
-                    ui.add(egui::Slider::new(&mut p.steps, 100..=20_000).logarithmic(true).text("steps"));
+                    crate::app::controls::bounded(ui, &mut p.chains, 1000..=100_000, |s| s.logarithmic(true).text("chains"));
+                    crate::app::controls::bounded(ui, &mut p.steps, 100..=20_000, |s| s.logarithmic(true).text("steps"));
                 }
                 AnyPreset::Mlp(p) => {
                     ui.label(RichText::new(format!("{} on networks with hidden layers {}", p.sampler.kind.name().to_uppercase(), p.network.hidden.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))).small());
-                    ui.add(egui::Slider::new(&mut p.network.batch_size, 1..=64).logarithmic(true).text("batch size"))
+                    crate::app::controls::bounded(ui, &mut p.network.batch_size, 1..=64, |s| s.logarithmic(true).text("batch size"))
                         .on_hover_text("A second temperature: a larger batch lowers the gradient noise at the same η");
-                    ui.add(egui::Slider::new(&mut p.chains, 64..=4096).logarithmic(true).text("networks"));
-                    ui.add(egui::Slider::new(&mut p.steps, 100..=20_000).logarithmic(true).text("steps"));
+                    crate::app::controls::bounded(ui, &mut p.chains, 64..=4096, |s| s.logarithmic(true).text("networks"));
+                    crate::app::controls::bounded(ui, &mut p.steps, 100..=20_000, |s| s.logarithmic(true).text("steps"));
                 }
                 AnyPreset::Sphere(p) => {
-                    ui.add(egui::Slider::new(&mut p.sampler.momentum, 0.0..=0.95).text("momentum μ"));
-                    ui.add(egui::Slider::new(&mut p.sampler.batch, 1..=16).text("batch size"))
+                    crate::app::controls::bounded(ui, &mut p.sampler.momentum, 0.0..=0.95, |s| s.text("momentum μ"));
+                    crate::app::controls::bounded(ui, &mut p.sampler.batch, 1..=16, |s| s.text("batch size"))
                         .on_hover_text("A second temperature: a larger batch lowers the gradient noise at the same η");
-                    ui.add(egui::Slider::new(&mut p.chains, 1000..=50_000).logarithmic(true).text("chains"));
-                    ui.add(egui::Slider::new(&mut p.steps, 100..=20_000).logarithmic(true).text("steps"));
+                    crate::app::controls::bounded(ui, &mut p.chains, 1000..=50_000, |s| s.logarithmic(true).text("chains"));
+                    crate::app::controls::bounded(ui, &mut p.steps, 100..=20_000, |s| s.logarithmic(true).text("steps"));
                 }
                 _ => {}
             }
-            ui.horizontal(|ui| {
-                // Typed entry (a drag would move η linearly across decades).
-                let from = ui.label("η from");
-                ui.add(egui::DragValue::new(&mut self.lr.0).speed(0.0).range(1e-6..=100.0).custom_formatter(|v, _| super::axes::short(v)))
-                    .labelled_by(from.id);
-                let to = ui.label("to");
-                ui.add(egui::DragValue::new(&mut self.lr.1).speed(0.0).range(1e-6..=100.0).custom_formatter(|v, _| super::axes::short(v)))
-                    .labelled_by(to.id);
-            });
-            ui.add(egui::Slider::new(&mut self.points, 3..=40).text("values of η"))
+            // Typed entries (a drag would move η linearly across decades).
+            crate::app::controls::typed(ui, &mut self.lr.0, 1e-6..=100.0, "η from");
+            crate::app::controls::typed(ui, &mut self.lr.1, 1e-6..=100.0, "η to");
+            crate::app::controls::bounded(ui, &mut self.points, 3..=40, |s| s.text("values of η"))
                 .on_hover_text("Learning rates on a log grid between the two ends");
         });
         ui.horizontal(|ui| {
@@ -1087,15 +1093,14 @@ impl View for ThermoView {
         if !t.rows.is_empty() {
             let n = t.rows.len();
             let etas: Vec<f64> = t.rows.iter().map(|r| r.point.eta).collect();
-            ui.add(
-                egui::Slider::new(&mut self.selected, 0..=n - 1)
-                    .custom_formatter(move |v, _| super::axes::short(etas[v as usize]))
+            crate::app::controls::bounded(ui, &mut self.selected, 0..=n - 1, |s| {
+                s.custom_formatter(move |v, _| super::axes::short(etas[v as usize]))
                     .text(if matches!(self.base, AnyPreset::Mlp(_)) {
                         "details at η"
                     } else {
                         "Gibbs test at η"
-                    }),
-            );
+                    })
+            });
         }
         self.free_energy_controls(ui);
         let Some(t) = &self.table else {
@@ -1210,7 +1215,7 @@ impl View for ThermoView {
     fn load(&mut self, preset: AnyPreset) -> bool {
         match preset {
             AnyPreset::Sphere(_) | AnyPreset::Toy(_) | AnyPreset::Mlp(_) => {
-                self.cancel();
+                self.forget_results();
                 self.lr = match preset {
                     AnyPreset::Sphere(_) => (0.01, 1.0),
                     AnyPreset::Mlp(_) => MLP_LR,

@@ -13,7 +13,7 @@ use crate::app::plots::Outlined;
 use crate::math::{Kinetic, NoiseMass, XiUpdate, ranges};
 use crate::train::data::{DEBIAN_FASHION_MNIST, DatasetKind};
 use crate::train::trainer::{OptimizerKind, TrainConfig};
-use egui::{Color32, RichText, Slider, Ui};
+use egui::{Color32, RichText, Ui};
 use egui_plot::{HLine, Line, PlotPoints};
 use session::{TrainCommand, TrainSession, TrainSnapshot, TrainStatus};
 use std::path::PathBuf;
@@ -140,18 +140,12 @@ impl TrainingView {
             }
         });
         ui.small(c.data.display().to_string());
-        ui.add(
-            Slider::new(&mut c.train_limit, 0..=60_000)
-                .clamping(egui::SliderClamping::Edits)
-                .text("training images (0 = all)")
-                .logarithmic(true),
-        );
-        ui.add(
-            Slider::new(&mut c.test_limit, 0..=10_000)
-                .clamping(egui::SliderClamping::Edits)
-                .text("test images (0 = all)")
-                .logarithmic(true),
-        );
+        crate::app::controls::bounded(ui, &mut c.train_limit, 0..=60_000, |s| {
+            s.text("training images (0 = all)").logarithmic(true)
+        });
+        crate::app::controls::bounded(ui, &mut c.test_limit, 0..=10_000, |s| {
+            s.text("test images (0 = all)").logarithmic(true)
+        });
         ui.checkbox(&mut c.augment, "random crops and flips");
         ui.separator();
         ui.label(RichText::new("Network").strong());
@@ -161,22 +155,11 @@ impl TrainingView {
                 ui.selectable_value(&mut c.depth, d, d.to_string());
             }
         });
-        ui.add(
-            Slider::new(&mut c.width, 4..=64)
-                .clamping(egui::SliderClamping::Edits)
-                .text("width"),
-        );
-        ui.add(
-            Slider::new(&mut c.epochs, 1..=100)
-                .clamping(egui::SliderClamping::Edits)
-                .text("epochs"),
-        );
-        ui.add(
-            Slider::new(&mut c.batch_size, 16..=512)
-                .clamping(egui::SliderClamping::Edits)
-                .logarithmic(true)
-                .text("batch size"),
-        );
+        crate::app::controls::bounded(ui, &mut c.width, 4..=64, |s| s.text("width"));
+        crate::app::controls::bounded(ui, &mut c.epochs, 1..=100, |s| s.text("epochs"));
+        crate::app::controls::bounded(ui, &mut c.batch_size, 16..=512, |s| {
+            s.logarithmic(true).text("batch size")
+        });
         ui.horizontal(|ui| {
             let label = ui.label("seed");
             ui.add(egui::DragValue::new(&mut c.seed))
@@ -226,12 +209,9 @@ impl TrainingView {
                     false,
                     "temperature T",
                 );
-                ui.add(
-                    Slider::new(&mut s.friction_sign, -1.0..=1.0)
-                        .clamping(egui::SliderClamping::Edits)
-                        .text("friction sign φ")
-                        .step_by(0.05),
-                )
+                crate::app::controls::bounded(ui, &mut s.friction_sign, -1.0..=1.0, |s| {
+                    s.text("friction sign φ").step_by(0.05)
+                })
                 .on_hover_text("+1 correct, −1 as printed in the paper");
                 ui.horizontal(|ui| {
                     ui.label("thermostat");
@@ -262,11 +242,9 @@ impl TrainingView {
                     true,
                     "prior σ",
                 );
-                ui.add(
-                    Slider::new(&mut c.cycles, 0..=20)
-                        .clamping(egui::SliderClamping::Edits)
-                        .text("cycles (0 = constant h)"),
-                );
+                crate::app::controls::bounded(ui, &mut c.cycles, 0..=20, |s| {
+                    s.text("cycles (0 = constant h)")
+                });
                 ui.small(
                     "The gradient is N × the minibatch mean plus θ/σ²: the posterior over the \
                      whole training set. Samples: every epoch after the first (constant h) or \
@@ -274,17 +252,12 @@ impl TrainingView {
                 );
             }
             OptimizerKind::Sgd => {
-                ui.add(
-                    Slider::new(&mut c.sgd_lr, 0.001..=1.0)
-                        .clamping(egui::SliderClamping::Edits)
-                        .logarithmic(true)
-                        .text("learning rate (cosine)"),
-                );
-                ui.add(
-                    Slider::new(&mut c.sgd_momentum, 0.0..=0.99)
-                        .clamping(egui::SliderClamping::Edits)
-                        .text("momentum"),
-                );
+                crate::app::controls::bounded(ui, &mut c.sgd_lr, 0.001..=1.0, |s| {
+                    s.logarithmic(true).text("learning rate (cosine)")
+                });
+                crate::app::controls::bounded(ui, &mut c.sgd_momentum, 0.0..=0.99, |s| {
+                    s.text("momentum")
+                });
             }
         }
         ui.separator();
