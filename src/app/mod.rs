@@ -540,6 +540,7 @@ impl AtmcApp {
         if let Some(preset) = self.shell.open.take() {
             self.load_any(ui.ctx(), preset);
         }
+        self.notice_ui(ui.ctx());
         match request {
             Some(LessonRequest::Go(k)) => self.go_to_lesson(ui.ctx(), k),
             Some(LessonRequest::Close) => {

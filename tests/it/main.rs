@@ -32,3 +32,4 @@ mod thermo;
 mod thermo_plane;
 mod train;
 mod train_data;
+mod window;
