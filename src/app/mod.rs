@@ -49,7 +49,7 @@ pub const SCREENSHOT_FOLDER: &str = "atmc-lab-screenshots";
 pub const SWEEP_FOLDER: &str = "atmc-lab-sweeps";
 
 /// Width of the control panel.
-const CONTROLS_WIDTH: f32 = 290.0;
+pub const CONTROLS_WIDTH: f32 = 290.0;
 
 /// Where the app writes what it makes without asking for a path.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -813,16 +813,18 @@ fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) 
     ui.add(
         Slider::new(&mut p.view.focus_chain, 0..=p.chains - 1)
             .clamping(egui::SliderClamping::Edits)
-            .text("network shown alone"),
-    );
+            .text("network alone"),
+    )
+    .on_hover_text("The network whose own decision map is drawn beside the predictive");
     let mut predictive = p.view.predictive_chains.min(p.chains);
     if ui
         .add(
             Slider::new(&mut predictive, 1..=p.chains)
                 .clamping(egui::SliderClamping::Edits)
                 .logarithmic(true)
-                .text("networks averaged"),
+                .text("in predictive"),
         )
+        .on_hover_text("Networks averaged in the posterior predictive")
         .changed()
     {
         p.view.predictive_chains = predictive;
@@ -836,8 +838,9 @@ fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) 
         Slider::new(&mut p.view.map_every, 1..=500)
             .clamping(egui::SliderClamping::Edits)
             .logarithmic(true)
-            .text("steps between maps"),
-    );
+            .text("steps per map"),
+    )
+    .on_hover_text("Steps between two computations of the maps");
     ui.horizontal(|ui| {
         ui.label("uncertainty");
         ui.selectable_value(uncertainty, Uncertainty::Entropy, "entropy");

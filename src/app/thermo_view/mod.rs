@@ -627,11 +627,16 @@ impl ThermoView {
                 };
                 painter.circle_filled(c + egui::vec2(u * r, -v * r), 1.8, color);
             }
-            painter.text(
-                rect.left_top() + egui::vec2(4.0, 4.0),
-                egui::Align2::LEFT_TOP,
-                "chains on the sphere (drag to turn)",
+            // Wrapped to the globe's width: on one line it ran past the globe and was cut.
+            let title = painter.layout(
+                "chains on the sphere (drag to turn)".into(),
                 egui::FontId::proportional(13.0),
+                Color32::WHITE,
+                rect.width() - 8.0,
+            );
+            painter.galley(
+                rect.left_top() + egui::vec2(4.0, 4.0),
+                title,
                 Color32::WHITE,
             );
             self.panels.push(("globe".into(), rect));

@@ -143,9 +143,10 @@ impl TrainingView {
         ui.add(
             Slider::new(&mut c.train_limit, 0..=60_000)
                 .clamping(egui::SliderClamping::Edits)
-                .text("training images (0 = all)")
+                .text("training images")
                 .logarithmic(true),
-        );
+        )
+        .on_hover_text("Images of the training set used; 0 = all");
         ui.add(
             Slider::new(&mut c.test_limit, 0..=10_000)
                 .clamping(egui::SliderClamping::Edits)
@@ -265,8 +266,9 @@ impl TrainingView {
                 ui.add(
                     Slider::new(&mut c.cycles, 0..=20)
                         .clamping(egui::SliderClamping::Edits)
-                        .text("cycles (0 = constant h)"),
-                );
+                        .text("cycles"),
+                )
+                .on_hover_text("Cycles of the cyclical step size; 0 = a constant h");
                 ui.small(
                     "The gradient is N × the minibatch mean plus θ/σ²: the posterior over the \
                      whole training set. Samples: every epoch after the first (constant h) or \
@@ -278,8 +280,9 @@ impl TrainingView {
                     Slider::new(&mut c.sgd_lr, 0.001..=1.0)
                         .clamping(egui::SliderClamping::Edits)
                         .logarithmic(true)
-                        .text("learning rate (cosine)"),
-                );
+                        .text("learning rate"),
+                )
+                .on_hover_text("The initial learning rate of the cosine schedule");
                 ui.add(
                     Slider::new(&mut c.sgd_momentum, 0.0..=0.99)
                         .clamping(egui::SliderClamping::Edits)
@@ -291,9 +294,13 @@ impl TrainingView {
         ui.label(RichText::new("Checkpoint").strong());
         ui.horizontal(|ui| {
             let label = ui.label("folder");
-            ui.text_edit_singleline(&mut self.checkpoint)
-                .labelled_by(label.id)
-                .on_hover_text("Written after every epoch (atomically); empty: no checkpoint");
+            // As wide as the panel leaves, not egui's default 280 points (past its edge).
+            ui.add(
+                egui::TextEdit::singleline(&mut self.checkpoint)
+                    .desired_width(ui.available_width()),
+            )
+            .labelled_by(label.id)
+            .on_hover_text("Written after every epoch (atomically); empty: no checkpoint");
         });
         ui.horizontal(|ui| {
             if ui.button("Choose…").clicked()
