@@ -614,6 +614,9 @@ pub fn run_native(
     let options = |renderer| eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("atmc-lab")
+            // The window's class (X11) and app id (Wayland): the desktop entry
+            // assets/atmc-lab.desktop matches it.
+            .with_app_id("atmc-lab")
             .with_icon(icon.clone())
             .with_inner_size([1280.0, 720.0])
             .with_min_inner_size([960.0, 600.0]),
