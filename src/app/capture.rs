@@ -223,7 +223,9 @@ impl AtmcApp {
             self.active().step(),
             self.capture.shots
         );
+        // Named in full in the notice: the lecturer learns where it is.
         let folder = self.folders.screenshots.clone();
+        let folder = std::path::absolute(&folder).unwrap_or(folder);
         if let Err(e) = std::fs::create_dir_all(&folder) {
             self.report_export(Status::error(format!(
                 "no screenshot: cannot create the folder {}: {e}",
@@ -231,8 +233,6 @@ impl AtmcApp {
             )));
             return;
         }
-        // The notice names the folder in full: the lecturer learns where it is.
-        let folder = std::path::absolute(&folder).unwrap_or(folder);
         self.request_window_picture(ctx, folder.join(name), None, 1);
     }
 

@@ -150,9 +150,10 @@ impl TrainingView {
         ui.add(
             Slider::new(&mut c.test_limit, 0..=10_000)
                 .clamping(egui::SliderClamping::Edits)
-                .text("test images (0 = all)")
+                .text("test images")
                 .logarithmic(true),
-        );
+        )
+        .on_hover_text("Images of the test set used; 0 = all");
         ui.checkbox(&mut c.augment, "random crops and flips");
         ui.separator();
         ui.label(RichText::new("Network").strong());
