@@ -27,3 +27,13 @@ pub mod runner;
 pub mod sweep;
 #[cfg(feature = "train")]
 pub mod train;
+
+/// The version `atmc-lab --version` and Help show: the crate's version and the commit it was
+/// built from ("0.1.0 (commit 0123abcd4567 2026-12-02)"; build.rs says how it is found, and
+/// "commit unknown" outside a git checkout).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("ATMC_LAB_COMMIT"),
+    ")"
+);

@@ -254,6 +254,110 @@ pub fn x_marks(input: GridInput) -> Vec<GridMark> {
     marks
 }
 
+/// Grid marks of an axis drawn in log₁₀ coordinates (a learning rate from 0.18 to 1.8):
+/// labels at round values — every decade's 1–9, or 1, 2 and 5, or 1 and 3, or 1, or every
+/// k-th decade, the densest set whose neighbours stay `min_gap_px` apart — and thin unlabelled
+/// lines at the decade's other multiples while those are 8 px apart. egui_plot paints a label
+/// only when its mark's `step_size` spans 60 px (x) or 20 px (y), and fades it below 80 or
+/// 30: a labelled mark carries its gap to the next label, at least `min_gap_px`. The labels
+/// are values `10^mark` (see [`log_label`]).
+pub fn log_marks(input: GridInput, min_gap_px: f64) -> Vec<GridMark> {
+    let (lo, hi) = input.bounds;
+    if !(lo.is_finite() && hi.is_finite()) || hi <= lo || input.base_step_size <= 0.0 {
+        return Vec::new();
+    }
+    if hi - lo > 400.0 {
+        return Vec::new();
+    }
+    // `base_step_size` spans egui_plot's smallest grid spacing, 8 px.
+    let unit_px = 8.0 / input.base_step_size;
+    let at = |mantissas: &[f64], every: i64| -> Vec<f64> {
+        let mut v = Vec::new();
+        for d in (lo.floor() as i64)..=(hi.ceil() as i64) {
+            if d.rem_euclid(every) != 0 {
+                continue;
+            }
+            for m in mantissas {
+                let x = d as f64 + m.log10();
+                if x >= lo - 1e-9 && x <= hi + 1e-9 {
+                    v.push(x);
+                }
+            }
+        }
+        v
+    };
+    let min_gap = |v: &[f64]| {
+        v.windows(2)
+            .map(|w| w[1] - w[0])
+            .fold(f64::INFINITY, f64::min)
+    };
+    let all: [f64; 9] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0];
+    let sets: [&[f64]; 5] = [&all, &[1.0, 2.0, 5.0], &[1.0, 3.0], &[1.0], &[]];
+    let mut labelled = Vec::new();
+    for set in sets {
+        let v = if set.is_empty() {
+            // Every k-th decade, k such that labels stay apart.
+            let every = (min_gap_px / unit_px).ceil().max(1.0) as i64;
+            at(&[1.0], every)
+        } else {
+            at(set, 1)
+        };
+        if v.len() >= 2 && min_gap(&v) * unit_px >= min_gap_px {
+            labelled = v;
+            break;
+        }
+        if v.len() == 1 && set.len() == 1 {
+            // A lone decade in a span narrower than one gap: label it and keep looking no
+            // further (a span under a decade with 1, 3 too close has no better round set).
+            labelled = v;
+            break;
+        }
+    }
+    let label_step = (min_gap_px / unit_px).max(min_gap(&labelled).min(hi - lo));
+    let mut marks: Vec<GridMark> = labelled
+        .iter()
+        .map(|&value| GridMark {
+            value,
+            step_size: label_step,
+        })
+        .collect();
+    // Thin lines at the other multiples while they are 8 px apart (9 → 10 is the closest).
+    if (10f64.log10() - 9f64.log10()) * unit_px >= 8.0 {
+        for value in at(&all, 1) {
+            if !labelled.iter().any(|l| (l - value).abs() < 1e-9) {
+                marks.push(GridMark {
+                    value,
+                    step_size: input.base_step_size,
+                });
+            }
+        }
+    }
+    marks
+}
+
+/// The tick label of a [`log_marks`] mark: its value 10^mark, rounded to the round value it
+/// stands for; empty for the thin unlabelled lines (which egui_plot would not paint anyway).
+pub fn log_label(mark: GridMark) -> String {
+    let v = 10f64.powf(mark.value);
+    let digits = v.log10().floor();
+    let magnitude = 10f64.powf(digits);
+    short((v / magnitude).round() * magnitude)
+}
+
+/// Applies [`log_marks`] and [`log_label`] to the x axis of `plot`, whose x coordinates are
+/// log₁₀ of the values.
+pub fn log_x<'a>(plot: Plot<'a>) -> Plot<'a> {
+    plot.x_grid_spacer(|input| log_marks(input, 56.0))
+        .x_axis_formatter(|mark, _| log_label(mark))
+}
+
+/// Applies [`log_marks`] and [`log_label`] to the y axis of `plot`, whose y coordinates are
+/// log₁₀ of the values.
+pub fn log_y<'a>(plot: Plot<'a>) -> Plot<'a> {
+    plot.y_grid_spacer(|input| log_marks(input, 26.0))
+        .y_axis_formatter(|mark, _| log_label(mark))
+}
+
 /// A compact number: 0.01, 5, 300, 1e6, −2e9.
 pub fn short(v: f64) -> String {
     let a = v.abs();
@@ -366,6 +470,56 @@ mod tests {
         }
         assert!(Scale::Log.to_plot(-1.0).is_nan());
         assert_eq!(Scale::Log.to_plot(1000.0), 3.0);
+    }
+
+    /// The labels of a log axis over `bounds` (log₁₀ coordinates) on a plot `px` wide.
+    fn log_labels(bounds: (f64, f64), px: f64, min_gap: f64) -> Vec<String> {
+        let input = GridInput {
+            bounds,
+            base_step_size: (bounds.1 - bounds.0) * 8.0 / px,
+        };
+        let unit_px = 8.0 / input.base_step_size;
+        let mut marks = log_marks(input, min_gap);
+        marks.sort_by(|a, b| a.value.total_cmp(&b.value));
+        marks
+            .into_iter()
+            // What egui_plot paints: a mark whose step spans the label spacing.
+            .filter(|m| m.step_size * unit_px > 60.0_f64.min(min_gap - 1.0))
+            .map(log_label)
+            .collect()
+    }
+
+    #[test]
+    fn a_log_axis_over_one_decade_has_several_round_labels() {
+        // The thermodynamics view's η axis: 0.18 to 1.8 (with a margin) on a 230 px plot.
+        let bounds = (0.15f64.log10(), 2.0f64.log10());
+        assert_eq!(log_labels(bounds, 230.0, 56.0), ["0.2", "0.5", "1", "2"]);
+        assert_eq!(log_labels(bounds, 900.0, 56.0), ["0.2", "0.5", "1", "2"]);
+        // A very wide plot labels all of the decade.
+        assert_eq!(
+            log_labels(bounds, 2000.0, 56.0),
+            [
+                "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1", "2"
+            ]
+        );
+        // Six decades on a narrow plot: decades only, apart.
+        let wide = log_labels((-4.2, 1.3), 230.0, 56.0);
+        assert_eq!(wide, ["1e-4", "0.01", "1"]);
+        // The labels stand for round values despite float error.
+        assert_eq!(
+            log_label(GridMark {
+                value: 0.3f64.log10(),
+                step_size: 1.0
+            }),
+            "0.3"
+        );
+        assert_eq!(
+            log_label(GridMark {
+                value: 2e-5f64.log10(),
+                step_size: 1.0
+            }),
+            "2.0e-5"
+        );
     }
 
     #[test]

@@ -1,6 +1,12 @@
 //! Pictures of the running window: Export PNG and the S key's screenshots (one picture of
 //! the window or of a panel, written when egui hands it over), and recordings (a frame each
 //! time the view's step changes, written on a thread when stopped).
+//!
+//! Every export ends in a [`Notice`] over the window (and the status bar): where it wrote,
+//! or why it could not. A picture asked for waits for the window's pixels, which come back
+//! one or more frames later; each request keeps its own inbox, so a frame drawn before the
+//! pixels arrive (or a second S pressed meanwhile) cannot lose it, and a picture the window
+//! never delivers is reported after [`PICTURE_TIMEOUT`] seconds.
 
 use super::view::Status;
 use super::{AtmcApp, record, screenshot};
@@ -12,16 +18,28 @@ use std::sync::{Arc, Mutex};
 /// Where egui's screenshot callback leaves the picture for the next frame.
 type Inbox = Arc<Mutex<Option<Arc<egui::ColorImage>>>>;
 
+/// Seconds a picture may take to arrive before the notice says it never came.
+const PICTURE_TIMEOUT: f64 = 10.0;
+
+/// Seconds a notice of a written file stays up (a failure stays until closed).
+const NOTICE_SECONDS: f64 = 8.0;
+
 /// The pictures being taken, recorded or written.
 #[derive(Default)]
 pub(super) struct Capture {
-    /// A picture asked for and where it goes.
-    pending: Option<ScreenshotRequest>,
-    inbox: Inbox,
+    /// Pictures asked for, each with where it goes and the inbox its pixels arrive in.
+    pending: Vec<ScreenshotRequest>,
     /// Screenshots taken with the S key so far (for their file names).
     shots: u32,
     recording: Option<LiveRecording>,
     writing: Option<Writing>,
+    /// What the latest export did, shown over the window.
+    notice: Option<Notice>,
+}
+
+/// Whether the notice shown is a failure (it stays until closed).
+fn notice_is_error(notice: &Option<Notice>) -> bool {
+    notice.as_ref().is_some_and(|n| n.status.error)
 }
 
 /// A recording in progress: a frame each time the view's step changes.
@@ -43,11 +61,24 @@ struct Writing {
 }
 
 /// A picture of the window (or of one panel) to write to `path`.
-#[derive(Clone, Debug)]
 struct ScreenshotRequest {
     path: PathBuf,
     panel: Option<usize>,
     scale: u32,
+    /// Where egui's callback leaves this picture's pixels.
+    inbox: Inbox,
+    /// When it was asked for (egui's clock, seconds).
+    asked_at: f64,
+}
+
+/// What an export did, shown over the window where a lecturer sees it (the status bar's
+/// small type is not read from the back of a room).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notice {
+    /// Where it wrote, or why it could not.
+    pub status: Status,
+    /// When it was first shown (egui's clock), set when first drawn.
+    shown_at: Option<f64>,
 }
 
 impl AtmcApp {
@@ -60,32 +91,127 @@ impl AtmcApp {
         panel: Option<usize>,
         scale: u32,
     ) {
-        self.capture.pending = Some(ScreenshotRequest { path, panel, scale });
-        let inbox = self.capture.inbox.clone();
+        let inbox = Inbox::default();
+        let arrived = inbox.clone();
         let repaint = ctx.clone();
         ctx.request_screenshot(move |image| {
-            *inbox.lock().expect("screenshot inbox") = Some(image);
+            *arrived.lock().expect("screenshot inbox") = Some(image);
             repaint.request_repaint();
+        });
+        self.capture.pending.push(ScreenshotRequest {
+            path,
+            panel,
+            scale,
+            inbox,
+            asked_at: ctx.input(|i| i.time),
+        });
+        self.shell.status = Some(Status::ok("taking a picture of the window…"));
+    }
+
+    /// Writes each picture asked for whose pixels have arrived (the others wait; one that
+    /// never comes is reported).
+    pub(super) fn handle_screenshot_events(&mut self, ctx: &egui::Context) {
+        if self.capture.pending.is_empty() {
+            return;
+        }
+        let now = ctx.input(|i| i.time);
+        for request in std::mem::take(&mut self.capture.pending) {
+            let image = request.inbox.lock().expect("screenshot inbox").take();
+            let Some(image) = image else {
+                if now - request.asked_at > PICTURE_TIMEOUT {
+                    self.report_export(Status::error(format!(
+                        "no picture written to {}: the window gave no pixels within {} s \
+                         (its renderer may not support screenshots; `atmc-lab screenshot` \
+                         renders offscreen)",
+                        request.path.display(),
+                        PICTURE_TIMEOUT
+                    )));
+                } else {
+                    self.capture.pending.push(request);
+                    ctx.request_repaint_after(std::time::Duration::from_millis(100));
+                }
+                continue;
+            };
+            let crop = request
+                .panel
+                .and_then(|k| self.active().panels().get(k).map(|(_, r)| *r));
+            let result = screenshot::save_color_image(
+                &image,
+                crop,
+                ctx.pixels_per_point(),
+                request.scale,
+                &request.path,
+            );
+            self.report_export(Status::written(&request.path, result));
+        }
+    }
+
+    /// Says what an export did: in the status bar, in a notice over the window, and on
+    /// stderr (where a script that drives the window reads it).
+    pub(super) fn report_export(&mut self, status: Status) {
+        eprintln!(
+            "atmc-lab: {}{}",
+            if status.error { "error: " } else { "" },
+            status.text
+        );
+        self.shell.status = Some(status.clone());
+        self.capture.notice = Some(Notice {
+            status,
+            shown_at: None,
         });
     }
 
-    /// Writes the picture asked for, once it has arrived.
-    pub(super) fn handle_screenshot_events(&mut self, ctx: &egui::Context) {
-        let image = self.capture.inbox.lock().expect("screenshot inbox").take();
-        let (Some(image), Some(request)) = (image, self.capture.pending.take()) else {
+    /// The latest export's notice, while it is up.
+    pub fn export_notice(&self) -> Option<&Status> {
+        self.capture.notice.as_ref().map(|n| &n.status)
+    }
+
+    /// Draws the export notice at the bottom of the window in body type: green with the
+    /// path written, red with why not. A success fades after [`NOTICE_SECONDS`]; a failure
+    /// stays until closed.
+    pub(super) fn notice_ui(&mut self, ctx: &egui::Context) {
+        // Not over a picture being taken: its pixels are this frame's.
+        if !self.capture.pending.is_empty() {
+            return;
+        }
+        let Some(notice) = &mut self.capture.notice else {
             return;
         };
-        let crop = request
-            .panel
-            .and_then(|k| self.active().panels().get(k).map(|(_, r)| *r));
-        let result = screenshot::save_color_image(
-            &image,
-            crop,
-            ctx.pixels_per_point(),
-            request.scale,
-            &request.path,
-        );
-        self.shell.status = Some(Status::written(&request.path, result));
+        let now = ctx.input(|i| i.time);
+        let shown_at = *notice.shown_at.get_or_insert(now);
+        if !notice.status.error && now - shown_at > NOTICE_SECONDS {
+            self.capture.notice = None;
+            return;
+        }
+        let (border, title) = if notice.status.error {
+            (Color32::from_rgb(230, 80, 70), "Export failed")
+        } else {
+            (Color32::from_rgb(90, 190, 110), "Exported")
+        };
+        let text = notice.status.text.clone();
+        let mut close = false;
+        egui::Area::new(egui::Id::unique("export notice"))
+            .order(egui::Order::Foreground)
+            .anchor(egui::Align2::CENTER_BOTTOM, [0.0, -44.0])
+            .interactable(true)
+            .show(ctx, |ui| {
+                egui::Frame::popup(ui.style())
+                    .stroke(egui::Stroke::new(2.0, border))
+                    .inner_margin(10.0)
+                    .show(ui, |ui| {
+                        ui.set_max_width((ctx.content_rect().width() - 80.0).max(200.0));
+                        ui.horizontal(|ui| {
+                            ui.label(RichText::new(title).strong().color(border));
+                            ui.add(egui::Label::new(RichText::new(text)).wrap());
+                            close = ui.button("×").on_hover_text("close").clicked();
+                        });
+                    });
+            });
+        if close {
+            self.capture.notice = None;
+        } else if !notice_is_error(&self.capture.notice) {
+            ctx.request_repaint_after(std::time::Duration::from_millis(250));
+        }
     }
 
     /// A screenshot of the window into the screenshots folder, no dialog (the S key).
@@ -97,10 +223,12 @@ impl AtmcApp {
             self.active().step(),
             self.capture.shots
         );
+        // Named in full in the notice: the lecturer learns where it is.
         let folder = self.folders.screenshots.clone();
+        let folder = std::path::absolute(&folder).unwrap_or(folder);
         if let Err(e) = std::fs::create_dir_all(&folder) {
-            self.shell.status = Some(Status::error(format!(
-                "cannot create {}: {e}",
+            self.report_export(Status::error(format!(
+                "no screenshot: cannot create the folder {}: {e}",
                 folder.display()
             )));
             return;
@@ -114,7 +242,7 @@ impl AtmcApp {
     pub fn start_recording(&mut self, path: PathBuf, panel: Option<usize>) {
         let output = record::Output::for_path(&path, 100);
         if let Err(e) = output.check() {
-            self.shell.status = Some(Status::error(format!("{e:#}")));
+            self.report_export(Status::error(format!("cannot record: {e:#}")));
             return;
         }
         self.capture.recording = Some(LiveRecording {
@@ -134,9 +262,10 @@ impl AtmcApp {
             return;
         };
         if r.frames.is_empty() {
-            self.shell.status = Some(Status::error(
-                "nothing recorded: the chains did not move (press play while recording)",
-            ));
+            self.report_export(Status::error(format!(
+                "nothing recorded to {}: the chains did not move (press play while recording)",
+                r.output.path().display()
+            )));
             return;
         }
         let progress = record::Progress::default();
@@ -224,9 +353,12 @@ impl AtmcApp {
                 .thread
                 .join()
                 .unwrap_or_else(|_| Err(anyhow::anyhow!("the recording writer failed")));
-            self.shell.status = Some(match result {
+            self.report_export(match result {
                 Ok(()) => Status::ok(format!("wrote {} ({} frames)", w.path.display(), w.total)),
-                Err(e) => Status::error(format!("{e:#}")),
+                Err(e) => Status::error(format!(
+                    "the recording was not written to {}: {e:#}",
+                    w.path.display()
+                )),
             });
         }
     }

@@ -59,7 +59,7 @@ impl AtmcApp {
 
     fn save_preset(&mut self, path: &Path) {
         let loaded = self.loaded_preset();
-        self.shell.status = Some(match self.active().preset() {
+        let status = match self.active().preset() {
             Some(p) => {
                 let p = match &loaded {
                     Some(loaded) => p.marked_modified(loaded),
@@ -67,13 +67,14 @@ impl AtmcApp {
                 };
                 Status::written(path, write_file(path, &p.to_ron()))
             }
-            None => Status::error("this view has no preset to save"),
-        });
+            None => Status::error("no preset saved: this view has no preset to save"),
+        };
+        self.report_export(status);
     }
 
     fn export_csv(&mut self, path: &Path) {
         let csv = self.active().series_csv().unwrap_or_default();
-        self.shell.status = Some(Status::written(path, write_file(path, &csv)));
+        self.report_export(Status::written(path, write_file(path, &csv)));
     }
 
     /// File → Save preset…: the dialog, or the in-app prompt where there is none.

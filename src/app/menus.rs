@@ -80,7 +80,7 @@ impl AtmcApp {
 
     fn help_menu(&mut self, ui: &mut egui::Ui) {
         ui.set_max_width(460.0);
-        ui.label(RichText::new(format!("atmc-lab {}", env!("CARGO_PKG_VERSION"))).strong());
+        ui.label(RichText::new(format!("atmc-lab {}", crate::VERSION)).strong());
         ui.label(
             "Stochastic-gradient MCMC made visible: ATMC as corrected and as printed, its \
              baselines, Bayesian MLPs, ResNet++, sweeps and the thermodynamics of SGD.",

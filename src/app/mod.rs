@@ -49,7 +49,7 @@ pub const SCREENSHOT_FOLDER: &str = "atmc-lab-screenshots";
 pub const SWEEP_FOLDER: &str = "atmc-lab-sweeps";
 
 /// Width of the control panel.
-const CONTROLS_WIDTH: f32 = 290.0;
+pub const CONTROLS_WIDTH: f32 = 290.0;
 
 /// Where the app writes what it makes without asking for a path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -584,6 +584,7 @@ impl AtmcApp {
         if let Some(preset) = self.shell.open.take() {
             self.load_any(ui.ctx(), preset);
         }
+        self.notice_ui(ui.ctx());
         match request {
             Some(LessonRequest::Go(k)) => self.go_to_lesson(ui.ctx(), k),
             Some(LessonRequest::Close) => {
@@ -662,6 +663,9 @@ pub fn run_native(
     let options = |renderer| eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("atmc-lab")
+            // The window's class (X11) and app id (Wayland): the desktop entry
+            // assets/atmc-lab.desktop matches it.
+            .with_app_id("atmc-lab")
             .with_icon(icon.clone())
             .with_inner_size([1280.0, 720.0])
             .with_min_inner_size([960.0, 600.0]),

@@ -92,11 +92,18 @@ impl Status {
         }
     }
 
-    /// "wrote PATH" on success, the error otherwise.
+    /// "wrote PATH" on success, the error otherwise (naming PATH).
     pub fn written(path: &std::path::Path, result: anyhow::Result<()>) -> Self {
         match result {
             Ok(()) => Self::ok(format!("wrote {}", path.display())),
-            Err(e) => Self::error(format!("{e:#}")),
+            Err(e) => {
+                let why = format!("{e:#}");
+                if why.contains(&path.display().to_string()) {
+                    Self::error(why)
+                } else {
+                    Self::error(format!("could not write {}: {why}", path.display()))
+                }
+            }
         }
     }
 }

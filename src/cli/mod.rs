@@ -32,7 +32,7 @@ use std::process::ExitCode;
 /// Watch stochastic-gradient MCMC samplers (ATMC as corrected and as printed, SGLD, SGHMC,
 /// SGNHT, SGD) run on thousands of chains.
 #[derive(Debug, Parser)]
-#[command(name = "atmc-lab", version, about, long_about = None)]
+#[command(name = "atmc-lab", version = crate::VERSION, about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -79,6 +79,29 @@ enum Command {
     /// learning rates: U, S, slope and Gibbs temperatures, the Gibbs test, a held-out
     /// prediction (a sweep underneath: shardable, resumable).
     Thermo(Box<thermo_command::ThermoArgs>),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard
+    /// output, generated from these command-line definitions.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) to standard output, or with `--dir` write atmc-lab.1 and
+    /// one page per command (atmc-lab-run.1, …) into a folder.
+    Man(ManArgs),
+}
+
+/// Options of `atmc-lab completions`.
+#[derive(Debug, clap::Args)]
+struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
+}
+
+/// Options of `atmc-lab man`.
+#[derive(Debug, clap::Args)]
+struct ManArgs {
+    /// Write atmc-lab.1 and a page per command into this folder (created if missing)
+    /// instead of printing atmc-lab.1.
+    #[arg(long)]
+    dir: Option<std::path::PathBuf>,
 }
 
 /// The arguments of a command this build lacks: any are taken, the command is refused.
@@ -396,6 +419,8 @@ pub fn main() -> ExitCode {
         Some(Command::Train(_)) => Err(Failure::missing_feature("train", "train")),
         Some(Command::Sweep(args)) => sweep_command::sweep(&args),
         Some(Command::Thermo(args)) => thermo_command::thermo(&args),
+        Some(Command::Completions(args)) => completions(&args),
+        Some(Command::Man(args)) => man(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -422,6 +447,55 @@ fn progress_bar(len: u64, unit: &str, message: impl Into<String>) -> indicatif::
     // posterior's quadrature, a data set's generation) shows that the command is alive.
     bar.enable_steady_tick(std::time::Duration::from_millis(250));
     bar
+}
+
+/// `atmc-lab completions SHELL`: the completion script, generated from [`command`].
+fn completions(args: &CompletionsArgs) -> Result<(), Failure> {
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command(), "atmc-lab", &mut script);
+    let mut out = std::io::stdout().lock();
+    out.write_all(&script)
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure::runtime(format!("cannot write the script to standard output: {e}")))
+}
+
+/// `atmc-lab man [--dir DIR]`: the manual page(s), generated from [`command`].
+fn man(args: &ManArgs) -> Result<(), Failure> {
+    let command = command().version(crate::VERSION);
+    match &args.dir {
+        None => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(command)
+                .render(&mut page)
+                .map_err(|e| Failure::runtime(format!("cannot render the manual page: {e}")))?;
+            let mut out = std::io::stdout().lock();
+            out.write_all(&page)
+                .and_then(|()| out.flush())
+                .map_err(|e| {
+                    Failure::runtime(format!("cannot write the page to standard output: {e}"))
+                })
+        }
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .and_then(|()| clap_mangen::generate_to(command, dir))
+                .map_err(|e| {
+                    Failure::runtime(format!(
+                        "cannot write the manual pages into {}: {e}",
+                        dir.display()
+                    ))
+                })?;
+            let mut pages: Vec<_> = std::fs::read_dir(dir)
+                .map_err(|e| Failure::runtime(format!("cannot list {}: {e}", dir.display())))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "1"))
+                .collect();
+            pages.sort();
+            for page in pages {
+                emit(format_args!("{}", page.display()))?;
+            }
+            Ok(())
+        }
+    }
 }
 
 fn list_presets() -> Result<(), Failure> {

@@ -216,6 +216,14 @@ fn a_file_dialog_that_cannot_open_says_so_and_the_typed_path_is_used() {
     let written = std::fs::read_to_string(&target).expect("the preset was written");
     assert!(atmc_lab::preset::AnyPreset::parse(&written, "written").is_ok());
     assert!(app(&h).status_message().is_some_and(|s| !s.error));
+    // The notice over the window names the file written, beside the status bar's line.
+    let wrote = format!("wrote {}", target.display());
+    assert_eq!(
+        app(&h).export_notice().map(|s| s.text.as_str()),
+        Some(wrote.as_str())
+    );
+    assert!(h.query_all_by_label_contains("Exported").count() >= 1);
+    assert_eq!(h.query_all_by_label_contains(&wrote).count(), 2);
     let _ = std::fs::remove_file(target);
 }
 

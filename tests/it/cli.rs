@@ -375,3 +375,73 @@ fn a_headless_build_refuses_the_window_commands_naming_the_feature() {
         assert!(err.contains("cargo build --release"), "{args:?}: {err}");
     }
 }
+
+/// `--version` names the commit the binary was built from (this test runs in a checkout).
+#[test]
+fn version_names_the_commit() {
+    let out = atmc_lab(&["--version"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git runs");
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    assert!(
+        text.starts_with(&format!("atmc-lab {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    // The binary may be a commit behind a checkout that moved since it was built; it still
+    // names a 12-digit commit.
+    let named = text
+        .split("commit ")
+        .nth(1)
+        .and_then(|t| t.split([' ', ')', ',']).next())
+        .unwrap_or("");
+    assert_eq!(named.len(), 12, "{text}");
+    assert!(named.chars().all(|c| c.is_ascii_hexdigit()), "{text}");
+    assert!(!head.is_empty() && head.len() == 12, "git HEAD: {head}");
+}
+
+/// Completion scripts and the manual come from the clap definitions: every command is in
+/// them.
+#[test]
+fn completions_and_man_pages_name_every_command() {
+    let commands = [
+        "run",
+        "app",
+        "screenshot",
+        "sweep",
+        "thermo",
+        "completions",
+        "man",
+    ];
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = atmc_lab(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", common::stderr(&out));
+        let script = String::from_utf8_lossy(&out.stdout);
+        for c in commands {
+            assert!(script.contains(c), "{shell} completion lacks {c}");
+        }
+    }
+    let bad = atmc_lab(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+
+    let out = atmc_lab(&["man"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH atmc-lab 1"), "{page}");
+    assert!(page.contains("commit"), "the page names the version built");
+    for c in commands {
+        assert!(page.contains(c), "the page lacks {c}");
+    }
+    let dir = common::scratch("cli", "man");
+    let out = atmc_lab(&["man", "--dir", common::s(&dir.join("man1"))]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    for c in commands {
+        let page = dir.join("man1").join(format!("atmc-lab-{c}.1"));
+        assert!(page.is_file(), "{} missing", page.display());
+    }
+    assert!(dir.join("man1/atmc-lab.1").is_file());
+}

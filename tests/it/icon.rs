@@ -111,3 +111,36 @@ fn icon_is_the_drawing_and_decodes() {
         "assets/icon.png is not what tests/it/icon.rs draws (off by {worst:?}); rerun it with --ignored"
     );
 }
+
+/// The desktop entry (assets/atmc-lab.desktop) launches the app and names the icon that
+/// README installs as `atmc-lab.png`.
+#[test]
+fn the_desktop_entry_opens_the_app_with_the_icon() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/atmc-lab.desktop");
+    let text = std::fs::read_to_string(path).expect("assets/atmc-lab.desktop");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("[Desktop Entry]"));
+    let entry: std::collections::HashMap<&str, &str> = lines
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            l.split_once('=')
+                .unwrap_or_else(|| panic!("not key=value: {l}"))
+        })
+        .collect();
+    for key in ["Type", "Name", "Exec", "Icon", "Categories"] {
+        assert!(entry.contains_key(key), "{key} missing");
+    }
+    assert_eq!(entry["Type"], "Application");
+    assert_eq!(entry["Icon"], "atmc-lab");
+    assert!(entry["Categories"].ends_with(';'));
+    // The command it runs exists: `atmc-lab app` with the file field code.
+    let exec: Vec<&str> = entry["Exec"].split_whitespace().collect();
+    assert_eq!(exec[..2], ["atmc-lab", "app"]);
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
+        .args(["app", "--help"])
+        .output()
+        .expect("atmc-lab runs");
+    assert!(help.status.success());
+    let icon = image::open(ICON).expect("the icon decodes");
+    assert_eq!((icon.width(), icon.height()), (SIZE, SIZE));
+}

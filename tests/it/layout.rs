@@ -92,3 +92,43 @@ fn no_control_is_cut_off_and_every_panel_is_inside_the_window_at_three_sizes() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Every text and control of the control panel ends inside it at 1280×720: a label past its
+/// right edge is cut mid-word ("network shown alo…"), where the panel's scroll area clips it.
+#[test]
+fn no_label_of_the_control_panel_runs_past_its_edge() {
+    let dir = common::scratch("layout", "panel_edge");
+    let edge = atmc_lab::app::CONTROLS_WIDTH;
+    let mut problems = Vec::new();
+    for tab in Tab::ALL {
+        let mut harness = harness_in(
+            opening(tab),
+            [1280, 720],
+            1.0,
+            BackendChoice::Cpu,
+            Folders::under(&dir),
+        );
+        if matches!(tab, Tab::Training | Tab::Sweep) {
+            harness.run_steps(4);
+        } else {
+            run_to_step(&mut harness, 0).expect("the view settles");
+        }
+        for node in harness.query_all(By::new().predicate(|n| CONTROLS.contains(&n.role()))) {
+            let r = node.rect();
+            // The panel's rows: below the menu bar, above the status bar.
+            let in_panel = r.min.y > 30.0 && r.max.y < 690.0;
+            if in_panel && r.min.x < edge - 20.0 && r.max.x > edge + 0.5 {
+                problems.push(format!(
+                    "{tab:?}: {:?} {:?} spans x {:.0}..{:.0}, past the panel's edge at {edge}",
+                    node.accesskit_node().role(),
+                    node.accesskit_node()
+                        .label()
+                        .or(node.accesskit_node().value()),
+                    r.min.x,
+                    r.max.x
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

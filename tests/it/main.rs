@@ -33,3 +33,4 @@ mod thermo;
 mod thermo_plane;
 mod train;
 mod train_data;
+mod window;

@@ -788,16 +788,18 @@ fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) 
         .on_hover_text("The parameter drawn in the θ–p and p–ξ portraits and the histogram");
     }
     crate::app::controls::bounded(ui, &mut p.view.focus_chain, 0..=p.chains - 1, |s| {
-        s.text("network shown alone")
-    });
+        s.text("network alone")
+    })
+    .on_hover_text("The network whose own decision map is drawn beside the predictive");
     let mut predictive = p.view.predictive_chains.min(p.chains);
     if ui
         .add(
             Slider::new(&mut predictive, 1..=p.chains)
                 .clamping(egui::SliderClamping::Edits)
                 .logarithmic(true)
-                .text("networks averaged"),
+                .text("in predictive"),
         )
+        .on_hover_text("Networks averaged in the posterior predictive")
         .changed()
     {
         p.view.predictive_chains = predictive;
@@ -806,8 +808,9 @@ fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) 
         s.text("map resolution")
     });
     crate::app::controls::bounded(ui, &mut p.view.map_every, 1..=500, |s| {
-        s.logarithmic(true).text("steps between maps")
-    });
+        s.logarithmic(true).text("steps per map")
+    })
+    .on_hover_text("Steps between two computations of the maps");
     ui.horizontal(|ui| {
         ui.label("uncertainty");
         ui.selectable_value(uncertainty, Uncertainty::Entropy, "entropy");

@@ -246,11 +246,10 @@ impl ThermoView {
         let excluded_u = pick(&|r| Some(r.point.u), false);
         let w = (width - 24.0) / 4.0;
         let plot = |id: &str, y: &str| {
-            super::plots::fixed_plot(id, w, height)
+            super::axes::log_x(super::plots::fixed_plot(id, w, height))
                 .legend(Legend::default().position(egui_plot::Corner::LeftTop))
                 .x_axis_label("learning rate η (log)")
                 .y_axis_label(y.to_owned())
-                .x_axis_formatter(|m, _| super::axes::short(10f64.powf(m.value)))
         };
         ui.horizontal(|ui| {
             let r = plot("thermo U", "U: mean training loss").show_outlined(ui, |p| {
@@ -641,11 +640,16 @@ impl ThermoView {
                 };
                 painter.circle_filled(c + egui::vec2(u * r, -v * r), 1.8, color);
             }
-            painter.text(
-                rect.left_top() + egui::vec2(4.0, 4.0),
-                egui::Align2::LEFT_TOP,
-                "chains on the sphere (drag to turn)",
+            // Wrapped to the globe's width: on one line it ran past the globe and was cut.
+            let title = painter.layout(
+                "chains on the sphere (drag to turn)".into(),
                 egui::FontId::proportional(13.0),
+                Color32::WHITE,
+                rect.width() - 8.0,
+            );
+            painter.galley(
+                rect.left_top() + egui::vec2(4.0, 4.0),
+                title,
                 Color32::WHITE,
             );
             self.panels.push(("globe".into(), rect));
@@ -744,17 +748,13 @@ impl ThermoView {
             .map(|&(step, v)| [f64::from(step), v.log10()])
             .collect();
         let not_drawn = blocks.len() - positive.len();
-        let log_axis = |m: egui_plot::GridMark, _: &std::ops::RangeInclusive<f64>| {
-            super::axes::short(10f64.powf(m.value))
-        };
         ui.horizontal(|ui| {
-            let r = super::plots::fixed_plot("thermo blocks", w, height)
+            let r = super::axes::log_y(super::plots::fixed_plot("thermo blocks", w, height))
                 .legend(Legend::default().position(egui_plot::Corner::LeftBottom))
                 .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .include_x(0.0)
                 .y_axis_label("ΔU/ΔS per block (log)")
-                .y_axis_formatter(log_axis)
                 .show_outlined(ui, |pl| {
                     for (v, name, color) in [
                         (p.t_theory, "known answer T", THEORY),
@@ -781,31 +781,33 @@ impl ThermoView {
                     .filter_map(|r| f(r).filter(|v| *v > 0.0).map(|v| [x(r), v.log10()]))
                     .collect()
             };
-            let r = super::plots::fixed_plot("thermo windows", w, height)
-                .legend(Legend::default().position(egui_plot::Corner::LeftTop))
-                .x_axis_label("learning rate η (log)")
-                .x_axis_formatter(|m, _| super::axes::short(10f64.powf(m.value)))
-                .y_axis_label("T (log)")
-                .y_axis_formatter(log_axis)
-                .show_outlined(ui, |pl| {
-                    pl.line(Self::line(series(&|r| r.point.t_gibbs), "Gibbs fit", GIBBS));
-                    let styles = [
-                        LineStyle::dotted_dense(),
-                        LineStyle::Solid,
-                        LineStyle::dashed_dense(),
-                    ];
-                    for (k, window) in SLOPE_WINDOWS.iter().enumerate() {
-                        pl.line(
-                            Self::line(
-                                series(&|r| r.t_slope_windows[k]),
-                                &format!("slope, {window} points"),
-                                SLOPE.gamma_multiply(0.55 + 0.15 * k as f32),
-                            )
-                            .width(1.5)
-                            .style(styles[k]),
-                        );
-                    }
-                });
+            let r = super::axes::log_y(super::axes::log_x(super::plots::fixed_plot(
+                "thermo windows",
+                w,
+                height,
+            )))
+            .legend(Legend::default().position(egui_plot::Corner::LeftTop))
+            .x_axis_label("learning rate η (log)")
+            .y_axis_label("T (log)")
+            .show_outlined(ui, |pl| {
+                pl.line(Self::line(series(&|r| r.point.t_gibbs), "Gibbs fit", GIBBS));
+                let styles = [
+                    LineStyle::dotted_dense(),
+                    LineStyle::Solid,
+                    LineStyle::dashed_dense(),
+                ];
+                for (k, window) in SLOPE_WINDOWS.iter().enumerate() {
+                    pl.line(
+                        Self::line(
+                            series(&|r| r.t_slope_windows[k]),
+                            &format!("slope, {window} points"),
+                            SLOPE.gamma_multiply(0.55 + 0.15 * k as f32),
+                        )
+                        .width(1.5)
+                        .style(styles[k]),
+                    );
+                }
+            });
             self.panels
                 .push(("slope windows panel".into(), r.response.rect));
             ui.vertical(|ui| {

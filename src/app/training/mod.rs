@@ -141,11 +141,13 @@ impl TrainingView {
         });
         ui.small(c.data.display().to_string());
         crate::app::controls::bounded(ui, &mut c.train_limit, 0..=60_000, |s| {
-            s.text("training images (0 = all)").logarithmic(true)
-        });
+            s.text("training images").logarithmic(true)
+        })
+        .on_hover_text("Images of the training set used; 0 = all");
         crate::app::controls::bounded(ui, &mut c.test_limit, 0..=10_000, |s| {
-            s.text("test images (0 = all)").logarithmic(true)
-        });
+            s.text("test images").logarithmic(true)
+        })
+        .on_hover_text("Images of the test set used; 0 = all");
         ui.checkbox(&mut c.augment, "random crops and flips");
         ui.separator();
         ui.label(RichText::new("Network").strong());
@@ -242,9 +244,8 @@ impl TrainingView {
                     true,
                     "prior σ",
                 );
-                crate::app::controls::bounded(ui, &mut c.cycles, 0..=20, |s| {
-                    s.text("cycles (0 = constant h)")
-                });
+                crate::app::controls::bounded(ui, &mut c.cycles, 0..=20, |s| s.text("cycles"))
+                    .on_hover_text("Cycles of the cyclical step size; 0 = a constant h");
                 ui.small(
                     "The gradient is N × the minibatch mean plus θ/σ²: the posterior over the \
                      whole training set. Samples: every epoch after the first (constant h) or \
@@ -253,8 +254,9 @@ impl TrainingView {
             }
             OptimizerKind::Sgd => {
                 crate::app::controls::bounded(ui, &mut c.sgd_lr, 0.001..=1.0, |s| {
-                    s.logarithmic(true).text("learning rate (cosine)")
-                });
+                    s.logarithmic(true).text("learning rate")
+                })
+                .on_hover_text("The initial learning rate of the cosine schedule");
                 crate::app::controls::bounded(ui, &mut c.sgd_momentum, 0.0..=0.99, |s| {
                     s.text("momentum")
                 });
@@ -264,9 +266,13 @@ impl TrainingView {
         ui.label(RichText::new("Checkpoint").strong());
         ui.horizontal(|ui| {
             let label = ui.label("folder");
-            ui.text_edit_singleline(&mut self.checkpoint)
-                .labelled_by(label.id)
-                .on_hover_text("Written after every epoch (atomically); empty: no checkpoint");
+            // As wide as the panel leaves, not egui's default 280 points (past its edge).
+            ui.add(
+                egui::TextEdit::singleline(&mut self.checkpoint)
+                    .desired_width(ui.available_width()),
+            )
+            .labelled_by(label.id)
+            .on_hover_text("Written after every epoch (atomically); empty: no checkpoint");
         });
         ui.horizontal(|ui| {
             if ui.button("Choose…").clicked()
