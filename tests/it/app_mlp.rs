@@ -3,7 +3,7 @@
 
 use crate::common::harness::{AppHarness, app, snapshot_options, wait};
 use atmc_lab::app::Tab;
-use atmc_lab::app::mlp::MlpView;
+use atmc_lab::app::mlp::{MlpView, ThirdMap};
 use atmc_lab::app::screenshot::{harness, run_to_step};
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::{AnyPreset, MlpPreset, Preset};
@@ -126,26 +126,8 @@ fn snapshot_of_the_two_moons_preset() {
 fn a_new_focus_network_shows_its_own_map_while_paused() {
     let mut h = harness(two_moons(64), [1280, 720], 1.0, BackendChoice::Cpu);
     run_to_step(&mut h, 40).unwrap();
-    h.run_steps(2);
-    let one_network = |h: &mut AppHarness| {
-        let image = h.render().unwrap();
-        let rect = app(h)
-            .active()
-            .panels()
-            .into_iter()
-            .find(|(label, _)| label == "one network's map")
-            .expect("the third map")
-            .1;
-        image::imageops::crop_imm(
-            &image,
-            rect.left() as u32,
-            rect.top() as u32,
-            rect.width() as u32,
-            rect.height() as u32,
-        )
-        .to_image()
-    };
-    let before = one_network(&mut h);
+    third_map_shows(&mut h, ThirdMap::Network);
+    let before = third_map(&mut h);
     let serial = |s: &atmc_lab::app::mlp::session::MlpSnapshot| s.map.as_ref().map(|m| m.serial);
     let old = app(&h)
         .get::<MlpView>()
@@ -165,7 +147,7 @@ fn a_new_focus_network_shows_its_own_map_while_paused() {
         serial(s).is_some_and(|n| Some(n) != old) && s.step == 40
     });
     h.run_steps(2);
-    let after = one_network(&mut h);
+    let after = third_map(&mut h);
     assert!(
         before
             .pixels()
@@ -174,5 +156,70 @@ fn a_new_focus_network_shows_its_own_map_while_paused() {
             .count()
             > 1000,
         "the map of network #5 looks like the map of network #0"
+    );
+}
+
+/// The third map's pixels.
+fn third_map(h: &mut AppHarness) -> image::RgbaImage {
+    let image = h.render().unwrap();
+    let rect = app(h)
+        .active()
+        .panels()
+        .into_iter()
+        .find(|(label, _)| label == "one network's map")
+        .expect("the third map")
+        .1;
+    image::imageops::crop_imm(
+        &image,
+        rect.left() as u32,
+        rect.top() as u32,
+        rect.width() as u32,
+        rect.height() as u32,
+    )
+    .to_image()
+}
+
+/// Sets what the third map shows and lets the view redraw.
+fn third_map_shows(h: &mut AppHarness, which: ThirdMap) {
+    h.state_mut()
+        .as_mut()
+        .unwrap()
+        .get_mut::<MlpView>()
+        .unwrap()
+        .third_map = which;
+    h.run_steps(3);
+}
+
+/// The map beside the predictive is the SGD network's own by default (#28: the lesson
+/// compares the ensemble with one SGD network, not with one posterior sample), labelled so;
+/// the sampled network is one click away and draws another map.
+#[test]
+fn the_third_map_is_the_sgd_network_by_default_and_says_so() {
+    let mut h = harness(two_moons(64), [1280, 720], 1.0, BackendChoice::Cpu);
+    run_to_step(&mut h, 40).unwrap();
+    h.run_steps(2);
+    h.get_by_label("SGD network: one point estimate");
+    let cells = app(&h)
+        .get::<MlpView>()
+        .unwrap()
+        .session()
+        .with_snapshot(|s| {
+            s.map
+                .as_ref()
+                .map(|m| (m.baseline.len(), m.prediction.mean.len()))
+        })
+        .unwrap();
+    assert_eq!(cells.0, cells.1, "the SGD network's map covers every cell");
+    let sgd = third_map(&mut h);
+    third_map_shows(&mut h, ThirdMap::Network);
+    h.get_by_label("network #0 alone: one posterior sample");
+    let sample = third_map(&mut h);
+    assert!(
+        sgd.pixels()
+            .zip(sample.pixels())
+            .filter(|(a, b)| a != b)
+            .count()
+            > 1000,
+        "the SGD network's map looks like network #0's"
     );
 }

@@ -56,6 +56,8 @@ pub struct MlpView {
     /// laid over every new map.
     dots: Option<(u64, OverlayImage)>,
     uncertainty: Uncertainty,
+    /// What the third map shows.
+    pub third_map: ThirdMap,
     colormap: Colormap,
     /// Where the maps are on screen (for panel PNG export).
     panel_rects: Vec<Rect>,
@@ -80,6 +82,7 @@ impl MlpView {
             maps: Default::default(),
             dots: None,
             uncertainty: Uncertainty::Entropy,
+            third_map: ThirdMap::Sgd,
             colormap: Colormap::inferno(),
             panel_rects: Vec::new(),
         }
@@ -179,7 +182,9 @@ impl MlpView {
             });
         egui::CollapsingHeader::new(RichText::new("View").strong())
             .default_open(true)
-            .show(ui, |ui| view_controls(ui, p, &mut self.uncertainty));
+            .show(ui, |ui| {
+                view_controls(ui, p, &mut self.uncertainty, &mut self.third_map)
+            });
     }
 
     /// The maps, tables, portraits and plots.
@@ -268,7 +273,7 @@ impl MlpView {
         let dots_key = self.dots_layer(map, data, side, ppp, pixels);
         let dots = &self.dots.as_ref().expect("made by dots_layer").1;
         // The map's serial, not its step: a live change makes a new map at the same step.
-        let key = key_of(&(map.serial, self.uncertainty, dots_key));
+        let key = key_of(&(map.serial, self.uncertainty, self.third_map, dots_key));
         // The three maps change together: their images are made once, if any is stale.
         let mut images: Option<[egui::ColorImage; 3]> = None;
         let mut textures = Vec::with_capacity(3);
@@ -279,8 +284,9 @@ impl MlpView {
                 key_of(&(key, k)),
                 egui::TextureOptions::NEAREST,
                 || {
-                    let maps = images
-                        .get_or_insert_with(|| map_images(map, self.uncertainty, &self.colormap));
+                    let maps = images.get_or_insert_with(|| {
+                        map_images(map, self.uncertainty, self.third_map, &self.colormap)
+                    });
                     let mut img = OverlayImage::filled(pixels, NEUTRAL);
                     let n = pixels as f32;
                     img.stretch(&maps[k], [0.0, 0.0, n, n]);
@@ -307,7 +313,13 @@ impl MlpView {
                 Uncertainty::Entropy => "uncertainty: predictive entropy".to_owned(),
                 Uncertainty::Spread => "uncertainty: spread across networks".to_owned(),
             },
-            format!("network #{} alone", self.preset.view.focus_chain),
+            match self.third_map {
+                ThirdMap::Sgd => "SGD network: one point estimate".to_owned(),
+                ThirdMap::Network => format!(
+                    "network #{} alone: one posterior sample",
+                    self.preset.view.focus_chain
+                ),
+            },
         ];
         for (k, title) in titles.iter().enumerate() {
             ui.vertical(|ui| {
@@ -462,7 +474,21 @@ fn class_mix(probs: &[f32]) -> Color32 {
 }
 
 /// The three map images: predictive classes, uncertainty, the focus network's classes.
-fn map_images(map: &MapData, kind: Uncertainty, colormap: &Colormap) -> [egui::ColorImage; 3] {
+/// What the third map beside the predictive shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ThirdMap {
+    /// The SGD baseline network: one point estimate on the same data and minibatches.
+    Sgd,
+    /// One sampled network (the view's focus network): one posterior sample.
+    Network,
+}
+
+fn map_images(
+    map: &MapData,
+    kind: Uncertainty,
+    third: ThirdMap,
+    colormap: &Colormap,
+) -> [egui::ColorImage; 3] {
     let (nx, ny) = (map.grid.nx as usize, map.grid.ny as usize);
     let p = &map.prediction;
     let k = p.classes.max(1);
@@ -484,7 +510,11 @@ fn map_images(map: &MapData, kind: Uncertainty, colormap: &Colormap) -> [egui::C
             if let Some(&value) = spread.get(cell) {
                 images[1].pixels[pixel] = colormap.color(value);
             }
-            if let Some(own) = p.focus.get(cell * k..(cell + 1) * k) {
+            let own = match third {
+                ThirdMap::Sgd => map.baseline.get(cell * k..(cell + 1) * k),
+                ThirdMap::Network => p.focus.get(cell * k..(cell + 1) * k),
+            };
+            if let Some(own) = own {
                 images[2].pixels[pixel] = class_mix(own);
             }
         }
@@ -776,7 +806,12 @@ fn network_controls(ui: &mut Ui, p: &mut MlpPreset) {
     ui.small("Changing the layers restarts the networks; prior, batch and data change live.");
 }
 
-fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) {
+fn view_controls(
+    ui: &mut Ui,
+    p: &mut MlpPreset,
+    uncertainty: &mut Uncertainty,
+    third_map: &mut ThirdMap,
+) {
     let classes = p.network.data.source.classes().unwrap_or(2);
     if let Ok(arch) = Architecture::new(&p.network.hidden, classes, p.network.activation) {
         let max = arch.params() as u32 - 1;
@@ -790,7 +825,7 @@ fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) 
     crate::app::controls::bounded(ui, &mut p.view.focus_chain, 0..=p.chains - 1, |s| {
         s.text("network alone")
     })
-    .on_hover_text("The network whose own decision map is drawn beside the predictive");
+    .on_hover_text("The sampled network whose own decision map the third map can show");
     let mut predictive = p.view.predictive_chains.min(p.chains);
     if ui
         .add(
@@ -815,6 +850,13 @@ fn view_controls(ui: &mut Ui, p: &mut MlpPreset, uncertainty: &mut Uncertainty) 
         ui.label("uncertainty");
         ui.selectable_value(uncertainty, Uncertainty::Entropy, "entropy");
         ui.selectable_value(uncertainty, Uncertainty::Spread, "spread");
+    });
+    ui.horizontal(|ui| {
+        ui.label("third map");
+        ui.selectable_value(third_map, ThirdMap::Sgd, "SGD network")
+            .on_hover_text("The baseline trained by SGD on the same data: a point estimate");
+        ui.selectable_value(third_map, ThirdMap::Network, "one sample")
+            .on_hover_text("The network chosen above: one draw of the posterior");
     });
 }
 

@@ -23,6 +23,9 @@ pub struct MapData {
     pub grid: Grid2,
     /// Predictions at the cell centres.
     pub prediction: Prediction,
+    /// The SGD baseline network's class probabilities at the cell centres (points ×
+    /// classes): the point estimate the lesson sets beside the predictive.
+    pub baseline: Vec<f32>,
     /// The step they were computed at.
     pub step: u32,
     /// Which of the worker's maps this is: a new map has a new number even at the same step
@@ -354,7 +357,7 @@ impl<R: Fn()> Worker<R> {
             focus,
             &centres,
         )?;
-        let (baseline, _) = evaluate_with(&mut e.baseline, &e.data, 1, 0, &[])?;
+        let (baseline, baseline_map) = evaluate_with(&mut e.baseline, &e.data, 1, 0, &centres)?;
         let step = self.report.step;
         let row = MlpSeriesRow::new(
             &self.report,
@@ -371,6 +374,7 @@ impl<R: Fn()> Worker<R> {
         self.map = Some(Arc::new(MapData {
             grid,
             prediction,
+            baseline: baseline_map.mean,
             step,
             serial: self.maps_made,
         }));
