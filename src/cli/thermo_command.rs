@@ -255,18 +255,13 @@ fn report_table(
     if !left_out.is_empty() {
         eprintln!("Left out of slopes and fits:");
         for g in &left_out {
-            eprintln!(
-                "  {}: {}",
-                sweep::thermo_table::etas_text(&g.etas, total),
-                g.reason
-            );
+            eprintln!("  {}", g.text(total));
         }
     }
     for g in table.unmeasured_windows() {
         eprintln!(
-            "Windowed S of the networks not measured at {}: {}.",
-            sweep::thermo_table::etas_text(&g.etas, total),
-            g.reason
+            "Windowed S of the networks not measured at {}.",
+            g.text(total)
         );
     }
     if let Some(path) = csv {

@@ -166,6 +166,13 @@ pub struct Grouped {
     pub etas: Vec<f64>,
 }
 
+impl Grouped {
+    /// "η = a, b: reason" (or "all N learning rates: reason") for a table of `total` rows.
+    pub fn text(&self, total: usize) -> String {
+        format!("{}: {}", etas_text(&self.etas, total), self.reason)
+    }
+}
+
 /// "every learning rate" when `etas` are all `total` of them, else "η = a, b, c" (three
 /// significant figures).
 pub fn etas_text(etas: &[f64], total: usize) -> String {

@@ -42,6 +42,24 @@ fn opening(tab: Tab) -> Opening {
     }
 }
 
+/// The app opened on `tab` at `size`, run until the view has everything it draws (the
+/// thermodynamics view runs its sweep; training and sweeps only need a few frames).
+fn settled(tab: Tab, size: [u32; 2], dir: &std::path::Path) -> crate::common::harness::AppHarness {
+    let mut harness = harness_in(
+        opening(tab),
+        size,
+        1.0,
+        BackendChoice::Cpu,
+        Folders::under(dir),
+    );
+    if matches!(tab, Tab::Training | Tab::Sweep) {
+        harness.run_steps(4);
+    } else {
+        run_to_step(&mut harness, 0).expect("the view settles");
+    }
+    harness
+}
+
 #[test]
 fn no_control_is_cut_off_and_every_panel_is_inside_the_window_at_three_sizes() {
     // The thermodynamics view writes its sweep: into a scratch folder.
@@ -49,20 +67,7 @@ fn no_control_is_cut_off_and_every_panel_is_inside_the_window_at_three_sizes() {
     let mut problems = Vec::new();
     for tab in Tab::ALL {
         for [w, h] in SIZES {
-            let mut harness = harness_in(
-                opening(tab),
-                [w, h],
-                1.0,
-                BackendChoice::Cpu,
-                Folders::under(&dir),
-            );
-            if matches!(tab, Tab::Training | Tab::Sweep) {
-                harness.run_steps(4);
-            } else {
-                // Until the view has everything it draws (the thermodynamics view runs its
-                // sweep).
-                run_to_step(&mut harness, 0).expect("the view settles");
-            }
+            let harness = settled(tab, [w, h], &dir);
             let app = harness.state().as_ref().expect("app started");
             assert_eq!(app.tab, tab, "{tab:?} opened");
             for node in harness.query_all(By::new().predicate(|n| CONTROLS.contains(&n.role()))) {
@@ -101,18 +106,7 @@ fn no_label_of_the_control_panel_runs_past_its_edge() {
     let edge = atmc_lab::app::CONTROLS_WIDTH;
     let mut problems = Vec::new();
     for tab in Tab::ALL {
-        let mut harness = harness_in(
-            opening(tab),
-            [1280, 720],
-            1.0,
-            BackendChoice::Cpu,
-            Folders::under(&dir),
-        );
-        if matches!(tab, Tab::Training | Tab::Sweep) {
-            harness.run_steps(4);
-        } else {
-            run_to_step(&mut harness, 0).expect("the view settles");
-        }
+        let harness = settled(tab, [1280, 720], &dir);
         for node in harness.query_all(By::new().predicate(|n| CONTROLS.contains(&n.role()))) {
             let r = node.rect();
             // The panel's rows: below the menu bar, above the status bar.

@@ -1110,31 +1110,18 @@ impl View for ThermoView {
         };
         // Each reason once, with the learning rates it applies to.
         let total = t.rows.len();
+        let note = |ui: &mut Ui, text: String| {
+            ui.label(RichText::new(text).small().color(EXCLUDED));
+        };
         let left_out = t.left_out();
         if !left_out.is_empty() {
             ui.label(RichText::new("Left out of slopes and fits:").strong());
             for g in left_out {
-                ui.label(
-                    RichText::new(format!(
-                        "{}: {}",
-                        crate::sweep::thermo_table::etas_text(&g.etas, total),
-                        g.reason
-                    ))
-                    .small()
-                    .color(EXCLUDED),
-                );
+                note(ui, g.text(total));
             }
         }
         for g in t.unmeasured_windows() {
-            ui.label(
-                RichText::new(format!(
-                    "Windowed S not measured at {}: {}.",
-                    crate::sweep::thermo_table::etas_text(&g.etas, total),
-                    g.reason
-                ))
-                .small()
-                .color(EXCLUDED),
-            );
+            note(ui, format!("Windowed S not measured at {}.", g.text(total)));
         }
         if let Some((a, b)) = t.law {
             ui.label(RichText::new(format!(
