@@ -344,10 +344,15 @@ pub fn log_label(mark: GridMark) -> String {
     short((v / magnitude).round() * magnitude)
 }
 
+/// Points between x labels of a log axis: just over egui_plot's 60, below which it drops them.
+const X_LABEL_GAP: f64 = 61.0;
+
 /// Applies [`log_marks`] and [`log_label`] to the x axis of `plot`, whose x coordinates are
 /// log₁₀ of the values.
 pub fn log_x<'a>(plot: Plot<'a>) -> Plot<'a> {
-    plot.x_grid_spacer(|input| log_marks(input, 56.0))
+    // egui_plot paints an x label only where labels are more than 60 points apart: a set
+    // spaced closer (0.001, 0.003, 0.01 at 57 points) would be chosen and then not drawn.
+    plot.x_grid_spacer(|input| log_marks(input, X_LABEL_GAP))
         .x_axis_formatter(|mark, _| log_label(mark))
 }
 
@@ -483,8 +488,8 @@ mod tests {
         marks.sort_by(|a, b| a.value.total_cmp(&b.value));
         marks
             .into_iter()
-            // What egui_plot paints: a mark whose step spans the label spacing.
-            .filter(|m| m.step_size * unit_px > 60.0_f64.min(min_gap - 1.0))
+            // What egui_plot paints on an x axis: a mark whose step spans over 60 points.
+            .filter(|m| m.step_size * unit_px > 60.0)
             .map(log_label)
             .collect()
     }
@@ -493,17 +498,27 @@ mod tests {
     fn a_log_axis_over_one_decade_has_several_round_labels() {
         // The thermodynamics view's η axis: 0.18 to 1.8 (with a margin) on a 230 px plot.
         let bounds = (0.15f64.log10(), 2.0f64.log10());
-        assert_eq!(log_labels(bounds, 230.0, 56.0), ["0.2", "0.5", "1", "2"]);
-        assert_eq!(log_labels(bounds, 900.0, 56.0), ["0.2", "0.5", "1", "2"]);
+        assert_eq!(
+            log_labels(bounds, 230.0, X_LABEL_GAP),
+            ["0.2", "0.5", "1", "2"]
+        );
+        assert_eq!(
+            log_labels(bounds, 900.0, X_LABEL_GAP),
+            ["0.2", "0.5", "1", "2"]
+        );
         // A very wide plot labels all of the decade.
         assert_eq!(
-            log_labels(bounds, 2000.0, 56.0),
+            log_labels(bounds, 2000.0, X_LABEL_GAP),
             [
                 "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1", "2"
             ]
         );
+        // An MLP sweep's η, 0.001 to 0.03, on the narrow plots of the top row: still labelled.
+        let mlp = (0.0008f64.log10(), 0.037f64.log10());
+        assert_eq!(log_labels(mlp, 200.0, X_LABEL_GAP), ["0.001", "0.01"]);
+        assert_eq!(log_labels(mlp, 160.0, X_LABEL_GAP), ["0.001", "0.01"]);
         // Six decades on a narrow plot: decades only, apart.
-        let wide = log_labels((-4.2, 1.3), 230.0, 56.0);
+        let wide = log_labels((-4.2, 1.3), 230.0, X_LABEL_GAP);
         assert_eq!(wide, ["1e-4", "0.01", "1"]);
         // The labels stand for round values despite float error.
         assert_eq!(
