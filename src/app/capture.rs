@@ -369,7 +369,7 @@ impl AtmcApp {
             ui.label(
                 RichText::new(format!("● recording: {} frames", r.frames.len()))
                     .small()
-                    .color(Color32::from_rgb(255, 90, 80)),
+                    .color(super::palette::error(ui.visuals())),
             );
         }
         if let Some(w) = &self.capture.writing {

@@ -249,32 +249,37 @@ pub fn paused_text(step: u32) -> String {
     }
 }
 
-/// Draws the pause badge at the top of the central panel, over the pictures (a label in a
-/// frame, so that it is also text for assistive tools and tests).
-pub fn paused_badge(ui: &mut Ui, step: u32) {
-    let top = ui.max_rect().center_top() + egui::vec2(0.0, 8.0);
-    egui::Area::new(egui::Id::unique("paused badge"))
-        .order(egui::Order::Foreground)
-        .pivot(egui::Align2::CENTER_TOP)
-        .fixed_pos(top)
-        .interactable(false)
-        .show(ui.ctx(), |ui| {
-            let visuals = ui.visuals().clone();
-            egui::Frame::new()
-                .fill(visuals.extreme_bg_color.gamma_multiply(0.92))
-                .stroke(egui::Stroke::new(1.5, visuals.selection.bg_fill))
-                .corner_radius(8.0)
-                .inner_margin(egui::Margin::symmetric(14, 6))
-                .show(ui, |ui| {
-                    ui.add(
-                        egui::Label::new(
-                            RichText::new(paused_text(step))
-                                .size(20.0)
-                                .color(visuals.strong_text_color()),
-                        )
-                        .extend(),
-                    );
-                });
+/// The words of the badge while a run plays.
+pub const PLAYING_TEXT: &str = "Playing · Space pauses";
+
+/// Draws the transport badge at the right of the status bar: paused (and how to go on) or
+/// playing, in large type, so a lecturer and the class see whether the run moves. A label in
+/// a frame, so that it is also text for assistive tools and tests. It keeps the same height
+/// playing or paused: the pictures above do not jump when Space is pressed. (Drawn over the
+/// pictures, it covered their titles.)
+pub fn transport_badge(ui: &mut Ui, playing: bool, step: u32) {
+    let visuals = ui.visuals().clone();
+    let (text, stroke, color) = if playing {
+        (
+            PLAYING_TEXT.to_owned(),
+            visuals.widgets.noninteractive.bg_stroke.color,
+            visuals.text_color(),
+        )
+    } else {
+        (
+            paused_text(step),
+            visuals.selection.bg_fill,
+            visuals.strong_text_color(),
+        )
+    };
+    let size = 1.4 * ui.text_style_height(&egui::TextStyle::Body).max(13.0);
+    egui::Frame::new()
+        .fill(visuals.extreme_bg_color)
+        .stroke(egui::Stroke::new(1.5, stroke))
+        .corner_radius(8.0)
+        .inner_margin(egui::Margin::symmetric(12, 2))
+        .show(ui, |ui| {
+            ui.add(egui::Label::new(RichText::new(text).size(size).color(color)).extend());
         });
 }
 
@@ -290,7 +295,24 @@ pub fn desk_zoom(height: f32) -> f32 {
     (height / 860.0).clamp(1.0, 1.5)
 }
 
-/// Applies the theme and the stroke widths of presentation mode to every style.
+/// The text size of presentation mode, in points, for every text style but headings: at
+/// 1280×720 its zoom (1.16) makes 14 points 16.3 pixels, what a back row reads; egui's own
+/// small text (9 points, 10.5 pixels) and body (13, 15.1) stay at a desk.
+pub const PRESENTATION_TEXT: f32 = 14.0;
+
+/// The text styles of presentation mode: one readable size, headings larger.
+fn presentation_text_styles() -> std::collections::BTreeMap<egui::TextStyle, egui::FontId> {
+    let mut styles = egui::style::default_text_styles();
+    for (style, font) in &mut styles {
+        font.size = match style {
+            egui::TextStyle::Heading => 20.0,
+            _ => PRESENTATION_TEXT,
+        };
+    }
+    styles
+}
+
+/// Applies the theme, and the type and stroke widths of presentation mode, to every style.
 pub fn apply_style(ctx: &egui::Context, classroom: &Classroom) {
     ctx.set_theme(if classroom.light {
         egui::Theme::Light
@@ -298,7 +320,13 @@ pub fn apply_style(ctx: &egui::Context, classroom: &Classroom) {
         egui::Theme::Dark
     });
     let width = if classroom.presentation { 1.5 } else { 1.0 };
+    let text_styles = if classroom.presentation {
+        presentation_text_styles()
+    } else {
+        egui::style::default_text_styles()
+    };
     ctx.all_styles_mut(|s| {
+        s.text_styles = text_styles.clone();
         s.visuals.widgets.noninteractive.fg_stroke.width = width;
         s.visuals.widgets.noninteractive.bg_stroke.width = width;
     });

@@ -7,7 +7,7 @@ use crate::math::{
     ranges, targets::TARGET_NAMES,
 };
 use crate::preset::{ControlGroup, Preset};
-use egui::{Color32, RichText, Slider, Ui};
+use egui::{RichText, Slider, Ui};
 
 /// What the user asked for besides editing the preset.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub struct Actions {
 pub(crate) fn warn(ui: &mut Ui, text: &str) {
     ui.label(
         RichText::new(text)
-            .color(Color32::from_rgb(255, 150, 80))
+            .color(super::palette::warning(ui.visuals()))
             .small(),
     );
 }

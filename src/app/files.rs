@@ -244,7 +244,7 @@ impl Prompt {
             .resizable(false)
             .anchor(egui::Align2::CENTER_CENTER, egui::vec2(0.0, 0.0))
             .show(ctx, |ui| {
-                ui.colored_label(egui::Color32::from_rgb(255, 170, 90), &self.why);
+                ui.colored_label(super::palette::warning(ui.visuals()), &self.why);
                 ui.label(match self.spec.kind {
                     PickKind::Open => "The file to open:",
                     PickKind::Save => "The file to write:",

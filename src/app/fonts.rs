@@ -24,6 +24,17 @@ pub fn install_fonts(ctx: &egui::Context) {
     ctx.set_fonts(fonts);
 }
 
+/// The font of a label the painter draws (a tick, a title inside a plot) at `points` at a
+/// desk, but never below the style's small text: presentation mode raises that floor, so
+/// painted labels grow with the widgets' text instead of staying desk-sized.
+pub fn painter_font(style: &egui::Style, points: f32) -> egui::FontId {
+    let floor = style
+        .text_styles
+        .get(&egui::TextStyle::Small)
+        .map_or(0.0, |f| f.size);
+    egui::FontId::proportional(points.max(floor))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use super::tabs::Tab;
 use super::view::Status;
 use crate::preset::story::SHIPPED_LECTURES;
 use crate::preset::{AnyPreset, Lecture, SHIPPED};
-use egui::{Color32, RichText};
+use egui::RichText;
 
 impl AtmcApp {
     pub(super) fn menu_bar(&mut self, ui: &mut egui::Ui) {
@@ -244,11 +244,22 @@ impl AtmcApp {
             }
             if let Some(status) = &self.shell.status {
                 let color = if status.error {
-                    Color32::from_rgb(255, 110, 90)
+                    super::palette::error(ui.visuals())
                 } else {
-                    Color32::from_rgb(140, 220, 140)
+                    super::palette::good(ui.visuals())
                 };
                 ui.label(RichText::new(&status.text).small().color(color));
+            }
+            // A lesson waits for the lecturer, and presentation mode shows whether the run
+            // moves: both say so in large type at the right.
+            let transport = (self.classroom.panel_shown() || self.classroom.presentation)
+                .then(|| self.view(self.tab))
+                .flatten()
+                .and_then(|v| v.playing().map(|playing| (playing, v.step())));
+            if let Some((playing, step)) = transport {
+                ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                    super::classroom::transport_badge(ui, playing, step);
+                });
             }
         });
     }

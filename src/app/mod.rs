@@ -20,6 +20,7 @@ pub mod frame_clock;
 mod menus;
 pub mod mlp;
 pub mod overlay;
+pub mod palette;
 pub mod plots;
 pub mod portrait;
 pub mod posterior;
@@ -50,6 +51,21 @@ pub const SWEEP_FOLDER: &str = "atmc-lab-sweeps";
 
 /// Width of the control panel.
 pub const CONTROLS_WIDTH: f32 = 290.0;
+
+/// Below this window width (points) a lecture folds the control panel away: with it and the
+/// lesson panel open, the pictures would have under 450 points.
+pub const NARROW_FOR_LESSONS: f32 = 1100.0;
+
+/// The control panel's width for `style`: [`CONTROLS_WIDTH`] at egui's body size (13
+/// points), wider in proportion where presentation mode sets larger type, so a slider's
+/// label keeps its room beside the slider.
+pub fn controls_width(style: &egui::Style) -> f32 {
+    let body = style
+        .text_styles
+        .get(&egui::TextStyle::Body)
+        .map_or(13.0, |f| f.size);
+    (CONTROLS_WIDTH * body / 13.0).ceil()
+}
 
 /// Where the app writes what it makes without asking for a path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -393,6 +409,16 @@ impl AtmcApp {
     /// Starts a lecture at its first lesson.
     pub fn start_lecture(&mut self, ctx: &egui::Context, lecture: Lecture) {
         self.classroom.lecture = Some(LectureState { lecture, step: 0 });
+        // A small window cannot hold the control panel, the lesson and the pictures: the
+        // control panel folds away (the lesson is what the class reads), and says so.
+        let width = ctx.content_rect().width();
+        if self.show_controls && width < NARROW_FOR_LESSONS {
+            self.show_controls = false;
+            self.shell.status = Some(Status::ok(
+                "control panel folded to make room for the lesson (View → Control panel \
+                 shows it again)",
+            ));
+        }
         self.go_to_lesson(ctx, 0);
     }
 
@@ -559,26 +585,16 @@ impl AtmcApp {
         if self.show_controls {
             egui::Panel::left("controls")
                 .frame(bar)
-                .exact_size(CONTROLS_WIDTH)
+                .exact_size(controls_width(&style))
                 .resizable(false)
                 .show(ui, |ui| {
                     egui::ScrollArea::vertical().show(ui, |ui| view.controls(ui, shell));
                 });
         }
-        // A lesson waits for the lecturer, and presentation mode shows a pause: both say so
-        // over the pictures, where the class looks.
-        let paused_badge = (self.classroom.panel_shown() || self.classroom.presentation)
-            .then(|| view.playing())
-            .flatten()
-            .filter(|playing| !playing)
-            .map(|_| view.step());
         egui::CentralPanel::default()
             .frame(egui::Frame::central_panel(&style).fill(Color32::TRANSPARENT))
             .show(ui, |ui| {
                 view.central(ui, shell);
-                if let Some(step) = paused_badge {
-                    classroom::paused_badge(ui, step);
-                }
             });
         // A view asked for a preset to be opened live (a sweep's point).
         if let Some(preset) = self.shell.open.take() {

@@ -195,7 +195,23 @@ pub fn time_series(
     width: f32,
     height: f32,
 ) {
-    let w = (width - 4.0 * ui.spacing().item_spacing.x) / 4.0;
+    // Only the plots of quantities the sampler has: SGLD's missing p and ξ leave their
+    // width to the others rather than to empty frames.
+    let panels = 2 + usize::from(has_momentum) + usize::from(has_thermostat);
+    let spacing = ui.spacing().item_spacing;
+    // Plots narrower than their legends fold onto two rows (the control panel open in
+    // presentation mode) rather than run a legend over the next plot.
+    let per_row = if (width - panels as f32 * spacing.x) / (panels as f32) < 190.0 && panels > 2 {
+        panels.div_ceil(2)
+    } else {
+        panels
+    };
+    let w = (width - per_row as f32 * spacing.x) / per_row as f32;
+    let height = if per_row < panels {
+        (height - spacing.y) / 2.0
+    } else {
+        height
+    };
     let explore = exploration_intervals(rows);
     let at = |r: &SeriesRow| r.step;
     let n = f64::from(chains.max(1));
@@ -211,7 +227,8 @@ pub fn time_series(
             _ => Vec::new(),
         }
     };
-    ui.horizontal(|ui| {
+    ui.horizontal_wrapped(|ui| {
+        ui.set_max_width(width);
         if has_momentum {
             let scale = scale_of(rows, &[&kt]);
             let curve = series(rows, scale, at, kt);
@@ -232,8 +249,6 @@ pub fn time_series(
                     p.line(Line::new("⟨p K'(p)⟩", PlotPoints::from(curve)).color(ACCENT));
                     p.hline(HLine::new("target T", target).color(TRUTH));
                 });
-        } else {
-            absent(ui, w, height, "no momentum p:\nno kinetic temperature");
         }
         if has_thermostat {
             let scale = scale_of(rows, &[&xi]);
@@ -252,8 +267,6 @@ pub fn time_series(
                     shade_exploration(p, &explore);
                     p.line(Line::new("mean ξ", PlotPoints::from(curve)).color(ACCENT));
                 });
-        } else {
-            absent(ui, w, height, "no thermostat ξ:\nno mean ξ");
         }
         let (d, e) = (
             series(rows, Scale::Linear, at, diverged),
@@ -288,24 +301,6 @@ pub fn time_series(
                 );
             });
     });
-}
-
-/// The place of a plot whose quantity the sampler does not have, with why.
-fn absent(ui: &mut Ui, width: f32, height: f32, why: &str) {
-    let (rect, _) = ui.allocate_exact_size(egui::vec2(width, height), egui::Sense::hover());
-    ui.painter().rect_stroke(
-        rect,
-        4.0,
-        egui::Stroke::new(1.0, Color32::from_gray(60)),
-        egui::StrokeKind::Inside,
-    );
-    ui.painter().text(
-        rect.center(),
-        egui::Align2::CENTER_CENTER,
-        why,
-        egui::FontId::proportional(13.0),
-        Color32::from_gray(160),
-    );
 }
 
 /// One growth plot: its id, its axis title, the value of a chain, the quantiles of a row,
@@ -382,7 +377,8 @@ pub fn growth(
             .small(),
         );
     }
-    ui.horizontal(|ui| {
+    // Folds onto a second row in a narrow window rather than running past its edge.
+    ui.horizontal_wrapped(|ui| {
         let item = |ui: &mut Ui, color: Color32, text: &str| {
             ui.label(egui::RichText::new("━━").color(color));
             ui.label(egui::RichText::new(text).small());
@@ -392,7 +388,11 @@ pub fn growth(
             item(ui, quantile_color(q), &format!("ensemble {name}"));
         }
         if sampler.is_some_and(|sp| sp.friction_sign < 0.0) {
-            item(ui, Color32::WHITE, "- - predicted e^{βh} per step");
+            item(
+                ui,
+                ui.visuals().strong_text_color(),
+                "- - predicted e^{βh} per step",
+            );
         }
     });
     ui.horizontal(|ui| {

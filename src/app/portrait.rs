@@ -218,6 +218,7 @@ pub fn show(
 ) -> egui::Response {
     let (rect, response) = ui.allocate_exact_size(Vec2::splat(side), Sense::click_and_drag());
     let painter = ui.painter_at(rect);
+    let style = ui.style().clone();
     let transform = view.transform(rect);
     let to_screen = |x: f64, y: f64| transform.to_screen(DVec2::new(x, y));
 
@@ -392,28 +393,35 @@ pub fn show(
             rect.center(),
             egui::Align2::CENTER_CENTER,
             note,
-            egui::FontId::proportional(14.0),
+            super::fonts::painter_font(&style, 14.0),
             Color32::from_gray(170),
         );
     }
 
     // Axes: ticks and labels inside the frame.
     let label_color = Color32::from_gray(190);
-    let font = egui::FontId::proportional(12.0);
+    let font = super::fonts::painter_font(&style, 12.0);
     // Labels keep clear of the corner where the two axes meet and of the title.
     // About one round tick per 50 points, two to five per axis (four left most views with a
     // lone "0"; five crowd a small side-by-side portrait).
     let about = (rect.width() / 50.0).clamp(2.0, 5.0) as f64;
     for t in round_ticks(view.x[0], view.x[1], about) {
         let p = to_screen(t, view.y[0]);
-        if p.x < rect.left() + 22.0 {
+        let label = format!("{t}");
+        // Centred on its tick: one near the right edge would be cut by the frame.
+        let half = painter
+            .layout_no_wrap(label.clone(), font.clone(), label_color)
+            .size()
+            .x
+            / 2.0;
+        if p.x < rect.left() + 22.0 || p.x + half > rect.right() - 2.0 {
             continue;
         }
         painter.line_segment([p, p - Vec2::new(0.0, 5.0)], Stroke::new(1.0, label_color));
         painter.text(
             p - Vec2::new(0.0, 6.0),
             egui::Align2::CENTER_BOTTOM,
-            format!("{t}"),
+            label,
             font.clone(),
             label_color,
         );
@@ -426,7 +434,8 @@ pub fn show(
     };
     for t in round_ticks(view.y[0], view.y[1], about) {
         let p = to_screen(view.x[0], t);
-        if p.y > rect.bottom() - 22.0 || p.y < labels_top {
+        // Above the band of the x labels (their height grows with presentation mode's type).
+        if p.y > rect.bottom() - 8.0 - 1.5 * font.size || p.y < labels_top {
             continue;
         }
         painter.line_segment([p, p + Vec2::new(5.0, 0.0)], Stroke::new(1.0, label_color));
@@ -438,13 +447,24 @@ pub fn show(
             label_color,
         );
     }
-    painter.text(
-        rect.left_top() + Vec2::new(8.0, 6.0),
-        egui::Align2::LEFT_TOP,
-        &data.title,
-        egui::FontId::proportional(15.0),
-        Color32::WHITE,
-    );
+    // The title, or only its axes where a small portrait (side by side, a narrow window)
+    // would cut it.
+    let title_font = super::fonts::painter_font(&style, 15.0);
+    let title = [
+        data.title.clone(),
+        format!("{} – {}", data.axes[0].label(), data.axes[1].label()),
+    ]
+    .into_iter()
+    .map(|text| painter.layout_no_wrap(text, title_font.clone(), Color32::WHITE))
+    .reduce(|fits, shorter| {
+        if fits.size().x <= rect.width() - 12.0 {
+            fits
+        } else {
+            shorter
+        }
+    })
+    .expect("two wordings");
+    painter.galley(rect.left_top() + Vec2::new(8.0, 6.0), title, Color32::WHITE);
     if diverged > 0 {
         // The longest wording that fits the portrait (small ones side by side cut it off).
         let color = Color32::from_rgb(255, 110, 90);

@@ -205,6 +205,26 @@ pub fn harness_with(
     )
 }
 
+/// [`harness_with`] writing into `folders` (tests that look at the thermodynamics view in
+/// presentation mode keep its sweeps out of the working directory).
+pub fn harness_with_in(
+    opening: impl Into<Opening>,
+    size: [u32; 2],
+    pixels_per_point: f32,
+    backend: BackendChoice,
+    appearance: Appearance,
+    folders: Folders,
+) -> AppHarness {
+    build(
+        opening,
+        size,
+        pixels_per_point,
+        backend,
+        appearance,
+        folders,
+    )
+}
+
 fn build(
     opening: impl Into<Opening>,
     size: [u32; 2],

@@ -22,6 +22,7 @@ mod lessons;
 mod mlp_engines;
 mod mlp_posterior;
 mod presets;
+mod readability;
 mod reliability;
 mod reliability_cli;
 mod reliability_io;

@@ -37,6 +37,26 @@ struct ColumnState {
     sent: Vec<HistogramSpec>,
 }
 
+/// Where the columns and their portraits go in the window.
+#[derive(Clone, Copy, Debug)]
+struct Arrangement {
+    /// Columns in one row.
+    per_row: usize,
+    /// Portraits side by side within a column (1: stacked).
+    across: usize,
+    /// Portraits per column: θ₁–θ₂, and θ–p where some column has momentum.
+    portraits: usize,
+    /// The side of one portrait, in points.
+    side: f32,
+}
+
+impl Arrangement {
+    /// The width of one column with `spacing` between its portraits.
+    fn column_width(&self, spacing: f32) -> f32 {
+        self.across as f32 * self.side + (self.across - 1) as f32 * spacing
+    }
+}
+
 /// The side-by-side view's state.
 pub struct CompareView {
     /// The comparison being shown (the controls edit its base).
@@ -229,92 +249,151 @@ impl CompareView {
         }
     }
 
-    fn column(&mut self, ui: &mut Ui, k: usize, side: f32, contours: &[Segment]) {
-        let label = self.comparison.columns[k].label.clone();
+    /// The lines above column `k`'s portraits: its label, diverged chains or distance to
+    /// truth, and the thermostat's state (what gives the hidden defects away).
+    fn header(&self, k: usize, alarm: Color32) -> Vec<RichText> {
+        let column = &self.comparison.columns[k];
+        let (has_momentum, has_thermostat) = (
+            column.sampler.kind.has_momentum(),
+            column.sampler.kind.has_thermostat(),
+        );
+        let s = self.columns[k].sim.snapshot();
+        let mut lines = vec![
+            RichText::new(&column.label)
+                .strong()
+                .color(COLUMN_COLORS[k]),
+        ];
+        let total = s.moments.alive + s.moments.diverged;
+        lines.push(if s.moments.diverged > 0 {
+            RichText::new(format!(
+                "⚠ {} of {total} diverged ({:.1}%)",
+                s.moments.diverged,
+                100.0 * s.moments.diverged_fraction()
+            ))
+            .color(alarm)
+            .small()
+        } else {
+            let distance = s
+                .series
+                .iter()
+                .rev()
+                .map(|r| r.energy_distance)
+                .find(|d| d.is_finite());
+            RichText::new(match distance {
+                Some(d) => format!("distance to truth {d:.4}"),
+                None => "distance to truth …".to_owned(),
+            })
+            .small()
+        });
+        let mut state = Vec::new();
+        if has_momentum && s.moments.alive > 0 {
+            state.push(format!(
+                "kinetic temperature {}",
+                super::axes::short(s.moments.kinetic_temperature())
+            ));
+        }
+        if has_thermostat && s.moments.alive > 0 {
+            state.push(format!(
+                "mean ξ {}",
+                super::axes::short(s.moments.mean_xi())
+            ));
+        }
+        if let Some((mean, modes)) = s.modes_visited {
+            state.push(format!("{mean:.1} of {modes} modes visited"));
+        }
+        lines.push(RichText::new(state.join(" · ")).small());
+        lines
+    }
+
+    /// The height of the tallest column header at `width`: long lines fold onto a second
+    /// line rather than being cut, so a header's height depends on its column's width.
+    fn header_height(&self, ui: &Ui, width: f32) -> f32 {
+        let spacing = ui.spacing().item_spacing.y;
+        let alarm = super::palette::error(ui.visuals());
+        (0..self.columns.len())
+            .map(|k| {
+                self.header(k, alarm)
+                    .into_iter()
+                    .map(|line| {
+                        egui::WidgetText::from(line)
+                            .into_galley(
+                                ui,
+                                Some(egui::TextWrapMode::Wrap),
+                                width,
+                                egui::TextStyle::Body,
+                            )
+                            .size()
+                            .y
+                            + spacing
+                    })
+                    .sum::<f32>()
+            })
+            .fold(0.0, f32::max)
+    }
+
+    fn column(&mut self, ui: &mut Ui, k: usize, layout: Arrangement, contours: &[Segment]) {
         let has_momentum = self.comparison.columns[k].sampler.kind.has_momentum();
-        let has_thermostat = self.comparison.columns[k].sampler.kind.has_thermostat();
         let log_scale = self.comparison.base.view.log_scale;
         let coordinate = self.comparison.base.view.coordinate as u8;
+        let header = self.header(k, super::palette::error(ui.visuals()));
+        let side = layout.side;
         let column = &mut self.columns[k];
         let s = column.sim.snapshot().clone();
         ui.vertical(|ui| {
-            // The column is as wide as its portraits: long numbers are cut short (the full
-            // line shows on hover), never widening the column past the window.
-            ui.set_max_width(side);
-            ui.add(
-                egui::Label::new(RichText::new(&label).strong().color(COLUMN_COLORS[k])).truncate(),
-            );
-            let total = s.moments.alive + s.moments.diverged;
-            let line = if s.moments.diverged > 0 {
-                RichText::new(format!(
-                    "⚠ {} of {total} diverged ({:.1}%)",
-                    s.moments.diverged,
-                    100.0 * s.moments.diverged_fraction()
-                ))
-                .color(Color32::from_rgb(255, 110, 90))
-            } else {
-                let distance = s
-                    .series
-                    .iter()
-                    .rev()
-                    .map(|r| r.energy_distance)
-                    .find(|d| d.is_finite());
-                RichText::new(match distance {
-                    Some(d) => format!("distance to truth {d:.4}"),
-                    None => "distance to truth …".to_owned(),
-                })
+            // The column is as wide as its portraits: long lines fold, never widening the
+            // column past the window.
+            ui.set_max_width(layout.column_width(ui.spacing().item_spacing.x));
+            for line in header {
+                ui.add(egui::Label::new(line).wrap());
+            }
+            let mut draw = |ui: &mut Ui| {
+                for (p, axes) in [
+                    [Axis::Theta(0), Axis::Theta(1)],
+                    [Axis::Theta(coordinate), Axis::P(coordinate)],
+                ]
+                .into_iter()
+                .enumerate()
+                .take(layout.portraits)
+                {
+                    let histogram =
+                        s.specs
+                            .get(p)
+                            .filter(|spec| spec.axes == axes)
+                            .and_then(|spec| {
+                                s.histograms.get(p).map(|(c, _)| (&spec.grid, c.as_slice()))
+                            });
+                    let data = PortraitData {
+                        title: if p == 0 {
+                            "θ₁ – θ₂".to_owned()
+                        } else {
+                            format!("{} – {}", axes[0].label(), axes[1].label())
+                        },
+                        axes,
+                        histogram,
+                        trails: &s.trails,
+                        trail_diverged_at: &s.trail_diverged_at,
+                        contours: if p == 0 { contours } else { &[] },
+                        log_scale,
+                        note: (p == 1 && !has_momentum).then_some("no momentum p"),
+                    };
+                    let response = portrait::show(
+                        ui,
+                        side,
+                        &mut column.views[p],
+                        &data,
+                        &mut column.textures[p],
+                        &self.colormap,
+                    );
+                    column.rects[p] = response.rect;
+                }
+                for rect in column.rects.iter_mut().skip(layout.portraits) {
+                    *rect = egui::Rect::NOTHING;
+                }
             };
-            ui.add(egui::Label::new(line.small()).truncate());
-            // The thermostat's state: what gives the hidden defects away.
-            let mut state = Vec::new();
-            if has_momentum && s.moments.alive > 0 {
-                state.push(format!(
-                    "kinetic temperature {:.3}",
-                    s.moments.kinetic_temperature()
-                ));
-            }
-            if has_thermostat && s.moments.alive > 0 {
-                state.push(format!("mean ξ {:.3}", s.moments.mean_xi()));
-            }
-            if let Some((mean, modes)) = s.modes_visited {
-                state.push(format!("{mean:.1} of {modes} modes visited"));
-            }
-            ui.add(egui::Label::new(RichText::new(state.join(" · ")).small()).truncate());
-            for (p, axes) in [
-                [Axis::Theta(0), Axis::Theta(1)],
-                [Axis::Theta(coordinate), Axis::P(coordinate)],
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                let histogram = s
-                    .specs
-                    .get(p)
-                    .filter(|spec| spec.axes == axes)
-                    .and_then(|spec| s.histograms.get(p).map(|(c, _)| (&spec.grid, c.as_slice())));
-                let data = PortraitData {
-                    title: if p == 0 {
-                        "θ₁ – θ₂".to_owned()
-                    } else {
-                        format!("{} – {}", axes[0].label(), axes[1].label())
-                    },
-                    axes,
-                    histogram,
-                    trails: &s.trails,
-                    trail_diverged_at: &s.trail_diverged_at,
-                    contours: if p == 0 { contours } else { &[] },
-                    log_scale,
-                    note: (p == 1 && !has_momentum).then_some("no momentum p"),
-                };
-                let response = portrait::show(
-                    ui,
-                    side,
-                    &mut column.views[p],
-                    &data,
-                    &mut column.textures[p],
-                    &self.colormap,
-                );
-                column.rects[p] = response.rect;
+            if layout.across > 1 {
+                ui.horizontal(|ui| draw(ui));
+            } else {
+                draw(ui);
             }
         });
     }
@@ -458,25 +537,58 @@ impl View for CompareView {
         let columns = self.columns.len().max(1);
         let spacing = ui.spacing().item_spacing;
         let available = ui.available_size();
-        // Two portraits stacked per column under a three-line header, the shared plots below.
-        let plots = (available.y * 0.3).clamp(90.0, 260.0);
-        let header = 3.0 * ui.text_style_height(&egui::TextStyle::Small) + 3.0 * spacing.y;
-        let side_for = |per_row: usize| {
-            let rows = columns.div_ceil(per_row);
-            ((available.x - per_row as f32 * spacing.x) / per_row as f32).min(
-                (available.y - plots - rows as f32 * (header + 2.0 * spacing.y))
-                    / (2 * rows) as f32,
-            )
-        };
-        // All columns in one row, or (three or four of them) in two rows: whichever gives the
-        // larger portraits in this window.
-        let per_row = if columns > 2 && side_for(2) > side_for(columns) {
+        // The θ–p portrait only where some column has momentum: SGLD and SGD beside each
+        // other give all the room to θ.
+        let portraits: usize = if self
+            .comparison
+            .columns
+            .iter()
+            .any(|c| c.sampler.kind.has_momentum())
+        {
             2
         } else {
-            columns
+            1
         };
-        let rows = columns.div_ceil(per_row);
-        let side = side_for(per_row).max(60.0);
+        let plots = (available.y * 0.3).clamp(90.0, 260.0);
+        let side_for = |per_row: usize, across: usize| {
+            let rows = columns.div_ceil(per_row);
+            let down = portraits.div_ceil(across);
+            let cells = (per_row * across) as f32;
+            let width = (available.x - cells * spacing.x) / cells;
+            let height_left = |header: f32| {
+                (available.y - plots - rows as f32 * (header + 2.0 * spacing.y))
+                    / (rows * down) as f32
+            };
+            // The header folds to the column's width, which depends on the side: measured
+            // at the widest the side can be, then again at the side that leaves.
+            let first = width.min(height_left(self.header_height(ui, across as f32 * width)));
+            let header =
+                self.header_height(ui, across as f32 * first + (across - 1) as f32 * spacing.x);
+            Arrangement {
+                per_row,
+                across,
+                portraits,
+                side: width.min(height_left(header)).max(60.0),
+            }
+        };
+        // All columns in one row or (three or four) in two rows; each column's portraits
+        // stacked or side by side: whichever gives the largest portraits in this window (two
+        // columns in a wide window put their portraits side by side).
+        let mut options = vec![side_for(columns, 1)];
+        if columns > 2 {
+            options.push(side_for(2, 1));
+        }
+        if portraits > 1 {
+            options.push(side_for(columns, 2));
+            if columns > 2 {
+                options.push(side_for(2, 2));
+            }
+        }
+        let layout = options
+            .into_iter()
+            .reduce(|best, o| if o.side > best.side + 0.5 { o } else { best })
+            .expect("at least one arrangement");
+        let rows = columns.div_ceil(layout.per_row);
         let truth = self
             .columns
             .first()
@@ -484,8 +596,9 @@ impl View for CompareView {
         let contours = self.backdrop.contours(truth.as_deref()).to_vec();
         for row in 0..rows {
             ui.horizontal(|ui| {
-                for k in row * per_row..((row + 1) * per_row).min(self.columns.len()) {
-                    self.column(ui, k, side, &contours);
+                for k in row * layout.per_row..((row + 1) * layout.per_row).min(self.columns.len())
+                {
+                    self.column(ui, k, layout, &contours);
                 }
             });
         }

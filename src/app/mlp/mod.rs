@@ -197,14 +197,16 @@ impl MlpView {
         if let Some(error) = &s.error {
             ui.label(
                 RichText::new(format!("⚠ {error}"))
-                    .color(Color32::from_rgb(255, 110, 90))
+                    .color(super::palette::error(ui.visuals()))
                     .strong(),
             );
             ui.label("Fix the data set in the control panel (or load another CSV file).");
             return;
         }
         if let Some(notice) = &s.notice {
-            ui.label(RichText::new(format!("⚠ {notice}")).color(Color32::from_rgb(255, 200, 80)));
+            ui.label(
+                RichText::new(format!("⚠ {notice}")).color(super::palette::warning(ui.visuals())),
+            );
         }
         if s.report.diverged > 0 {
             self.explosion_banner(ui, s);
@@ -216,26 +218,44 @@ impl MlpView {
         self.panel_rects.clear();
         let spacing = ui.spacing().item_spacing.x;
         let available = ui.available_size();
-        let table_width = 300.0;
-        let side = ((available.x - table_width - 4.0 * spacing) / 3.0)
-            .min(available.y * 0.36)
-            .max(110.0);
-        ui.horizontal(|ui| {
-            self.maps(ui, s, &data, side);
-            ui.vertical(|ui| {
-                ui.set_width(table_width);
-                metrics_table(ui, s, self.preset.view.focus_chain);
+        let table_width = metrics_table_width(ui);
+        // The maps beside the table, or (a narrow window, the lesson panel open) across the
+        // whole width with the table below them: whichever gives the larger maps, so they
+        // never shrink to thumbnails.
+        let beside = ((available.x - table_width - 4.0 * spacing) / 3.0).min(available.y * 0.36);
+        let across = ((available.x - 3.0 * spacing) / 3.0).min(available.y * 0.3);
+        if beside >= 0.85 * across {
+            let side = beside.max(110.0);
+            ui.horizontal(|ui| {
+                self.maps(ui, s, &data, side);
+                ui.vertical(|ui| {
+                    ui.set_width(table_width);
+                    metrics_table(ui, s, self.preset.view.focus_chain);
+                    if let Some(e) = &s.evaluation {
+                        reliability_diagram(
+                            ui,
+                            "mlp reliability",
+                            &e.reliability,
+                            table_width,
+                            (side - 100.0).max(60.0),
+                        );
+                    }
+                });
+            });
+        } else {
+            let side = across.max(110.0);
+            ui.horizontal(|ui| self.maps(ui, s, &data, side));
+            ui.horizontal(|ui| {
+                ui.vertical(|ui| {
+                    ui.set_width(table_width);
+                    metrics_table(ui, s, self.preset.view.focus_chain);
+                });
                 if let Some(e) = &s.evaluation {
-                    reliability_diagram(
-                        ui,
-                        "mlp reliability",
-                        &e.reliability,
-                        table_width,
-                        (side - 100.0).max(60.0),
-                    );
+                    let width = (available.x - table_width - 2.0 * spacing).max(120.0);
+                    reliability_diagram(ui, "mlp reliability", &e.reliability, width, 110.0);
                 }
             });
-        });
+        }
         let rest = ui.available_size();
         let row = ((rest.y - 2.0 * spacing) * 0.5).clamp(80.0, 220.0);
         ui.horizontal(|ui| self.parameter_views(ui, s, rest.x, row));
@@ -321,12 +341,33 @@ impl MlpView {
                 ),
             },
         ];
+        // As wide as the map: a long title folds onto a second line rather than pushing the
+        // table out of the window; the maps stay level under titles of different lengths.
+        let title_height = titles
+            .iter()
+            .map(|t| {
+                egui::WidgetText::from(RichText::new(t).small())
+                    .into_galley(
+                        ui,
+                        Some(egui::TextWrapMode::Wrap),
+                        side,
+                        egui::TextStyle::Small,
+                    )
+                    .size()
+                    .y
+            })
+            .fold(0.0, f32::max);
         for (k, title) in titles.iter().enumerate() {
             ui.vertical(|ui| {
-                // As wide as the map: a long title is cut short (in full on hover) rather
-                // than pushing the table beside it out of the window.
                 ui.set_max_width(side);
-                ui.add(egui::Label::new(RichText::new(title).small()).truncate());
+                ui.allocate_ui_with_layout(
+                    Vec2::new(side, title_height),
+                    egui::Layout::top_down(egui::Align::Min),
+                    |ui| {
+                        ui.set_min_height(title_height);
+                        ui.add(egui::Label::new(RichText::new(title).small()).wrap());
+                    },
+                );
                 let rect = map_view(ui, side, map, &textures[k]);
                 self.panel_rects.push(rect);
             });
@@ -555,6 +596,25 @@ fn map_view(ui: &mut Ui, side: f32, map: &MapData, texture: &egui::TextureHandle
 }
 
 /// Accuracy, NLL and ECE of the posterior predictive, one network and the SGD network.
+/// The width the metrics table needs at the current type size: its longest row name and
+/// its widest numbers, measured, with the grid's spacing (the table is a grid of labels,
+/// which cannot be measured before it is drawn).
+fn metrics_table_width(ui: &Ui) -> f32 {
+    let width = |text: &str, style: egui::TextStyle| {
+        egui::WidgetText::from(RichText::new(text).text_style(style.clone()))
+            .into_galley(ui, Some(egui::TextWrapMode::Extend), f32::INFINITY, style)
+            .size()
+            .x
+    };
+    let names = ["prior predictive (step 0)", "network #1023 (diverged)"]
+        .map(|n| width(n, egui::TextStyle::Small))
+        .into_iter()
+        .fold(0.0, f32::max);
+    let numbers = width("100.0% (100.0%)", egui::TextStyle::Monospace)
+        + 2.0 * width("0.000", egui::TextStyle::Monospace);
+    (names + numbers + 4.0 * ui.spacing().item_spacing.x + 8.0).max(300.0)
+}
+
 fn metrics_table(ui: &mut Ui, s: &MlpSnapshot, focus: u32) {
     let focus_diverged = s
         .parameter

@@ -14,7 +14,7 @@ use super::worker::Control;
 use crate::diagnostics::views::marginals;
 use crate::engine::{Axis, BackendChoice, HistogramSpec};
 use crate::preset::{AnyPreset, PlotPanel, Preset};
-use egui::{Color32, RichText, Ui};
+use egui::{RichText, Ui};
 use session::{Command, Session, Snapshot};
 
 /// Where the three portraits look.
@@ -242,8 +242,15 @@ impl PosteriorView {
             Some((t, d)) => (t.as_slice(), d.as_slice()),
             None => (s.trails.as_slice(), s.trail_diverged_at.as_slice()),
         };
+        let kind = self.preset.sampler.kind;
         ui.horizontal(|ui| {
             for (k, (title, axes)) in names.iter().enumerate() {
+                // A portrait of axes the sampler lacks (SGLD's p and ξ) gives its room to the
+                // others.
+                if portrait_note(k, kind).is_some() {
+                    self.panel_rects[k] = egui::Rect::NOTHING;
+                    continue;
+                }
                 let spec_ok = s.specs.get(k).is_some_and(|sp| sp.axes == *axes);
                 let histogram = if spec_ok {
                     s.histograms
@@ -400,7 +407,7 @@ impl View for PosteriorView {
             // The worker has not answered for the preset just loaded: rather than the old
             // preset's chains on the new axes, say what is happening.
             ui.centered_and_justified(|ui| {
-                ui.horizontal_centered(|ui| {
+                ui.horizontal_wrapped(|ui| {
                     ui.spinner();
                     ui.label(format!(
                         "Loading \"{}\": computing the target's exact truth and starting the \
@@ -415,7 +422,9 @@ impl View for PosteriorView {
         }
         let snapshot = self.sim.snapshot().clone();
         if let Some(notice) = &snapshot.notice {
-            ui.label(RichText::new(format!("⚠ {notice}")).color(Color32::from_rgb(255, 200, 80)));
+            ui.label(
+                RichText::new(format!("⚠ {notice}")).color(super::palette::warning(ui.visuals())),
+            );
         }
         if snapshot.moments.diverged > 0 {
             self.explosion_banner(ui);
@@ -426,7 +435,7 @@ impl View for PosteriorView {
                     "⚠ Far from the target: {far} ({})",
                     crate::diagnostics::warnings::causes(&self.applied.sampler)
                 ))
-                .color(Color32::from_rgb(255, 200, 80)),
+                .color(super::palette::warning(ui.visuals())),
             )
             .on_hover_text(
                 "The alive chains' moments miss the exact ones by more than 20% although this \
@@ -436,9 +445,18 @@ impl View for PosteriorView {
         self.follow_views(0.15);
         let spacing = ui.spacing().item_spacing.x;
         let available = ui.available_size();
-        let side = ((available.x - 3.0 * spacing) / 3.0 - 2.0)
+        let shown = (0..3)
+            .filter(|&k| portrait_note(k, self.preset.sampler.kind).is_none())
+            .count();
+        // With fewer than three portraits the marginals take the place of one.
+        let places = (shown + 1).min(3) as f32;
+        let side = ((available.x - places * spacing) / places - 2.0)
             .min(available.y * 0.56)
             .max(120.0);
+        // With fewer than three portraits (SGLD, SGD, SGHMC) the marginals move up beside
+        // them, where the missing portraits were, and the plots below get the whole width.
+        let marginals_beside = shown < 3 && self.preset.view.plots != PlotPanel::Growth;
+        let beside_width = available.x - shown as f32 * (side + spacing) - spacing;
         // A replay ends when it is done, and when the run it replays is gone (reset, a new
         // preset): its label and the growth plots' cursor would describe chains that no
         // longer exist.
@@ -451,7 +469,20 @@ impl View for PosteriorView {
         if self.replay.is_some() {
             ui.ctx().request_repaint();
         }
-        self.portraits(ui, side);
+        if marginals_beside {
+            ui.horizontal(|ui| {
+                self.portraits(ui, side);
+                ui.vertical(|ui| {
+                    self.marginal_plots(
+                        ui,
+                        beside_width.max(120.0),
+                        (side - ui.spacing().item_spacing.y) / 2.0,
+                    );
+                });
+            });
+        } else {
+            self.portraits(ui, side);
+        }
         self.send_views();
         self.plot_bar(ui);
         let rest = ui.available_size();
@@ -464,6 +495,21 @@ impl View for PosteriorView {
                 snapshot.sampler.as_ref(),
                 snapshot.growth_rate.as_ref(),
                 self.replay.map(|r| r.cursor()),
+                rest.x,
+                plot_height,
+            );
+            return;
+        }
+        if marginals_beside {
+            plots::time_series(
+                ui,
+                &snapshot.series,
+                self.preset.sampler.temperature,
+                snapshot.chains,
+                (
+                    self.preset.sampler.kind.has_momentum(),
+                    self.preset.sampler.kind.has_thermostat(),
+                ),
                 rest.x,
                 plot_height,
             );
@@ -529,6 +575,7 @@ impl View for PosteriorView {
         ["θ₁–θ₂ panel", "θᵢ–pᵢ panel", "pᵢ–ξᵢ panel"]
             .iter()
             .zip(self.panel_rects)
+            .filter(|(_, r)| r.is_positive())
             .map(|(l, r)| (l.to_string(), r))
             .collect()
     }

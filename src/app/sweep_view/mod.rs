@@ -465,7 +465,7 @@ impl SweepView {
             ui.label(
                 RichText::new(format!("red: {name}"))
                     .small()
-                    .color(Color32::from_rgb(255, 120, 120)),
+                    .color(super::palette::error(ui.visuals())),
             );
         }
         if let Some(k) = clicked {
@@ -543,7 +543,7 @@ impl SweepView {
                 "—".into()
             }
         };
-        let font = egui::FontId::proportional(12.0);
+        let font = super::fonts::painter_font(ui.style(), 12.0);
         let colour = ui.visuals().text_color();
         // A constant statistic has one value to name, not three.
         let marks: &[(f64, f32)] = if hi > lo {
@@ -734,7 +734,7 @@ impl View for SweepView {
     fn central(&mut self, ui: &mut Ui, shell: &mut Shell) {
         self.poll(shell);
         if let Some(e) = &self.error {
-            ui.colored_label(Color32::from_rgb(255, 120, 120), e);
+            ui.colored_label(super::palette::error(ui.visuals()), e);
         }
         let Some(table) = &self.table else {
             ui.centered_and_justified(|ui| {

@@ -42,6 +42,8 @@ const SLOPE: Color32 = Color32::from_rgb(255, 170, 60);
 const GIBBS: Color32 = Color32::from_rgb(120, 200, 255);
 const THEORY: Color32 = Color32::from_rgb(200, 200, 200);
 const HELD_OUT: Color32 = Color32::from_rgb(230, 110, 230);
+/// The smallest height of the last row (the globe and its traces) before the view scrolls.
+const MIN_LAST_ROW: f32 = 120.0;
 const EXCLUDED: Color32 = Color32::from_rgb(140, 140, 140);
 
 /// One number of a table row.
@@ -542,9 +544,9 @@ impl ThermoView {
                 }
                 if let Some((consistent, line)) = p.gibbs_verdict_line() {
                     let color = if consistent {
-                        Color32::from_rgb(140, 220, 140)
+                        super::palette::good(ui.visuals())
                     } else {
-                        Color32::from_rgb(255, 140, 100)
+                        super::palette::warning(ui.visuals())
                     };
                     ui.colored_label(color, line);
                 }
@@ -619,14 +621,26 @@ impl ThermoView {
                     egui::Stroke::new(1.0, Color32::from_gray(90)),
                 );
             }
+            // Wrapped to the globe's width: on one line it ran past the globe and was cut.
+            let title = painter.layout(
+                "chains on the sphere (drag to turn)".into(),
+                super::fonts::painter_font(ui.style(), 13.0),
+                Color32::WHITE,
+                rect.width() - 8.0,
+            );
+            // A pole's label where the title is would cover it.
+            let title_zone = title
+                .rect
+                .translate(rect.left_top().to_vec2() + egui::vec2(4.0, 4.0));
             for (pole, label) in [([0.0, 0.0, 1.0], "+z"), ([0.0, 0.0, -1.0], "−z")] {
                 let (u, v, depth) = view(pole);
-                if depth <= 0.0 {
+                let at = c + egui::vec2(u * r, -v * r);
+                if depth <= 0.0 && !title_zone.expand(12.0).contains(at) {
                     painter.text(
-                        c + egui::vec2(u * r, -v * r),
+                        at,
                         egui::Align2::CENTER_CENTER,
                         label,
-                        egui::FontId::proportional(12.0),
+                        super::fonts::painter_font(ui.style(), 12.0),
                         Color32::LIGHT_GRAY,
                     );
                 }
@@ -640,13 +654,6 @@ impl ThermoView {
                 };
                 painter.circle_filled(c + egui::vec2(u * r, -v * r), 1.8, color);
             }
-            // Wrapped to the globe's width: on one line it ran past the globe and was cut.
-            let title = painter.layout(
-                "chains on the sphere (drag to turn)".into(),
-                egui::FontId::proportional(13.0),
-                Color32::WHITE,
-                rect.width() - 8.0,
-            );
             painter.galley(
                 rect.left_top() + egui::vec2(4.0, 4.0),
                 title,
@@ -1136,7 +1143,7 @@ impl View for ThermoView {
         self.poll(shell);
         self.panels.clear();
         if let Some(e) = &self.error {
-            ui.colored_label(Color32::from_rgb(255, 120, 120), e);
+            ui.colored_label(super::palette::error(ui.visuals()), e);
         }
         if self.table.as_ref().is_none_or(|t| t.rows.is_empty()) {
             ui.centered_and_justified(|ui| {
@@ -1158,19 +1165,28 @@ impl View for ThermoView {
         }
         let sphere = matches!(self.base, AnyPreset::Sphere(_));
         // Three rows of panels, their separators and the free-energy line under the curves.
+        // The Gibbs test's text can be taller than its row (the sphere's fold note, a narrow
+        // window): the last row takes what is left, down to a size that can still be read;
+        // below that (the control panel open in presentation mode) the rows scroll rather
+        // than squeeze the globe to a dot or run the text over the row below.
         let h = (size.y - 126.0) / 3.0;
-        self.curves(ui, size.x, h);
-        ui.separator();
-        self.gibbs_test(ui, size.x, h);
-        ui.separator();
-        // The Gibbs test's text can be taller than its row (the sphere's fold note, in a small
-        // window): the last row takes what is left, so that it stays inside the window.
-        let last = h.min(ui.available_height() - 8.0).max(40.0);
-        if sphere {
-            self.sphere_panels(ui, size.x, last);
-        } else {
-            self.objection_panels(ui, size.x, last);
-        }
+        egui::ScrollArea::vertical()
+            .auto_shrink(false)
+            .show(ui, |ui| {
+                let width = ui.available_width();
+                let top = ui.cursor().top();
+                self.curves(ui, width, h);
+                ui.separator();
+                self.gibbs_test(ui, width, h);
+                ui.separator();
+                let left = size.y - (ui.cursor().top() - top) - 8.0;
+                let last = h.min(left).max(MIN_LAST_ROW);
+                if sphere {
+                    self.sphere_panels(ui, width, last);
+                } else {
+                    self.objection_panels(ui, width, last);
+                }
+            });
     }
 
     fn status(&self) -> String {

@@ -297,7 +297,7 @@ impl TrainingView {
     /// The views.
     fn central_area(&mut self, ui: &mut Ui, s: &TrainSnapshot) {
         if let Some(m) = &s.message {
-            ui.label(RichText::new(format!("⚠ {m}")).color(Color32::from_rgb(255, 110, 90)));
+            ui.label(RichText::new(format!("⚠ {m}")).color(super::palette::error(ui.visuals())));
         }
         if let Some(step) = s.diverged_at {
             let text = format!(
