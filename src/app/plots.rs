@@ -53,6 +53,33 @@ impl<'a> Outlined<'a> for Plot<'a> {
     }
 }
 
+/// Shows `plot` with `build`, or, while `waiting` holds a message (no data yet), an empty
+/// frame without axes or grid with the message centred in it: empty axes would show
+/// egui_plot's default range (−0.5…0.5 or so), which reads like data.
+pub(crate) fn show_or_wait<'a>(
+    plot: Plot<'a>,
+    ui: &mut Ui,
+    waiting: Option<&str>,
+    build: impl FnOnce(&mut PlotUi<'a>) + 'a,
+) {
+    match waiting {
+        None => {
+            plot.show_outlined(ui, build);
+        }
+        Some(text) => {
+            let response = plot
+                .show_axes(false)
+                .show_grid(false)
+                .show_outlined(ui, |_| {});
+            let frame = *response.transform.frame();
+            ui.place(
+                frame,
+                egui::Label::new(egui::RichText::new(text).weak()).wrap(),
+            );
+        }
+    }
+}
+
 /// [`fixed_plot`] with a legend.
 pub(crate) fn small_plot(id: &str, width: f32, height: f32) -> Plot<'static> {
     fixed_plot(id, width, height).legend(Legend::default())
@@ -525,6 +552,18 @@ pub(crate) fn reliability_diagram(
     width: f32,
     height: f32,
 ) {
+    reliability_diagram_or_wait(ui, id, bins, width, height, None);
+}
+
+/// [`reliability_diagram`], or the message `waiting` in an empty frame (see [`show_or_wait`]).
+pub(crate) fn reliability_diagram_or_wait(
+    ui: &mut Ui,
+    id: &str,
+    bins: &[crate::diagnostics::classification::ReliabilityBin],
+    width: f32,
+    height: f32,
+    waiting: Option<&str>,
+) {
     let bars: Vec<egui_plot::Bar> = bins
         .iter()
         .filter(|b| b.count > 0)
@@ -534,23 +573,23 @@ pub(crate) fn reliability_diagram(
                 .name(format!("{} examples", b.count))
         })
         .collect();
-    fixed_plot(id, width, height)
+    let plot = fixed_plot(id, width, height)
         .include_x(0.0)
         .include_x(1.0)
         .include_y(0.0)
         .include_y(1.0)
         .x_axis_label("confidence (test set)")
-        .y_axis_label("accuracy")
-        .show_outlined(ui, |plot| {
-            plot.bar_chart(egui_plot::BarChart::new("accuracy", bars).color(ACCENT));
-            plot.line(
-                Line::new(
-                    "perfect calibration",
-                    PlotPoints::from(vec![[0.0, 0.0], [1.0, 1.0]]),
-                )
-                .color(TRUTH),
-            );
-        });
+        .y_axis_label("accuracy");
+    show_or_wait(plot, ui, waiting, |plot| {
+        plot.bar_chart(egui_plot::BarChart::new("accuracy", bars).color(ACCENT));
+        plot.line(
+            Line::new(
+                "perfect calibration",
+                PlotPoints::from(vec![[0.0, 0.0], [1.0, 1.0]]),
+            )
+            .color(TRUTH),
+        );
+    });
 }
 
 #[cfg(test)]

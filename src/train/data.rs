@@ -71,6 +71,14 @@ impl DatasetKind {
         }
     }
 
+    /// Images of the whole training set.
+    pub fn train_size(self) -> usize {
+        match self {
+            DatasetKind::Cifar10 => 50_000,
+            DatasetKind::FashionMnist => 60_000,
+        }
+    }
+
     /// The data set's name as its files call it.
     pub fn name(self) -> &'static str {
         match self {

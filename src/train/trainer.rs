@@ -151,6 +151,49 @@ impl TrainConfig {
     }
 }
 
+/// Optimiser steps a run needs to learn visibly. Measured on Fashion-MNIST with the defaults
+/// (seed 0, first 1,000 test images): 12 steps (500 images × 3 epochs at batch 128) ended at
+/// 21 % (SGD) and 22 % (ATMC) test accuracy, 48 steps (2,000 images) at 38 % and 39 % (29–41 %
+/// over seeds 0–2).
+pub const VISIBLE_LEARNING_STEPS: u64 = 48;
+
+impl TrainConfig {
+    /// Training images the run will use: the limit, or the whole training set.
+    pub fn train_images(&self) -> usize {
+        let all = self.dataset.train_size();
+        if self.train_limit == 0 {
+            all
+        } else {
+            self.train_limit.min(all)
+        }
+    }
+
+    /// Optimiser steps of the whole run.
+    pub fn total_steps(&self) -> u64 {
+        let per_epoch = self
+            .train_images()
+            .div_ceil(self.batch_size.max(1) as usize);
+        per_epoch as u64 * u64::from(self.epochs)
+    }
+
+    /// For a run too short to learn visibly, what it needs (None: long enough).
+    pub fn too_short(&self) -> Option<String> {
+        short_run_note(self.total_steps())
+    }
+}
+
+/// What a run of `steps` optimiser steps needs to learn visibly (None: it has enough).
+pub fn short_run_note(steps: u64) -> Option<String> {
+    (steps < VISIBLE_LEARNING_STEPS).then(|| {
+        format!(
+            "{steps} optimiser steps (images / batch size × epochs) are too few to learn \
+             much: on Fashion-MNIST, 12 steps (500 images × 3 epochs at batch 128) reached \
+             about 21 % test accuracy, {VISIBLE_LEARNING_STEPS} steps (2,000 images) 29–41 %. \
+             Use more images or epochs, or a smaller batch."
+        )
+    })
+}
+
 /// Steps between two progress evaluations (within an epoch).
 pub const PROGRESS_EVERY: u32 = 100;
 

@@ -140,3 +140,79 @@ fn train_in_the_background_and_resume_from_the_checkpoint() {
     assert_eq!(resumed.history, s.history);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Before the first evaluation the plots say so (no empty axes), and a run too short to learn
+/// visibly says what it needs. `ATMC_TRAINING_PNG=FILE.png` keeps pictures of both
+/// (FILE.png, FILE.short.png).
+#[test]
+fn plots_wait_for_the_first_evaluation_and_short_runs_say_what_they_need() {
+    let dir = common::scratch("app-training", "waiting");
+    // 4,096 images at batch 16: the first evaluation comes at step 100, seconds away.
+    write_idx(&dir, "train", 4096);
+    write_idx(&dir, "t10k", 64);
+    let mut h = harness(
+        Preset::default_preset(),
+        [1280, 800],
+        1.0,
+        BackendChoice::Cpu,
+    );
+    h.get_by_label("ResNet++ training").click();
+    h.run_steps(2);
+    let set = |h: &mut AppHarness, f: &dyn Fn(&mut TrainingView)| {
+        let app = h.state_mut().as_mut().unwrap();
+        f(app.get_mut::<TrainingView>().unwrap());
+    };
+    // 500 images × 3 epochs at batch 128: 12 steps, too few.
+    set(&mut h, &|p| {
+        p.config.data = dir.clone();
+        p.config.train_limit = 500;
+    });
+    h.run_steps(2);
+    h.get_by_label_contains("12 optimiser steps");
+    let picture = std::env::var("ATMC_TRAINING_PNG").ok();
+    if let Some(path) = &picture {
+        let short = Path::new(path).with_extension("short.png");
+        atmc_lab::app::screenshot::save_png(&h.render().unwrap(), &short).unwrap();
+    }
+    set(&mut h, &|p| {
+        p.config.train_limit = 0;
+        p.config.width = 4;
+        p.config.epochs = 1;
+        p.config.batch_size = 16;
+    });
+    h.run_steps(2);
+    assert!(h.query_by_label_contains("too few to learn").is_none());
+    h.get_by_label("▶ Start training").click();
+    run_until(&mut h, 60, "the run to start", |s| {
+        s == TrainStatus::Running
+    });
+    h.get_by_label("❚❚ Pause").click();
+    run_until(&mut h, 30, "the pause", |s| s == TrainStatus::Paused);
+    h.run_steps(3);
+    let s = h
+        .state()
+        .as_ref()
+        .unwrap()
+        .get::<TrainingView>()
+        .as_ref()
+        .unwrap()
+        .session()
+        .snapshot();
+    assert!(
+        s.progress.is_empty() && s.history.is_empty(),
+        "evaluated already"
+    );
+    // Accuracy and NLL wait for the first evaluation, the layer plots and the reliability
+    // diagram for the end of the first epoch.
+    assert_eq!(
+        h.query_all_by_label_contains("waiting for the first evaluation")
+            .count(),
+        5
+    );
+    if let Some(path) = &picture {
+        atmc_lab::app::screenshot::save_png(&h.render().unwrap(), Path::new(path)).unwrap();
+    }
+    h.get_by_label("■ Stop").click();
+    run_until(&mut h, 30, "the stop", |s| s == TrainStatus::Stopped);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -7,12 +7,11 @@ pub mod session;
 
 use super::controls::slider;
 use super::files::FileRequest;
-use super::plots::{reliability_diagram, small_plot};
+use super::plots::{reliability_diagram_or_wait, show_or_wait, small_plot};
 use super::view::{Action, Shell, View};
-use crate::app::plots::Outlined;
 use crate::math::{Kinetic, NoiseMass, XiUpdate, ranges};
 use crate::train::data::{DEBIAN_FASHION_MNIST, DatasetKind};
-use crate::train::trainer::{OptimizerKind, TrainConfig};
+use crate::train::trainer::{OptimizerKind, PROGRESS_EVERY, TrainConfig, short_run_note};
 use egui::{Color32, RichText, Ui};
 use egui_plot::{HLine, Line, PlotPoints};
 use session::{TrainCommand, TrainSession, TrainSnapshot, TrainStatus};
@@ -21,6 +20,7 @@ use std::path::PathBuf;
 const ACCENT: Color32 = Color32::from_rgb(255, 170, 60);
 const SINGLE: Color32 = Color32::from_rgb(190, 140, 255);
 const TRUTH: Color32 = Color32::from_rgb(120, 200, 255);
+const WARNING: Color32 = Color32::from_rgb(255, 200, 90);
 
 /// The training view's state.
 pub struct TrainingView {
@@ -167,6 +167,9 @@ impl TrainingView {
             ui.add(egui::DragValue::new(&mut c.seed))
                 .labelled_by(label.id);
         });
+        if let Some(needs) = c.too_short() {
+            ui.label(RichText::new(needs).small().color(WARNING));
+        }
         ui.separator();
         ui.label(RichText::new("Optimiser").strong());
         ui.horizontal(|ui| {
@@ -348,6 +351,9 @@ impl TrainingView {
                 .small(),
             );
         }
+        if let Some(needs) = short_run_note(u64::from(total)).filter(|_| total > 0) {
+            ui.label(RichText::new(needs).small().color(WARNING));
+        }
         let spacing = ui.spacing().item_spacing.x;
         let available = ui.available_size();
         let w = (available.x - 2.0 * spacing) / 3.0;
@@ -374,62 +380,60 @@ impl TrainingView {
             "current network, first {} test images",
             crate::train::trainer::PROGRESS_IMAGES
         );
+        // Until a plot has data, it says when the data comes instead of showing empty axes.
+        let waiting = plot_waits(s, c);
         ui.horizontal(|ui| {
-            small_plot("train loss", w, h)
+            let plot = small_plot("train loss", w, h)
                 .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .y_axis_label("training loss (minibatch)")
-                .include_y(0.0)
-                .show_outlined(ui, |p| {
-                    p.line(
-                        Line::new("training loss", PlotPoints::from(s.losses.clone()))
-                            .color(ACCENT),
-                    );
-                });
-            small_plot("test accuracy", w, h)
+                .include_y(0.0);
+            let losses = s.losses.clone();
+            show_or_wait(plot, ui, waiting.loss.as_deref(), |p| {
+                p.line(Line::new("training loss", PlotPoints::from(losses)).color(ACCENT));
+            });
+            let plot = small_plot("test accuracy", w, h)
                 .legend(egui_plot::Legend::default().position(egui_plot::Corner::RightBottom))
                 .x_axis_label("epoch")
-                .y_axis_label("test accuracy")
-                .show_outlined(ui, |p| {
-                    p.line(
-                        Line::new(progress_label.clone(), progress(|r| r.accuracy))
-                            .color(SINGLE)
-                            .style(egui_plot::LineStyle::dashed_dense()),
-                    );
-                    p.line(
-                        Line::new("current network", curve(&|r| Some(r.single.accuracy)))
-                            .color(SINGLE),
-                    );
-                    p.line(
-                        Line::new(
-                            "posterior predictive",
-                            curve(&|r| r.ensemble.as_ref().map(|e| e.accuracy)),
-                        )
-                        .color(ACCENT),
-                    );
-                });
-            small_plot("test nll", w, h)
+                .y_axis_label("test accuracy");
+            show_or_wait(plot, ui, waiting.evaluation.as_deref(), |p| {
+                p.line(
+                    Line::new(progress_label.clone(), progress(|r| r.accuracy))
+                        .color(SINGLE)
+                        .style(egui_plot::LineStyle::dashed_dense()),
+                );
+                p.line(
+                    Line::new("current network", curve(&|r| Some(r.single.accuracy))).color(SINGLE),
+                );
+                p.line(
+                    Line::new(
+                        "posterior predictive",
+                        curve(&|r| r.ensemble.as_ref().map(|e| e.accuracy)),
+                    )
+                    .color(ACCENT),
+                );
+            });
+            let plot = small_plot("test nll", w, h)
                 .x_axis_label("epoch")
                 .y_axis_label("test NLL")
-                .include_y(0.0)
-                .show_outlined(ui, |p| {
-                    p.line(
-                        Line::new(progress_label.clone(), progress(|r| r.nll))
-                            .color(SINGLE)
-                            .style(egui_plot::LineStyle::dashed_dense()),
-                    );
-                    p.line(
-                        Line::new("current network NLL", curve(&|r| Some(r.single.nll)))
-                            .color(SINGLE),
-                    );
-                    p.line(
-                        Line::new(
-                            "posterior predictive NLL",
-                            curve(&|r| r.ensemble.as_ref().map(|e| e.nll)),
-                        )
-                        .color(ACCENT),
-                    );
-                });
+                .include_y(0.0);
+            show_or_wait(plot, ui, waiting.evaluation.as_deref(), |p| {
+                p.line(
+                    Line::new(progress_label.clone(), progress(|r| r.nll))
+                        .color(SINGLE)
+                        .style(egui_plot::LineStyle::dashed_dense()),
+                );
+                p.line(
+                    Line::new("current network NLL", curve(&|r| Some(r.single.nll))).color(SINGLE),
+                );
+                p.line(
+                    Line::new(
+                        "posterior predictive NLL",
+                        curve(&|r| r.ensemble.as_ref().map(|e| e.nll)),
+                    )
+                    .color(ACCENT),
+                );
+            });
         });
         ui.horizontal(|ui| {
             // One curve per layer group: (name, kinetic temperature, mean ξ) of each row.
@@ -446,18 +450,24 @@ impl TrainingView {
                     ));
                 }
             };
-            small_plot("layer temperature", w, h)
-                .x_axis_label("epoch")
-                .show_outlined(ui, |p| {
-                    layer_lines(p, "⟨pK'⟩", |x| x.1);
-                    if s.history.last().is_some_and(|r| !r.layers.is_empty()) {
-                        p.hline(HLine::new("target T", c.atmc.temperature).color(TRUTH));
-                    }
-                });
-            small_plot("layer xi", w, h)
-                .x_axis_label("epoch")
-                .show_outlined(ui, |p| layer_lines(p, "ξ", |x| x.2));
-            reliability_diagram(ui, "train reliability", &s.reliability, w, h);
+            let plot = small_plot("layer temperature", w, h).x_axis_label("epoch");
+            let target = c.atmc.temperature;
+            show_or_wait(plot, ui, waiting.layers.as_deref(), move |p| {
+                layer_lines(p, "⟨pK'⟩", |x| x.1);
+                p.hline(HLine::new("target T", target).color(TRUTH));
+            });
+            let plot = small_plot("layer xi", w, h).x_axis_label("epoch");
+            show_or_wait(plot, ui, waiting.layers.as_deref(), move |p| {
+                layer_lines(p, "ξ", |x| x.2)
+            });
+            reliability_diagram_or_wait(
+                ui,
+                "train reliability",
+                &s.reliability,
+                w,
+                h,
+                waiting.reliability.as_deref(),
+            );
         });
         if let Some(last) = s.history.last() {
             let ensemble = last
@@ -481,6 +491,47 @@ impl TrainingView {
                 last.single.ece
             ));
         }
+    }
+}
+
+/// What each plot of the panel says while it has no data (None: it has some).
+#[derive(Debug, Default, PartialEq)]
+pub struct PlotWaits {
+    /// The training loss (from the first minibatch on).
+    pub loss: Option<String>,
+    /// Test accuracy and NLL (from the first progress evaluation or epoch end on).
+    pub evaluation: Option<String>,
+    /// Per-layer temperature and ξ (ATMC, from the first epoch end on).
+    pub layers: Option<String>,
+    /// The reliability diagram (from the first epoch end on).
+    pub reliability: Option<String>,
+}
+
+/// The messages of the plots without data, each saying at which step its data comes.
+pub fn plot_waits(s: &TrainSnapshot, c: &TrainConfig) -> PlotWaits {
+    const WAITING: &str = "waiting for the first evaluation";
+    let total = s.steps_per_epoch * c.epochs;
+    let epoch_end = format!(
+        "{WAITING}\n(end of epoch 1: step {} of {total})",
+        s.steps_per_epoch
+    );
+    let first_evaluation = PROGRESS_EVERY.min(s.steps_per_epoch);
+    PlotWaits {
+        loss: s
+            .losses
+            .is_empty()
+            .then(|| "waiting for the first minibatch".to_owned()),
+        evaluation: (s.progress.is_empty() && s.history.is_empty())
+            .then(|| format!("{WAITING}\n(step {first_evaluation} of {total})")),
+        layers: if c.optimizer == OptimizerKind::Sgd {
+            Some("ATMC only: SGD has no thermostats".to_owned())
+        } else {
+            s.history
+                .last()
+                .is_none_or(|r| r.layers.is_empty())
+                .then(|| epoch_end.clone())
+        },
+        reliability: s.reliability.is_empty().then_some(epoch_end),
     }
 }
 
@@ -541,7 +592,62 @@ impl View for TrainingView {
 
 #[cfg(test)]
 mod tests {
-    use super::eta;
+    use super::{PlotWaits, eta, plot_waits};
+    use crate::app::training::session::TrainSnapshot;
+    use crate::diagnostics::classification::ReliabilityBin;
+    use crate::train::data::DatasetKind;
+    use crate::train::trainer::{EpochRow, OptimizerKind, ProgressRow, TrainConfig};
+
+    #[test]
+    fn plots_wait_for_their_first_data() {
+        let mut c = TrainConfig::new(DatasetKind::FashionMnist, "x".into(), OptimizerKind::Atmc);
+        c.epochs = 3;
+        let mut s = TrainSnapshot {
+            steps_per_epoch: 16,
+            ..TrainSnapshot::default()
+        };
+        let w = plot_waits(&s, &c);
+        assert_eq!(w.loss.as_deref(), Some("waiting for the first minibatch"));
+        let evaluation = w.evaluation.unwrap();
+        assert!(evaluation.starts_with("waiting for the first evaluation"));
+        assert!(evaluation.contains("step 16 of 48"), "{evaluation}");
+        assert!(w.layers.unwrap().contains("end of epoch 1"));
+        assert!(w.reliability.unwrap().contains("end of epoch 1"));
+        // A loss, then a progress evaluation, then an epoch's end: every plot has data.
+        s.losses.push([1.0, 2.3]);
+        s.progress.push(ProgressRow::default());
+        let w = plot_waits(&s, &c);
+        assert!(w.loss.is_none() && w.evaluation.is_none() && w.layers.is_some());
+        s.history.push(EpochRow {
+            layers: vec![("stem".into(), 1.0, 0.0)],
+            ..EpochRow::default()
+        });
+        s.reliability.push(ReliabilityBin {
+            lower: 0.0,
+            upper: 1.0,
+            count: 1,
+            mean_confidence: 0.5,
+            accuracy: 1.0,
+        });
+        assert_eq!(plot_waits(&s, &c), PlotWaits::default());
+        // SGD has no thermostats to plot, ever.
+        c.optimizer = OptimizerKind::Sgd;
+        assert!(plot_waits(&s, &c).layers.unwrap().contains("ATMC only"));
+    }
+
+    #[test]
+    fn short_runs_say_what_they_need() {
+        let mut c = TrainConfig::new(DatasetKind::FashionMnist, "x".into(), OptimizerKind::Sgd);
+        assert!(c.too_short().is_none(), "the whole training set");
+        c.train_limit = 2000;
+        assert_eq!(c.total_steps(), 48);
+        assert!(c.too_short().is_none());
+        c.train_limit = 500;
+        let note = c.too_short().unwrap();
+        assert!(note.starts_with("12 optimiser steps"), "{note}");
+        c.batch_size = 32;
+        assert!(c.too_short().is_none(), "16 batches × 3 epochs");
+    }
 
     #[test]
     fn eta_rounds_to_one_unit() {
