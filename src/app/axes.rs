@@ -363,6 +363,30 @@ pub fn log_y<'a>(plot: Plot<'a>) -> Plot<'a> {
         .y_axis_formatter(|mark, _| log_label(mark))
 }
 
+/// The first of `titles` (longest first) that fits along an axis `length` points long at
+/// the body size, or the last: a plot's y-axis title is turned along its axis and cut at
+/// both ends when longer than the plot is high (short plots in presentation mode).
+pub fn fit_title(ui: &egui::Ui, titles: &[&str], length: f32) -> String {
+    // The x axis (ticks and its title) takes about three lines of the plot's height.
+    let room = length - 3.0 * ui.text_style_height(&egui::TextStyle::Body);
+    titles
+        .iter()
+        .find(|t| {
+            egui::WidgetText::from(**t)
+                .into_galley(
+                    ui,
+                    Some(egui::TextWrapMode::Extend),
+                    f32::INFINITY,
+                    egui::TextStyle::Body,
+                )
+                .size()
+                .x
+                <= room
+        })
+        .or(titles.last())
+        .map_or_else(String::new, |t| (*t).to_owned())
+}
+
 /// A compact number: 0.01, 5, 300, 1e6, −2e9.
 pub fn short(v: f64) -> String {
     let a = v.abs();

@@ -269,7 +269,15 @@ pub fn time_series(
                 ))
                 .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
-                .y_axis_label(format!("kinetic temperature{}", scale.note()))
+                .y_axis_label(super::axes::fit_title(
+                    ui,
+                    &[
+                        &format!("kinetic temperature{}", scale.note()),
+                        &format!("kinetic T{}", scale.note()),
+                        "kinetic T",
+                    ],
+                    height,
+                ))
                 .include_y(scale.to_plot(0.0).max(0.0).min(target))
                 .show_outlined(ui, |p| {
                     shade_exploration(p, &explore);

@@ -431,7 +431,15 @@ impl CompareView {
                 // column titles above do.
                 .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
-                .y_axis_label(format!("energy distance to truth{}", s.note()))
+                .y_axis_label(super::axes::fit_title(
+                    ui,
+                    &[
+                        &format!("energy distance to truth{}", s.note()),
+                        &format!("distance to truth{}", s.note()),
+                        "distance",
+                    ],
+                    height,
+                ))
                 .show_outlined(ui, |p| {
                     for k in 0..self.columns.len() {
                         p.line(line(k, distance, s));
@@ -443,7 +451,15 @@ impl CompareView {
                 // column titles above do.
                 .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
-                .y_axis_label(format!("kinetic temperature{}", s.note()))
+                .y_axis_label(super::axes::fit_title(
+                    ui,
+                    &[
+                        &format!("kinetic temperature{}", s.note()),
+                        "kinetic temperature",
+                        "kinetic T",
+                    ],
+                    height,
+                ))
                 .show_outlined(ui, |p| {
                     for k in 0..self.columns.len() {
                         if momentum(k) {
@@ -603,7 +619,8 @@ impl View for CompareView {
             });
         }
         let rest = ui.available_size();
-        self.shared_plots(ui, rest.x, (rest.y - 4.0).clamp(80.0, 260.0));
+        // The plots take what the portraits leave (portraits limited by the width leave more).
+        self.shared_plots(ui, rest.x, (rest.y - 4.0).max(80.0));
     }
 
     fn status(&self) -> String {

@@ -486,7 +486,8 @@ impl View for PosteriorView {
         self.send_views();
         self.plot_bar(ui);
         let rest = ui.available_size();
-        let plot_height = (rest.y - 40.0).clamp(80.0, 320.0);
+        // Down to the status bar: plots folded onto two rows need the height.
+        let plot_height = (rest.y - 12.0).clamp(80.0, 420.0);
         if self.preset.view.plots == PlotPanel::Growth {
             plots::growth(
                 ui,
@@ -496,7 +497,8 @@ impl View for PosteriorView {
                 snapshot.growth_rate.as_ref(),
                 self.replay.map(|r| r.cursor()),
                 rest.x,
-                plot_height,
+                // Under the growth rate's line and the legend.
+                (rest.y - 40.0).clamp(80.0, 320.0),
             );
             return;
         }

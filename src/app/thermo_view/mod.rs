@@ -42,6 +42,15 @@ const SLOPE: Color32 = Color32::from_rgb(255, 170, 60);
 const GIBBS: Color32 = Color32::from_rgb(120, 200, 255);
 const THEORY: Color32 = Color32::from_rgb(200, 200, 200);
 const HELD_OUT: Color32 = Color32::from_rgb(230, 110, 230);
+/// A trace's title without what its x axis already says (" over steps") or its unit.
+fn short_label(label: &str) -> &str {
+    label
+        .split(" over steps")
+        .next()
+        .and_then(|l| l.split(" (").next())
+        .unwrap_or(label)
+}
+
 /// The smallest height of the last row (the globe and its traces) before the view scrolls.
 const MIN_LAST_ROW: f32 = 120.0;
 const EXCLUDED: Color32 = Color32::from_rgb(140, 140, 140);
@@ -247,14 +256,19 @@ impl ThermoView {
         };
         let excluded_u = pick(&|r| Some(r.point.u), false);
         let w = (width - 24.0) / 4.0;
-        let plot = |id: &str, y: &str| {
+        let plot = |ui: &Ui, id: &str, y: &[&str]| {
             super::axes::log_x(super::plots::fixed_plot(id, w, height))
                 .legend(Legend::default().position(egui_plot::Corner::LeftTop))
                 .x_axis_label("learning rate η (log)")
-                .y_axis_label(y.to_owned())
+                .y_axis_label(super::axes::fit_title(ui, y, height))
         };
         ui.horizontal(|ui| {
-            let r = plot("thermo U", "U: mean training loss").show_outlined(ui, |p| {
+            let r = plot(
+                ui,
+                "thermo U",
+                &["U: mean training loss", "U: training loss", "U"],
+            )
+            .show_outlined(ui, |p| {
                 p.line(Self::line(pick(&|r| Some(r.point.u), true), "U", GIBBS));
                 p.points(
                     Points::new("", pick(&|r| Some(r.point.u), true))
@@ -267,59 +281,62 @@ impl ThermoView {
                 p.points(held_out(pick(&|r| r.u_predicted, true)));
             });
             self.panels.push(("U(η) panel".into(), r.response.rect));
-            let r = plot("thermo S", "S: entropy (nats)").show_outlined(ui, |p| {
-                // The known answer first and thin, so the measurements show on top of it.
-                let theory = pick(&|r| r.point.s_theory, true);
-                if !theory.is_empty() {
-                    p.line(
-                        Self::line(theory, "known answer", THEORY)
-                            .width(1.0)
-                            .style(LineStyle::dashed_loose()),
-                    );
-                }
-                // The ensemble's k-NN S where it counts; in weight space, where it does not
-                // (its record says why), the windowed S of the networks' own iterates instead.
-                let counted = |r: &Row| {
-                    r.point
-                        .s_knn
-                        .filter(|_| r.point.ensemble_entropy_note.is_none())
-                };
-                p.line(Self::line(pick(&counted, true), "k-NN", GIBBS));
-                // Grey: the ensemble S of excluded points, and where its rule left it out of
-                // T_slope (a network ensemble whose quarter check failed), so the curve of
-                // what was measured stays visible when no window could be measured.
-                let grey: Vec<[f64; 2]> = t
-                    .rows
-                    .iter()
-                    .filter(|r| {
-                        r.point.excluded.is_some() || r.point.ensemble_entropy_note.is_some()
-                    })
-                    .filter_map(|r| r.point.s_knn.filter(|v| v.is_finite()).map(|v| [x(r), v]))
-                    .collect();
-                if !grey.is_empty() {
-                    p.points(left_out(grey));
-                }
-                let windowed = |r: &Row| r.point.window.as_ref().and_then(|w| w.s);
-                let label = t
-                    .rows
-                    .iter()
-                    .find_map(|r| r.point.window.as_ref())
-                    .map(|w| format!("windows ({} directions)", w.dims));
-                if let Some(label) = label {
-                    p.line(Self::line(pick(&windowed, true), &label, SLOPE));
-                    let grey = pick(&windowed, false);
+            let r = plot(ui, "thermo S", &["S: entropy (nats)", "S (nats)", "S"]).show_outlined(
+                ui,
+                |p| {
+                    // The known answer first and thin, so the measurements show on top of it.
+                    let theory = pick(&|r| r.point.s_theory, true);
+                    if !theory.is_empty() {
+                        p.line(
+                            Self::line(theory, "known answer", THEORY)
+                                .width(1.0)
+                                .style(LineStyle::dashed_loose()),
+                        );
+                    }
+                    // The ensemble's k-NN S where it counts; in weight space, where it does not
+                    // (its record says why), the windowed S of the networks' own iterates instead.
+                    let counted = |r: &Row| {
+                        r.point
+                            .s_knn
+                            .filter(|_| r.point.ensemble_entropy_note.is_none())
+                    };
+                    p.line(Self::line(pick(&counted, true), "k-NN", GIBBS));
+                    // Grey: the ensemble S of excluded points, and where its rule left it out of
+                    // T_slope (a network ensemble whose quarter check failed), so the curve of
+                    // what was measured stays visible when no window could be measured.
+                    let grey: Vec<[f64; 2]> = t
+                        .rows
+                        .iter()
+                        .filter(|r| {
+                            r.point.excluded.is_some() || r.point.ensemble_entropy_note.is_some()
+                        })
+                        .filter_map(|r| r.point.s_knn.filter(|v| v.is_finite()).map(|v| [x(r), v]))
+                        .collect();
                     if !grey.is_empty() {
                         p.points(left_out(grey));
                     }
-                }
-                p.line(
-                    Self::line(pick(&|r| r.point.s_hist, true), "histogram", SLOPE)
-                        .style(LineStyle::dashed_dense()),
-                );
-                p.points(held_out(pick(&|r| r.s_predicted, true)));
-            });
+                    let windowed = |r: &Row| r.point.window.as_ref().and_then(|w| w.s);
+                    let label = t
+                        .rows
+                        .iter()
+                        .find_map(|r| r.point.window.as_ref())
+                        .map(|w| format!("windows ({} directions)", w.dims));
+                    if let Some(label) = label {
+                        p.line(Self::line(pick(&windowed, true), &label, SLOPE));
+                        let grey = pick(&windowed, false);
+                        if !grey.is_empty() {
+                            p.points(left_out(grey));
+                        }
+                    }
+                    p.line(
+                        Self::line(pick(&|r| r.point.s_hist, true), "histogram", SLOPE)
+                            .style(LineStyle::dashed_dense()),
+                    );
+                    p.points(held_out(pick(&|r| r.s_predicted, true)));
+                },
+            );
             self.panels.push(("S(η) panel".into(), r.response.rect));
-            let r = plot("thermo T", "T: temperature").show_outlined(ui, |p| {
+            let r = plot(ui, "thermo T", &["T: temperature", "T"]).show_outlined(ui, |p| {
                 let theory = pick(&|r| r.point.t_theory, true);
                 if !theory.is_empty() {
                     p.line(
@@ -355,7 +372,12 @@ impl ThermoView {
             self.panels.push(("T(η) panel".into(), r.response.rect));
             let test = t.free_energy_test.clone();
             // F rises steeply at the largest η: the legend goes top left, over the flat part.
-            let r = plot("thermo F", "F(η; T*) = U(η) − T*·S(η)").show_outlined(ui, |p| {
+            let r = plot(
+                ui,
+                "thermo F",
+                &["F(η; T*) = U(η) − T*·S(η)", "F(η; T*)", "F"],
+            )
+            .show_outlined(ui, |p| {
                 let Some(test) = &test else {
                     return;
                 };
@@ -477,14 +499,18 @@ impl ThermoView {
         }
         let sphere = row.point.problem.starts_with("sphere");
         let g = hist.grid;
-        let (labels, x_label, y_label) = if sphere {
+        let (labels, x_label, y_labels) = if sphere {
             (
                 ["ensemble (equal-area map)", "fitted exp(−L/T)/Z"],
                 "longitude",
-                "z = cos(polar angle)",
+                vec!["z = cos(polar angle)", "z"],
             )
         } else {
-            (["ensemble histogram", "fitted exp(−L/T)/Z"], "θ₁", "θ₂")
+            (
+                ["ensemble histogram", "fitted exp(−L/T)/Z"],
+                "θ₁",
+                vec!["θ₂"],
+            )
         };
         let side = (width / 4.0 - 12.0).min(height);
         ui.horizontal(|ui| {
@@ -500,7 +526,7 @@ impl ThermoView {
                             side - 20.0,
                         )
                         .x_axis_label(x_label)
-                        .y_axis_label(y_label)
+                        .y_axis_label(super::axes::fit_title(ui, &y_labels, side - 20.0))
                         .show_grid(false)
                         .include_x(g.x[0])
                         .include_x(g.x[1])
@@ -761,7 +787,11 @@ impl ThermoView {
                 .x_grid_spacer(crate::app::axes::x_marks)
                 .x_axis_label("step")
                 .include_x(0.0)
-                .y_axis_label("ΔU/ΔS per block (log)")
+                .y_axis_label(super::axes::fit_title(
+                    ui,
+                    &["ΔU/ΔS per block (log)", "ΔU/ΔS (log)"],
+                    height,
+                ))
                 .show_outlined(ui, |pl| {
                     for (v, name, color) in [
                         (p.t_theory, "known answer T", THEORY),
@@ -880,7 +910,7 @@ impl ThermoView {
             .x_grid_spacer(crate::app::axes::x_marks)
             .x_axis_label("step")
             .include_x(0.0)
-            .y_axis_label(label)
+            .y_axis_label(super::axes::fit_title(ui, &[label, short_label(label)], h))
             .show_outlined(ui, |p| p.line(Self::line(pts, label, color)));
         self.panels.push((label.to_owned(), r.response.rect));
     }
