@@ -11,6 +11,7 @@ pub mod growth;
 pub mod mcmc;
 pub mod mlp;
 pub mod movement;
+pub mod nested;
 pub mod thermodynamics;
 pub mod views;
 pub mod warnings;
