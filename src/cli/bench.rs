@@ -647,8 +647,16 @@ fn bench_mlp(
         }
         shape_json.push(j);
     }
-    if let Some((roof, how)) = roof.zip(roof_json.get("how")) {
-        eprintln!("cpu  issue roof {roof:.3e} FLOP/s ({how}: {roof_json})");
+    if let Some(roof) = roof {
+        eprintln!(
+            "cpu  issue roof {roof:.3e} FLOP/s = {} lanes ({}) × 2 FLOP per FMA × {} FMA pipes \
+             (assumed) × {} threads × {} MHz (/proc/cpuinfo)",
+            roof_json["lanes"],
+            roof_json["simd"],
+            roof_json["fma_pipes"],
+            roof_json["cores"],
+            roof_json["clock_mhz"]
+        );
     }
 
     let cpu_rate = cpu_default

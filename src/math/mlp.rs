@@ -529,7 +529,7 @@ impl MlpPosterior {
                     let i = if full {
                         j
                     } else {
-                        if j % 4 == 0 {
+                        if j.is_multiple_of(4) {
                             bits = rng.bits4(Stream::Minibatch, (j / 4) as u32);
                         }
                         index_below(bits[j % 4], n) as usize
@@ -813,7 +813,8 @@ fn times_derivative_lanes(f: Activation, y: &V, v: &mut V) {
 }
 
 /// Outputs `o .. o + T` of a layer over the minibatch, two vectors at a time: 2T independent
-/// running sums, each over the inputs in order.
+/// running sums (16 of the 32 AVX-512 registers at T = 8), each over the inputs in order.
+/// The tile sizes change which sums run together, never the order within one.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn forward_block<const T: usize>(
@@ -865,12 +866,14 @@ fn layer_forward(
         let t = match layout.outputs - o {
             1 => 1,
             2 | 3 => 2,
-            _ => 4,
+            4..=7 => 4,
+            _ => 8,
         };
         match t {
             1 => forward_block::<1>(weights, biases, n, a_in, out, nv, o, f),
             2 => forward_block::<2>(weights, biases, n, a_in, out, nv, o, f),
-            _ => forward_block::<4>(weights, biases, n, a_in, out, nv, o, f),
+            4 => forward_block::<4>(weights, biases, n, a_in, out, nv, o, f),
+            _ => forward_block::<8>(weights, biases, n, a_in, out, nv, o, f),
         }
         o += t;
     }
@@ -927,12 +930,14 @@ fn layer_backward(
         let t = match layout.inputs - i {
             1 => 1,
             2 | 3 => 2,
-            _ => 4,
+            4..=7 => 4,
+            _ => 8,
         };
         match t {
             1 => backward_block::<1>(weights, layout, a_in, delta, back, nv, i, f),
             2 => backward_block::<2>(weights, layout, a_in, delta, back, nv, i, f),
-            _ => backward_block::<4>(weights, layout, a_in, delta, back, nv, i, f),
+            4 => backward_block::<4>(weights, layout, a_in, delta, back, nv, i, f),
+            _ => backward_block::<8>(weights, layout, a_in, delta, back, nv, i, f),
         }
         i += t;
     }
@@ -984,7 +989,11 @@ fn layer_weight_gradient(
     let n = layout.inputs;
     let mut o = 0;
     while o < layout.outputs {
-        let to = if layout.outputs - o >= 2 { 2 } else { 1 };
+        let to = match layout.outputs - o {
+            1 => 1,
+            2 | 3 => 2,
+            _ => 4,
+        };
         let mut i = 0;
         while i < n {
             let ti = match n - i {
@@ -993,6 +1002,9 @@ fn layer_weight_gradient(
                 _ => 4,
             };
             match (to, ti) {
+                (4, 4) => gradient_block::<4, 4>(layout, a_in, delta, nv, o, i, grad),
+                (4, 2) => gradient_block::<4, 2>(layout, a_in, delta, nv, o, i, grad),
+                (4, _) => gradient_block::<4, 1>(layout, a_in, delta, nv, o, i, grad),
                 (2, 4) => gradient_block::<2, 4>(layout, a_in, delta, nv, o, i, grad),
                 (2, 2) => gradient_block::<2, 2>(layout, a_in, delta, nv, o, i, grad),
                 (2, _) => gradient_block::<2, 1>(layout, a_in, delta, nv, o, i, grad),
