@@ -28,7 +28,9 @@ pub struct BenchArgs {
     #[arg(long, value_parser = whole_in_range(STEPS_TIMED))]
     steps: Option<u32>,
     /// Measure Bayesian MLPs instead: whole-network stochastic gradients per second of ATMC
-    /// on `--chains` 2-16-16-2 tanh networks, full batch on 256 two-moons points, CPU and GPU.
+    /// on `--chains` 2-16-16-2 tanh networks, full batch on 256 two-moons points, CPU and GPU;
+    /// on the CPU also 2-32-32-32-2 and the two-moons preset's minibatch of 32, with FLOP/s
+    /// and the share of the cores' issue roof.
     #[arg(long, conflicts_with = "ui")]
     mlp: bool,
     /// Measure the app instead: frames per second of the offscreen UI (rendered with wgpu)
@@ -44,7 +46,8 @@ pub struct BenchArgs {
     /// With `--ui`: keep the engine paused, to time the UI alone.
     #[arg(long)]
     paused: bool,
-    /// Engine backend for `--ui`.
+    /// Engine backend for `--ui`; with `--mlp`, `cpu` skips the GPU figure and `gpu` the
+    /// CPU's deeper and minibatch shapes.
     #[arg(long, value_enum, default_value = "auto")]
     backend: crate::engine::BackendChoice,
     /// With `--ui`: the view measured.
@@ -327,6 +330,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
         return Ok(bench_mlp(
             args.chains.unwrap_or(MLP_BENCH_NETWORKS),
             args.steps.unwrap_or(MLP_BENCH_STEPS),
+            args.backend,
         )?);
     }
     let chains = args.chains.unwrap_or(100_000);
@@ -396,36 +400,133 @@ const MLP_BENCH_STEPS: u32 = 20;
 /// Training points of `bench --mlp`, all of them in every gradient.
 const MLP_BENCH_POINTS: u32 = 256;
 
-/// The benchmarked posterior: ATMC on a 2-16-16-2 tanh network, full batch on
-/// [`MLP_BENCH_POINTS`] two-moons points (no test split, so the training set is all of them).
-fn bench_mlp_model() -> anyhow::Result<MlpModel> {
-    let spec = MlpSpec {
-        data: DataSpec {
-            source: DataSource::TwoMoons,
-            points: MLP_BENCH_POINTS,
-            noise: 0.2,
-            test_fraction: 0.0,
-            seed: 1,
-        },
-        hidden: vec![16, 16],
-        activation: Activation::Tanh,
-        prior_scale: 1.0,
-        batch_size: 0,
+/// One network shape `bench --mlp` measures.
+struct MlpShape {
+    /// What the figure is called.
+    label: &'static str,
+    hidden: &'static [u32],
+    data: DataSpec,
+    /// Minibatch size (0: full batch).
+    batch_size: u32,
+    prior_scale: f64,
+}
+
+/// The shapes of `bench --mlp`: the default 2-16-16-2 network on a full batch of 256 points
+/// (the figure compared with the JAX peer and the GPU), a deeper 2-32-32-32-2 network on the
+/// same points, and the shipped `two-moons` preset's network with its minibatch of 32.
+fn mlp_shapes() -> [MlpShape; 3] {
+    let full = DataSpec {
+        source: DataSource::TwoMoons,
+        points: MLP_BENCH_POINTS,
+        noise: 0.2,
+        test_fraction: 0.0,
+        seed: 1,
     };
-    let (posterior, data) = spec.build().map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(
-        data.train_x.len() == MLP_BENCH_POINTS as usize && posterior.batch_size == MLP_BENCH_POINTS,
-        "the benchmark expects a full batch of {MLP_BENCH_POINTS} training points"
-    );
+    [
+        MlpShape {
+            label: "default",
+            hidden: &[16, 16],
+            data: full.clone(),
+            batch_size: 0,
+            prior_scale: 1.0,
+        },
+        MlpShape {
+            label: "deep",
+            hidden: &[32, 32, 32],
+            data: full,
+            batch_size: 0,
+            prior_scale: 1.0,
+        },
+        // `presets/two-moons.ron`: 200 training points, minibatches of 32.
+        MlpShape {
+            label: "two-moons minibatch",
+            hidden: &[16, 16],
+            data: DataSpec {
+                source: DataSource::TwoMoons,
+                points: 1000,
+                noise: 0.3,
+                test_fraction: 0.8,
+                seed: 1,
+            },
+            batch_size: 32,
+            prior_scale: 3.0,
+        },
+    ]
+}
+
+/// The benchmarked posterior of `shape`: ATMC with a step small enough that no network
+/// diverges (a frozen network costs nothing and would inflate the rate).
+fn bench_mlp_model(shape: &MlpShape) -> anyhow::Result<MlpModel> {
+    let spec = MlpSpec {
+        data: shape.data.clone(),
+        hidden: shape.hidden.to_vec(),
+        activation: Activation::Tanh,
+        prior_scale: shape.prior_scale,
+        batch_size: shape.batch_size,
+    };
+    let (posterior, _) = spec.build().map_err(anyhow::Error::msg)?;
     let mut sampler = SamplerSpec::new(SamplerKind::Atmc);
-    // Small enough that no network diverges: a frozen network costs nothing and would
-    // inflate the rate.
     sampler.h = 0.01;
     Ok(MlpModel {
         sampler: sampler.params(),
         schedule: crate::math::ScheduleSpec::Constant.schedule(),
         posterior,
     })
+}
+
+/// Floating-point operations of one network-gradient, counted as the matrix products do
+/// them: per example and weight layer of `i` inputs and `o` outputs, 2·i·o for the forward
+/// product, 2·i·o for the weight gradient and, above the first layer, 2·i·o for the error
+/// sent back (one multiply and one add per weight each). Biases, activations, the softmax
+/// and the sampler's update are not counted: the figure is the work a GEMM would report.
+pub fn mlp_gradient_flop(model: &MlpModel) -> f64 {
+    let post = &model.posterior;
+    let sizes = &post.arch.sizes;
+    let per_example: f64 = (0..sizes.len() - 1)
+        .map(|l| {
+            let products = if l == 0 { 2.0 } else { 3.0 };
+            2.0 * products * (sizes[l] * sizes[l + 1]) as f64
+        })
+        .sum();
+    per_example * f64::from(post.batch_size)
+}
+
+/// The issue roof of this machine's CPU cores in f32 FLOP/s: lanes per vector of the
+/// instruction set the engine dispatched to × 2 (a fused multiply-add is two operations) ×
+/// FMA pipes per core × cores × clock. Returns the roof and how each factor was found.
+fn cpu_roof() -> (Option<f64>, serde_json::Value) {
+    use crate::engine::cpu::{SimdPath, simd_path};
+    let path = simd_path();
+    let lanes = match path {
+        SimdPath::Avx512 => 16.0,
+        SimdPath::Avx2 => 8.0,
+        SimdPath::Baseline => 4.0,
+    };
+    // Not visible to software: two FMA pipes, as on the server cores of the last decade
+    // (Intel Skylake-SP and later with AVX-512, AMD Zen); one without FMA.
+    let pipes = if path == SimdPath::Baseline { 1.0 } else { 2.0 };
+    let cores = rayon::current_num_threads() as f64;
+    // The clock Linux reports for the first core (a virtual machine reports its base or
+    // TSC clock); none elsewhere.
+    let mhz = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
+        s.lines()
+            .find(|l| l.starts_with("cpu MHz"))
+            .and_then(|l| l.split(':').nth(1))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    });
+    let roof = mhz.map(|m| lanes * 2.0 * pipes * cores * m * 1e6);
+    (
+        roof,
+        serde_json::json!({
+            "flop_per_s": roof,
+            "simd": path.name(),
+            "lanes": lanes,
+            "fma_pipes": pipes,
+            "cores": cores,
+            "clock_mhz": mhz,
+            "how": "lanes × 2 × FMA pipes × threads × the clock of /proc/cpuinfo; pipes assumed 2 with FMA",
+        }),
+    )
 }
 
 /// One backend's figure.
@@ -460,18 +561,24 @@ fn time_mlp_engine(engine: &mut dyn MlpEngine, steps: u32) -> anyhow::Result<Mlp
     })
 }
 
-/// `bench --mlp`: chain-gradient evaluations per second of the CPU and the GPU engine on the
-/// same networks; a GPU that cannot be opened (or fails) is reported, not fatal.
-fn bench_mlp(networks: u32, steps: u32) -> anyhow::Result<()> {
-    let model = bench_mlp_model()?;
+/// `bench --mlp`: network-gradients per second of the CPU engine on each of [`mlp_shapes`]
+/// (with FLOP/s and the share of the CPU's issue roof), then of the GPU engine on the
+/// default shape; a GPU that cannot be opened (or fails) is reported, not fatal.
+/// `--backend cpu` skips the GPU, `--backend gpu` the CPU's other shapes.
+fn bench_mlp(
+    networks: u32,
+    steps: u32,
+    backend: crate::engine::BackendChoice,
+) -> anyhow::Result<()> {
+    use crate::engine::BackendChoice;
     let (init, seed) = (MlpInit::default(), 1);
-    let (network, parameters) = (model.posterior.arch.describe(), model.posterior.params());
-    let what = format!(
-        "{networks:>5} networks {network} × {steps} steps, full batch of {MLP_BENCH_POINTS} points"
-    );
-    let line = |backend: &str, t: &MlpTiming, extra: &str| {
+    let (roof, roof_json) = cpu_roof();
+    let shapes = mlp_shapes();
+    let default_model = bench_mlp_model(&shapes[0])?;
+    let default_flop = mlp_gradient_flop(&default_model);
+    let line = |backend: &str, what: &str, t: &MlpTiming, extra: &str| {
         eprintln!(
-            "{backend}  {what}: {:.2} s, {:.3e} chain-gradients/s{}{extra}",
+            "{backend}  {what}: {:.2} s, {:.3e} network-gradients/s{}{extra}",
             t.seconds,
             t.rate,
             if t.diverged > 0 {
@@ -481,48 +588,130 @@ fn bench_mlp(networks: u32, steps: u32) -> anyhow::Result<()> {
             }
         );
     };
+    let describe = |model: &MlpModel, steps: u32| {
+        let post = &model.posterior;
+        format!(
+            "{networks:>5} networks {} × {steps} steps, batch {} of {} points",
+            post.arch.describe(),
+            post.batch_size,
+            post.inputs.len()
+        )
+    };
 
-    let mut cpu_engine = MlpCpuEngine::new(model.clone(), networks, &init, seed);
-    let cpu_device = cpu_engine.backend().device;
-    let cpu = time_mlp_engine(&mut cpu_engine, steps)?;
-    drop(cpu_engine);
-    line("cpu", &cpu, &format!(" ({cpu_device})"));
+    let mut shape_json = Vec::new();
+    let mut cpu_default = None;
+    for (k, shape) in shapes.iter().enumerate() {
+        if k > 0 && backend == BackendChoice::Gpu {
+            break;
+        }
+        let model = if k == 0 {
+            default_model.clone()
+        } else {
+            bench_mlp_model(shape)?
+        };
+        let flop = mlp_gradient_flop(&model);
+        // About the same work per shape: fewer steps of a bigger network.
+        let shape_steps = ((f64::from(steps) * default_flop / flop).round() as u32).max(2);
+        let mut engine = MlpCpuEngine::new(model.clone(), networks, &init, seed);
+        let device = engine.backend().device;
+        let t = time_mlp_engine(&mut engine, shape_steps)?;
+        drop(engine);
+        let flops = t.rate * flop;
+        let share = roof.map(|r| flops / r);
+        line(
+            "cpu",
+            &describe(&model, shape_steps),
+            &t,
+            &format!(
+                " ({device}); {:.2e} FLOP/s{}",
+                flops,
+                share.map_or(String::new(), |s| format!(
+                    ", {:.1}% of the roof",
+                    100.0 * s
+                ))
+            ),
+        );
+        let mut j = t.json();
+        j["shape"] = shape.label.into();
+        j["network"] = model.posterior.arch.describe().into();
+        j["parameters"] = model.posterior.params().into();
+        j["batch_size"] = model.posterior.batch_size.into();
+        j["train_points"] = model.posterior.inputs.len().into();
+        j["steps"] = shape_steps.into();
+        j["device"] = device.into();
+        j["flop_per_gradient"] = flop.into();
+        j["flop_per_s"] = flops.into();
+        j["roof_share"] = share.into();
+        if k == 0 {
+            cpu_default = Some(j.clone());
+        }
+        shape_json.push(j);
+    }
+    if let Some(roof) = roof {
+        eprintln!(
+            "cpu  issue roof {roof:.3e} FLOP/s = {} lanes ({}) × 2 FLOP per FMA × {} FMA pipes \
+             (assumed) × {} threads × {} MHz (/proc/cpuinfo)",
+            roof_json["lanes"],
+            roof_json["simd"],
+            roof_json["fma_pipes"],
+            roof_json["cores"],
+            roof_json["clock_mhz"]
+        );
+    }
 
-    let gpu = GpuContext::new().and_then(|ctx| {
-        let adapter = ctx.describe();
-        let mut engine = MlpGpuEngine::with_context(ctx, model, networks, &init, seed)?;
-        Ok((adapter, time_mlp_engine(&mut engine, steps)?))
-    });
+    let cpu_rate = cpu_default
+        .as_ref()
+        .and_then(|j| j["chain_gradients_per_s"].as_f64());
+    let gpu = if backend == BackendChoice::Cpu {
+        Err(anyhow::anyhow!("skipped (--backend cpu)"))
+    } else {
+        GpuContext::new().and_then(|ctx| {
+            let adapter = ctx.describe();
+            let mut engine =
+                MlpGpuEngine::with_context(ctx, default_model.clone(), networks, &init, seed)?;
+            Ok((adapter, time_mlp_engine(&mut engine, steps)?))
+        })
+    };
     let gpu_json = match &gpu {
         Ok((adapter, t)) => {
-            let ratio = t.rate / cpu.rate;
-            line("gpu", t, &format!(" ({ratio:.2}× the CPU; {adapter})"));
+            let ratio = cpu_rate.map(|c| t.rate / c);
+            line(
+                "gpu",
+                &describe(&default_model, steps),
+                t,
+                &format!(
+                    " ({}{adapter})",
+                    ratio.map_or(String::new(), |r| format!("{r:.2}× the CPU; "))
+                ),
+            );
             let mut v = t.json();
             v["adapter"] = adapter.as_str().into();
             v["ratio_to_cpu"] = ratio.into();
+            v["flop_per_s"] = (t.rate * default_flop).into();
             v
         }
         Err(e) => {
-            eprintln!("gpu  unavailable, no GPU figure: {e:#}");
+            eprintln!("gpu  no GPU figure: {e:#}");
             serde_json::json!({ "error": format!("{e:#}") })
         }
     };
-    let mut cpu_json = cpu.json();
-    cpu_json["device"] = cpu_device.into();
+    let post = &default_model.posterior;
     super::emit(format_args!(
         "{}",
         serde_json::json!({
             "kind": "mlp",
             "sampler": "atmc",
-            "network": network,
-            "parameters": parameters,
-            "train_points": MLP_BENCH_POINTS,
-            "batch_size": MLP_BENCH_POINTS,
+            "network": post.arch.describe(),
+            "parameters": post.params(),
+            "train_points": post.inputs.len(),
+            "batch_size": post.batch_size,
             "networks": networks,
             "steps": steps,
-            "cpu": cpu_json,
+            "cpu": cpu_default,
             "gpu": gpu_json,
-            "gpu_to_cpu": gpu.as_ref().ok().map(|(_, t)| t.rate / cpu.rate),
+            "gpu_to_cpu": gpu.as_ref().ok().zip(cpu_rate).map(|((_, t), c)| t.rate / c),
+            "shapes": shape_json,
+            "roof": roof_json,
         })
     ))?;
     Ok(())

@@ -2,7 +2,8 @@
 
 use super::{MAX_LAYERS, MlpEngine, MlpReport, ParameterStates, Prediction};
 use crate::engine::BackendInfo;
-use crate::math::mlp::{ChainSlices, MAX_CLASSES, MlpInit, MlpModel, Workspace};
+use crate::engine::cpu::{SimdPath, simd_path};
+use crate::math::mlp::{ChainSlices, MAX_CLASSES, MlpInit, MlpModel, MlpPosterior, Workspace};
 use crate::math::rng::RngCounter;
 use rayon::prelude::*;
 
@@ -88,6 +89,7 @@ impl MlpEngine for MlpCpuEngine {
         let sizes = self.model.posterior.arch.layer_params();
         let (model, seed, step0) = (&self.model, self.seed, self.step);
         let sp = model.sampler;
+        let path = simd_path();
         let (alive, diverged, sums) = self
             .theta
             .par_chunks_mut(params)
@@ -99,19 +101,19 @@ impl MlpEngine for MlpCpuEngine {
                 || (Workspace::default(), vec![0.0f32; params]),
                 |(ws, grad), (chain, (((theta, p), xi), diverged_at))| {
                     if *diverged_at == 0 {
-                        for k in 0..steps {
-                            let step = step0.wrapping_add(k);
-                            let rng = RngCounter::new(seed, chain as u32, step);
-                            let slices = ChainSlices {
-                                theta: &mut *theta,
-                                p: &mut *p,
-                                xi: &mut *xi,
-                            };
-                            if model.advance(slices, &rng, ws, grad) {
-                                *diverged_at = step + 1;
-                                break;
-                            }
-                        }
+                        let job = ChainJob {
+                            model,
+                            seed,
+                            chain: chain as u32,
+                            step0,
+                            steps,
+                        };
+                        let slices = ChainSlices {
+                            theta: &mut *theta,
+                            p: &mut *p,
+                            xi: &mut *xi,
+                        };
+                        *diverged_at = run_chain_on(path, job, slices, ws, grad);
                     }
                     let mut sums = [[0.0f64; 2]; MAX_LAYERS];
                     if *diverged_at != 0 {
@@ -153,12 +155,13 @@ impl MlpEngine for MlpCpuEngine {
         let params = self.model.posterior.params();
         let mut out = vec![0.0; self.theta.len()];
         let (post, seed, step) = (&self.model.posterior, self.seed, self.step);
+        let path = simd_path();
         out.par_chunks_mut(params)
             .zip(self.theta.par_chunks(params))
             .enumerate()
             .for_each_init(Workspace::default, |ws, (chain, (g, theta))| {
                 let rng = RngCounter::new(seed, chain as u32, step);
-                post.stochastic_gradient(theta, &rng, ws, g);
+                gradient_on(path, post, theta, &rng, ws, g);
             });
         Ok(out)
     }
@@ -227,4 +230,128 @@ impl MlpEngine for MlpCpuEngine {
         self.initialise(init, seed);
         Ok(())
     }
+}
+
+/// What one chain's run of steps needs besides its state.
+#[derive(Clone, Copy)]
+struct ChainJob<'a> {
+    model: &'a MlpModel,
+    seed: u64,
+    chain: u32,
+    step0: u32,
+    steps: u32,
+}
+
+/// Runs `job.steps` steps of one chain; returns the step after which it diverged, or 0.
+#[inline(always)]
+fn run_chain(job: ChainJob, c: ChainSlices<'_>, ws: &mut Workspace, grad: &mut [f32]) -> u32 {
+    for k in 0..job.steps {
+        let step = job.step0.wrapping_add(k);
+        let rng = RngCounter::new(job.seed, job.chain, step);
+        let slices = ChainSlices {
+            theta: &mut *c.theta,
+            p: &mut *c.p,
+            xi: &mut *c.xi,
+        };
+        if job.model.advance(slices, &rng, ws, grad) {
+            return step + 1;
+        }
+    }
+    0
+}
+
+/// [`run_chain`] compiled for AVX2 + FMA.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA ([`SimdPath::detect`] checks).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run_chain_avx2(
+    job: ChainJob,
+    c: ChainSlices<'_>,
+    ws: &mut Workspace,
+    grad: &mut [f32],
+) -> u32 {
+    run_chain(job, c, ws, grad)
+}
+
+/// [`run_chain`] compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must have AVX-512 F/VL/DQ, AVX2 and FMA ([`SimdPath::detect`] checks).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
+unsafe fn run_chain_avx512(
+    job: ChainJob,
+    c: ChainSlices<'_>,
+    ws: &mut Workspace,
+    grad: &mut [f32],
+) -> u32 {
+    run_chain(job, c, ws, grad)
+}
+
+/// [`run_chain`] on `path` (one this machine has). Every path rounds the same way (fused
+/// multiply-adds are `mul_add` on each), so the trajectories are the same to the bit.
+fn run_chain_on(
+    path: SimdPath,
+    job: ChainJob,
+    c: ChainSlices<'_>,
+    ws: &mut Workspace,
+    grad: &mut [f32],
+) -> u32 {
+    match path {
+        // SAFETY: `simd_path` chose the path from what the CPU reports.
+        #[cfg(target_arch = "x86_64")]
+        SimdPath::Avx512 => unsafe { run_chain_avx512(job, c, ws, grad) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        SimdPath::Avx2 => unsafe { run_chain_avx2(job, c, ws, grad) },
+        _ => run_chain(job, c, ws, grad),
+    }
+}
+
+/// The stochastic gradient of one chain on `path`.
+fn gradient_on(
+    path: SimdPath,
+    post: &MlpPosterior,
+    theta: &[f32],
+    rng: &RngCounter,
+    ws: &mut Workspace,
+    grad: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        /// # Safety
+        /// The CPU must have AVX2 and FMA.
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2(
+            post: &MlpPosterior,
+            theta: &[f32],
+            rng: &RngCounter,
+            ws: &mut Workspace,
+            grad: &mut [f32],
+        ) {
+            post.stochastic_gradient(theta, rng, ws, grad)
+        }
+        /// # Safety
+        /// The CPU must have AVX-512 F/VL/DQ, AVX2 and FMA.
+        #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
+        unsafe fn avx512(
+            post: &MlpPosterior,
+            theta: &[f32],
+            rng: &RngCounter,
+            ws: &mut Workspace,
+            grad: &mut [f32],
+        ) {
+            post.stochastic_gradient(theta, rng, ws, grad)
+        }
+        match path {
+            // SAFETY: `simd_path` chose the path from what the CPU reports.
+            SimdPath::Avx512 => return unsafe { avx512(post, theta, rng, ws, grad) },
+            // SAFETY: as above.
+            SimdPath::Avx2 => return unsafe { avx2(post, theta, rng, ws, grad) },
+            SimdPath::Baseline => {}
+        }
+    }
+    post.stochastic_gradient(theta, rng, ws, grad)
 }
