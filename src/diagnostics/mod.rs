@@ -12,6 +12,7 @@ pub mod mcmc;
 pub mod mlp;
 pub mod movement;
 pub mod nested;
+pub mod stein;
 pub mod thermodynamics;
 pub mod views;
 pub mod warnings;

@@ -186,6 +186,9 @@ fn plots_wait_for_the_first_evaluation_and_short_runs_say_what_they_need() {
     run_until(&mut h, 60, "the run to start", |s| {
         s == TrainStatus::Running
     });
+    // The frame that saw "running" may have been laid out while the run was loading: one
+    // more frame draws its Pause button.
+    h.run_steps(2);
     h.get_by_label("❚❚ Pause").click();
     run_until(&mut h, 30, "the pause", |s| s == TrainStatus::Paused);
     h.run_steps(3);
