@@ -4,10 +4,10 @@
 #![cfg(feature = "gui")]
 
 use crate::common;
+use crate::common::harness::opening;
 use atmc_lab::app::screenshot::{harness_in, run_to_step};
-use atmc_lab::app::{Folders, Opening, Tab};
+use atmc_lab::app::{Folders, Tab};
 use atmc_lab::engine::BackendChoice;
-use atmc_lab::preset::AnyPreset;
 use egui::accesskit::Role;
 use egui_kittest::kittest::{By, NodeT, Queryable};
 
@@ -24,23 +24,6 @@ const CONTROLS: [Role; 8] = [
     Role::SpinButton,
     Role::RadioButton,
 ];
-
-fn opening(tab: Tab) -> Opening {
-    let preset = |name: &str| AnyPreset::load(name).expect("shipped");
-    match tab {
-        Tab::Posterior => Opening::from(preset("default")),
-        Tab::Compare => Opening::from(preset("lesson-defects")),
-        Tab::Mlp => Opening::from(preset("two-moons")),
-        Tab::Thermo => {
-            let AnyPreset::Sphere(mut small) = preset("sphere-op") else {
-                unreachable!("sphere-op is a sphere preset")
-            };
-            (small.chains, small.steps) = (500, 200);
-            Opening::from(AnyPreset::Sphere(small))
-        }
-        other => Opening::InTab(other, Box::new(preset("default"))),
-    }
-}
 
 /// The app opened on `tab` at `size`, run until the view has everything it draws (the
 /// thermodynamics view runs its sweep; training and sweeps only need a few frames).

@@ -6,12 +6,11 @@
 #![cfg(feature = "gui")]
 
 use crate::common;
-use crate::common::harness::AppHarness;
+use crate::common::harness::{AppHarness, opening};
 use atmc_lab::app::classroom::Appearance;
 use atmc_lab::app::screenshot::{harness_with_in, run_to_step};
-use atmc_lab::app::{Folders, Opening, Tab};
+use atmc_lab::app::{Folders, Tab};
 use atmc_lab::engine::BackendChoice;
-use atmc_lab::preset::AnyPreset;
 use atmc_lab::preset::story::{Lecture, SHIPPED_LECTURES};
 use egui::epaint::Shape;
 use egui::{Pos2, Rect};
@@ -184,23 +183,6 @@ fn problems_of(texts: Vec<Painted>, what: &str, min_px: f32) -> Vec<String> {
         }
     }
     found
-}
-
-fn opening(tab: Tab) -> Opening {
-    let preset = |name: &str| AnyPreset::load(name).expect("shipped");
-    match tab {
-        Tab::Posterior => Opening::from(preset("default")),
-        Tab::Compare => Opening::from(preset("lesson-defects")),
-        Tab::Mlp => Opening::from(preset("two-moons")),
-        Tab::Thermo => {
-            let AnyPreset::Sphere(mut small) = preset("sphere-op") else {
-                unreachable!("sphere-op is a sphere preset")
-            };
-            (small.chains, small.steps) = (500, 200);
-            Opening::from(AnyPreset::Sphere(small))
-        }
-        other => Opening::InTab(other, Box::new(preset("default"))),
-    }
 }
 
 fn presentation(tab: Tab, light: bool, dir: &std::path::Path) -> AppHarness {

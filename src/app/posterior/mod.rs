@@ -502,19 +502,20 @@ impl View for PosteriorView {
             );
             return;
         }
-        if marginals_beside {
+        let kind = self.preset.sampler.kind;
+        let series = |ui: &mut Ui, width: f32| {
             plots::time_series(
                 ui,
                 &snapshot.series,
                 self.preset.sampler.temperature,
                 snapshot.chains,
-                (
-                    self.preset.sampler.kind.has_momentum(),
-                    self.preset.sampler.kind.has_thermostat(),
-                ),
-                rest.x,
+                (kind.has_momentum(), kind.has_thermostat()),
+                width,
                 plot_height,
             );
+        };
+        if marginals_beside {
+            series(ui, rest.x);
             return;
         }
         ui.horizontal(|ui| {
@@ -522,20 +523,7 @@ impl View for PosteriorView {
             ui.vertical(|ui| {
                 self.marginal_plots(ui, marginal_width, (plot_height - 8.0) / 2.0);
             });
-            ui.vertical(|ui| {
-                plots::time_series(
-                    ui,
-                    &snapshot.series,
-                    self.preset.sampler.temperature,
-                    snapshot.chains,
-                    (
-                        self.preset.sampler.kind.has_momentum(),
-                        self.preset.sampler.kind.has_thermostat(),
-                    ),
-                    rest.x - marginal_width - 2.0 * spacing,
-                    plot_height,
-                );
-            });
+            ui.vertical(|ui| series(ui, rest.x - marginal_width - 2.0 * spacing));
         });
     }
 

@@ -33,3 +33,24 @@ pub fn snapshot_options() -> egui_kittest::SnapshotOptions {
         .max_failed_pixels(2000)
         .output_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"))
 }
+
+/// What the layout and readability tests open in `tab`: the view's showcase preset (the
+/// thermodynamics view on a small sphere sweep that settles in seconds).
+pub fn opening(tab: atmc_lab::app::Tab) -> atmc_lab::app::Opening {
+    use atmc_lab::app::{Opening, Tab};
+    use atmc_lab::preset::AnyPreset;
+    let preset = |name: &str| AnyPreset::load(name).expect("shipped");
+    match tab {
+        Tab::Posterior => Opening::from(preset("default")),
+        Tab::Compare => Opening::from(preset("lesson-defects")),
+        Tab::Mlp => Opening::from(preset("two-moons")),
+        Tab::Thermo => {
+            let AnyPreset::Sphere(mut small) = preset("sphere-op") else {
+                unreachable!("sphere-op is a sphere preset")
+            };
+            (small.chains, small.steps) = (500, 200);
+            Opening::from(AnyPreset::Sphere(small))
+        }
+        other => Opening::InTab(other, Box::new(preset("default"))),
+    }
+}
