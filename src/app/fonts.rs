@@ -35,6 +35,20 @@ pub fn painter_font(style: &egui::Style, points: f32) -> egui::FontId {
     egui::FontId::proportional(points.max(floor))
 }
 
+/// The height of `text` folded to `width` in `style`: what a wrapping label will take, for
+/// layouts that must reserve it before drawing (column headers, map titles).
+pub fn wrapped_height(
+    ui: &egui::Ui,
+    text: impl Into<egui::WidgetText>,
+    width: f32,
+    style: egui::TextStyle,
+) -> f32 {
+    text.into()
+        .into_galley(ui, Some(egui::TextWrapMode::Wrap), width, style)
+        .size()
+        .y
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -305,37 +305,17 @@ impl CompareView {
         lines
     }
 
-    /// The height of the tallest column header at `width`: long lines fold onto a second
-    /// line rather than being cut, so a header's height depends on its column's width.
-    fn header_height(&self, ui: &Ui, width: f32) -> f32 {
-        let spacing = ui.spacing().item_spacing.y;
-        let alarm = super::palette::error(ui.visuals());
-        (0..self.columns.len())
-            .map(|k| {
-                self.header(k, alarm)
-                    .into_iter()
-                    .map(|line| {
-                        egui::WidgetText::from(line)
-                            .into_galley(
-                                ui,
-                                Some(egui::TextWrapMode::Wrap),
-                                width,
-                                egui::TextStyle::Body,
-                            )
-                            .size()
-                            .y
-                            + spacing
-                    })
-                    .sum::<f32>()
-            })
-            .fold(0.0, f32::max)
-    }
-
-    fn column(&mut self, ui: &mut Ui, k: usize, layout: Arrangement, contours: &[Segment]) {
+    fn column(
+        &mut self,
+        ui: &mut Ui,
+        k: usize,
+        header: Vec<RichText>,
+        layout: Arrangement,
+        contours: &[Segment],
+    ) {
         let has_momentum = self.comparison.columns[k].sampler.kind.has_momentum();
         let log_scale = self.comparison.base.view.log_scale;
         let coordinate = self.comparison.base.view.coordinate as u8;
-        let header = self.header(k, super::palette::error(ui.visuals()));
         let side = layout.side;
         let column = &mut self.columns[k];
         let s = column.sim.snapshot().clone();
@@ -566,6 +546,30 @@ impl View for CompareView {
             1
         };
         let plots = (available.y * 0.3).clamp(90.0, 260.0);
+        // Each column's header lines, made once a frame; long lines fold, so the tallest
+        // header's height depends on the column width each arrangement would give.
+        let alarm = super::palette::error(ui.visuals());
+        let headers: Vec<Vec<RichText>> = (0..self.columns.len())
+            .map(|k| self.header(k, alarm))
+            .collect();
+        let header_height = |width: f32| {
+            headers
+                .iter()
+                .map(|lines| {
+                    lines
+                        .iter()
+                        .map(|line| {
+                            super::fonts::wrapped_height(
+                                ui,
+                                line.clone(),
+                                width,
+                                egui::TextStyle::Body,
+                            ) + spacing.y
+                        })
+                        .sum::<f32>()
+                })
+                .fold(0.0, f32::max)
+        };
         let side_for = |per_row: usize, across: usize| {
             let rows = columns.div_ceil(per_row);
             let down = portraits.div_ceil(across);
@@ -577,9 +581,8 @@ impl View for CompareView {
             };
             // The header folds to the column's width, which depends on the side: measured
             // at the widest the side can be, then again at the side that leaves.
-            let first = width.min(height_left(self.header_height(ui, across as f32 * width)));
-            let header =
-                self.header_height(ui, across as f32 * first + (across - 1) as f32 * spacing.x);
+            let first = width.min(height_left(header_height(across as f32 * width)));
+            let header = header_height(across as f32 * first + (across - 1) as f32 * spacing.x);
             Arrangement {
                 per_row,
                 across,
@@ -610,11 +613,12 @@ impl View for CompareView {
             .first()
             .and_then(|c| c.sim.snapshot().contour_truth.clone());
         let contours = self.backdrop.contours(truth.as_deref()).to_vec();
-        for row in 0..rows {
+        // Columns in order, row by row: each takes its header.
+        let mut headers = headers.into_iter().enumerate();
+        for _ in 0..rows {
             ui.horizontal(|ui| {
-                for k in row * layout.per_row..((row + 1) * layout.per_row).min(self.columns.len())
-                {
-                    self.column(ui, k, layout, &contours);
+                for (k, header) in headers.by_ref().take(layout.per_row) {
+                    self.column(ui, k, header, layout, &contours);
                 }
             });
         }

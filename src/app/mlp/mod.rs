@@ -346,15 +346,12 @@ impl MlpView {
         let title_height = titles
             .iter()
             .map(|t| {
-                egui::WidgetText::from(RichText::new(t).small())
-                    .into_galley(
-                        ui,
-                        Some(egui::TextWrapMode::Wrap),
-                        side,
-                        egui::TextStyle::Small,
-                    )
-                    .size()
-                    .y
+                super::fonts::wrapped_height(
+                    ui,
+                    RichText::new(t).small(),
+                    side,
+                    egui::TextStyle::Small,
+                )
             })
             .fold(0.0, f32::max);
         for (k, title) in titles.iter().enumerate() {
