@@ -81,16 +81,67 @@ fn advance(
         }
     }
     scratch[lane] = contribution;
+    scratch_tree_sum(lane, CHAIN_PARTIALS);
+    if (lane == 0u) {
+        partials[group_index] = scratch[0];
+    }
+}
+
+// Adds the first `fields` entries of the workgroup's scratch rows pairwise, halving the stride,
+// into row 0 (`tree_sum` in src/engine/moments.rs). Every lane must call it.
+fn scratch_tree_sum(lane: u32, fields: u32) {
     workgroupBarrier();
     for (var stride = CHAIN_WORKGROUP / 2u; stride > 0u; stride = stride / 2u) {
         if (lane < stride) {
-            for (var f = 0u; f < CHAIN_PARTIALS; f++) {
+            for (var f = 0u; f < fields; f++) {
                 scratch[lane][f] += scratch[lane + stride][f];
             }
         }
         workgroupBarrier();
     }
+}
+
+// The moments of superchain `workgroup_id.x` over its alive chains (chain i belongs to
+// superchain i mod K): lane j sums the members j, j + CHAIN_WORKGROUP, … (chain s + K·m for
+// member m), the lanes add as a tree; then the same for the squares about the mean. Mirrors
+// `superchain_moments` in src/engine/moments.rs (in f32 here).
+@compute @workgroup_size(CHAIN_WORKGROUP)
+fn reduce_superchains(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let k = chain2_params.superchains;
+    let s = workgroup.x;
+    let stride = CHAIN_WORKGROUP * k;
+    var sums = vec3<f32>(0.0);
+    for (var i = s + lane * k; i < sampler_params.chains; i += stride) {
+        if (diverged_at[i] == 0u) {
+            sums += vec3<f32>(1.0, chains[i].theta);
+        }
+    }
+    scratch[lane][0] = sums.x;
+    scratch[lane][1] = sums.y;
+    scratch[lane][2] = sums.z;
+    scratch_tree_sum(lane, 3u);
+    let alive = scratch[0][0];
+    var mean = vec2<f32>(0.0);
+    if (alive > 0.0) {
+        mean = vec2<f32>(scratch[0][1], scratch[0][2]) / alive;
+    }
+    workgroupBarrier();
+    var squares = vec2<f32>(0.0);
+    for (var i = s + lane * k; i < sampler_params.chains; i += stride) {
+        if (diverged_at[i] == 0u) {
+            let d = chains[i].theta - mean;
+            squares += d * d;
+        }
+    }
+    scratch[lane][0] = squares.x;
+    scratch[lane][1] = squares.y;
+    scratch_tree_sum(lane, 2u);
     if (lane == 0u) {
-        partials[group_index] = scratch[0];
+        superchain_sums[s] = array<f32, SUPERCHAIN_FIELDS>(
+            alive, mean.x, mean.y, scratch[0][0], scratch[0][1]
+        );
     }
 }

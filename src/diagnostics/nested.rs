@@ -19,6 +19,8 @@
 //! 1.01 (reach it with enough chains per superchain). When Ŵν = 0 (noise-free SGD: the
 //! chains of a superchain are identical) nR̂ is undefined and reported as `None`.
 
+use crate::engine::SuperchainMoments;
+
 /// Sums of one superchain's draws for one coordinate, enough for nested R̂ without keeping
 /// the draws: what an engine reduces over its chains.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -53,6 +55,20 @@ impl SuperchainSums {
         sums
     }
 
+    /// The sums of coordinate `coordinate` of an engine's superchain moments (one draw per
+    /// chain: the chains' current states).
+    pub fn of_moments(m: &SuperchainMoments, coordinate: usize) -> Self {
+        let alive = m.alive as f64;
+        let mean = m.mean[coordinate];
+        SuperchainSums {
+            chains: m.alive as u32,
+            draws: 1,
+            sum_of_means: alive * mean,
+            sum_of_squared_means: m.centred_sq[coordinate] + alive * mean * mean,
+            within_sum_of_squares: 0.0,
+        }
+    }
+
     /// The superchain's mean.
     fn mean(&self) -> f64 {
         self.sum_of_means / f64::from(self.chains)
@@ -82,7 +98,7 @@ impl SuperchainSums {
 pub enum Undefined {
     /// Fewer than two superchains: there is nothing to compare.
     OneSuperchain,
-    /// Superchains of different sizes, or a superchain without chains or draws.
+    /// Chains of different lengths, or a superchain without chains or draws.
     Unequal,
     /// Ŵν = 0: every superchain's chains are identical and constant (noise-free dynamics).
     NoSpread,
@@ -94,7 +110,7 @@ impl std::fmt::Display for Undefined {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Undefined::OneSuperchain => "needs at least two superchains",
-            Undefined::Unequal => "the superchains differ in size",
+            Undefined::Unequal => "the chains differ in length, or a superchain is empty",
             Undefined::NoSpread => {
                 "undefined: the chains of each superchain are identical (no noise to tell them apart)"
             }
@@ -109,12 +125,13 @@ pub fn nested_rhat_of(superchains: &[SuperchainSums]) -> Result<f64, Undefined> 
     if k < 2 {
         return Err(Undefined::OneSuperchain);
     }
-    let first = superchains[0];
-    if first.chains == 0
-        || first.draws == 0
+    // Superchains may hold different numbers of chains (diverged chains drop out of theirs):
+    // each one's mean and spread are its own survivors'.
+    let draws = superchains[0].draws;
+    if draws == 0
         || superchains
             .iter()
-            .any(|s| s.chains != first.chains || s.draws != first.draws)
+            .any(|s| s.chains == 0 || s.draws != draws)
     {
         return Err(Undefined::Unequal);
     }
@@ -140,6 +157,23 @@ pub fn nested_rhat_of(superchains: &[SuperchainSums]) -> Result<f64, Undefined> 
 pub fn nested_rhat(draws: &[Vec<Vec<f64>>]) -> Result<f64, Undefined> {
     let sums: Vec<SuperchainSums> = draws.iter().map(|s| SuperchainSums::of(s)).collect();
     nested_rhat_of(&sums)
+}
+
+/// Nested R̂ over all chains, one draw each, from an engine's superchain moments: the largest
+/// over the two coordinates that have one (the first reason when neither has).
+pub fn nested_rhat_of_moments(superchains: &[SuperchainMoments]) -> Result<f64, Undefined> {
+    let per_coordinate = [0, 1].map(|c| {
+        let sums: Vec<SuperchainSums> = superchains
+            .iter()
+            .map(|m| SuperchainSums::of_moments(m, c))
+            .collect();
+        nested_rhat_of(&sums)
+    });
+    match per_coordinate {
+        [Ok(a), Ok(b)] => Ok(a.max(b)),
+        [Ok(a), Err(_)] | [Err(_), Ok(a)] => Ok(a),
+        [Err(e), Err(_)] => Err(e),
+    }
 }
 
 /// Where nested R̂ settles for stationary, independent draws with M chains per superchain
@@ -240,11 +274,70 @@ mod tests {
         let frozen = vec![vec![vec![1.0; 3]; 4], vec![vec![2.0; 3]; 4]];
         assert_eq!(nested_rhat(&frozen), Err(Undefined::NoSpread));
         assert_eq!(nested_rhat(&draws[..1]), Err(Undefined::OneSuperchain));
-        let mut uneven = draws.clone();
-        uneven[1].pop();
-        assert_eq!(nested_rhat(&uneven), Err(Undefined::Unequal));
+        // A superchain that lost a chain (diverged) still counts; chains of other lengths
+        // do not.
+        let mut fewer = draws.clone();
+        fewer[1].pop();
+        assert!(nested_rhat(&fewer).is_ok());
+        let mut shorter = draws.clone();
+        for chain in &mut shorter[1] {
+            chain.pop();
+        }
+        assert_eq!(nested_rhat(&shorter), Err(Undefined::Unequal));
         let mut diverged = draws;
         diverged[2][0][0] = f64::INFINITY;
         assert_eq!(nested_rhat(&diverged), Err(Undefined::NotFinite));
+    }
+
+    #[test]
+    fn engine_moments_give_the_one_draw_value() {
+        use crate::engine::moments::superchain_moments;
+        use crate::math::Chain2;
+        // 4 superchains of 50 chains, chain i in superchain i mod 4, offset by its superchain.
+        let mut rng = SequentialRng::seed_from_u64(7);
+        let chains: Vec<Chain2> = (0..200)
+            .map(|i| Chain2 {
+                theta: [
+                    (i % 4) as f32 + rng.sample::<f32, _>(StandardNormal),
+                    rng.sample::<f32, _>(StandardNormal),
+                ],
+                ..Chain2::default()
+            })
+            .collect();
+        let mut diverged = vec![0u32; 200];
+        diverged[5] = 3; // superchain 1 loses a chain
+        let moments = superchain_moments(&chains, &diverged, 4);
+        assert_eq!(moments[1].alive, 49);
+        let draws: Vec<Vec<Vec<f64>>> = (0..4)
+            .map(|k| {
+                (k..200)
+                    .step_by(4)
+                    .filter(|&i| diverged[i] == 0)
+                    .map(|i| vec![f64::from(chains[i].theta[0])])
+                    .collect()
+            })
+            .collect();
+        let direct = nested_rhat(&draws).unwrap();
+        let sums: Vec<SuperchainSums> = moments
+            .iter()
+            .map(|m| SuperchainSums::of_moments(m, 0))
+            .collect();
+        let from_moments = nested_rhat_of(&sums).unwrap();
+        assert!(
+            (direct - from_moments).abs() < 1e-12,
+            "{direct} {from_moments}"
+        );
+        assert_eq!(
+            nested_rhat_of_moments(&moments).unwrap(),
+            from_moments.max(
+                nested_rhat_of(
+                    &moments
+                        .iter()
+                        .map(|m| SuperchainSums::of_moments(m, 1))
+                        .collect::<Vec<_>>()
+                )
+                .unwrap()
+            )
+        );
     }
 }

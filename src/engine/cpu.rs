@@ -256,6 +256,8 @@ pub struct CpuEngine {
     chains: Vec<Chain2>,
     diverged_at: Vec<u32>,
     simd: SimdPath,
+    /// Superchains to reduce per advance (0: none).
+    superchains: u32,
 }
 
 impl CpuEngine {
@@ -284,6 +286,7 @@ impl CpuEngine {
             chains: Vec::new(),
             diverged_at: Vec::new(),
             simd: simd_path(),
+            superchains: 0,
         };
         engine.chains = vec![Chain2::default(); chains as usize];
         engine.reset(init, seed);
@@ -350,10 +353,13 @@ impl Engine for CpuEngine {
             .iter()
             .map(|spec| spec.bin(&self.chains, &self.diverged_at))
             .collect();
+        let superchains =
+            super::moments::superchain_moments(&self.chains, &self.diverged_at, self.superchains);
         Ok(Report {
             step: self.step,
             moments,
             histograms,
+            superchains,
         })
     }
 
@@ -379,6 +385,7 @@ impl Engine for CpuEngine {
     fn reset(&mut self, init: &InitSpec, seed: u64) {
         self.seed = seed;
         self.step = 0;
+        self.superchains = init.superchains.unwrap_or(0);
         let model = &self.model;
         self.chains
             .par_iter_mut()

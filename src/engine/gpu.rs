@@ -12,11 +12,13 @@ use super::shader_interface::{
     self, BindingSpace, CHAIN_PARTIALS, CHAIN_WORKGROUP, Chain2Binding, ChainPartial,
     FLAG_SGNHT_SHARED, FLAG_XI_OVERWRITE, GpuChain, GpuChain2Params, GpuSamplerParams,
     HIST_AXIS_SHIFT, MAY_BE_CYCLICAL, MAY_BE_HYPERBOLIC, MAY_HAVE_GRADIENT_NOISE, MAY_OVERWRITE_XI,
-    Program, ProgramBindings, SPECIALISED_SAMPLER, SPECIALISED_TARGET,
+    Program, ProgramBindings, SPECIALISED_SAMPLER, SPECIALISED_TARGET, SUPERCHAIN_FIELDS,
 };
 use super::{
     BackendInfo, ChainStates, Engine, HistogramSpec, InitSpec, MAX_HISTOGRAMS, Moments, Report,
+    SuperchainMoments,
 };
+use crate::math::init::MAX_SUPERCHAINS;
 use crate::math::{Chain2, Model, SamplerParams, Schedule, Target};
 use anyhow::{Context, anyhow, bail};
 use bytemuck::Zeroable;
@@ -289,6 +291,8 @@ struct ChainBuffers {
     chains: wgpu::Buffer,
     diverged_at: wgpu::Buffer,
     partials: wgpu::Buffer,
+    /// [`SUPERCHAIN_FIELDS`] floats per superchain (at least one superchain's room).
+    superchain_sums: wgpu::Buffer,
     groups: [u32; 2],
 }
 
@@ -312,6 +316,10 @@ pub struct GpuEngine {
     seed: u64,
     step: u32,
     chains: u32,
+    /// Superchains reduced after every advance (0: none), from the last reset's init.
+    superchains: u32,
+    /// The `reduce_superchains` pipeline, made when first needed.
+    superchain_pipeline: Option<wgpu::ComputePipeline>,
 }
 
 /// The bind group layout entries of a program, one per binding of its table.
@@ -601,6 +609,8 @@ impl GpuEngine {
             seed,
             step: 0,
             chains,
+            superchains: 0,
+            superchain_pipeline: None,
         };
         engine.reset(init, seed);
         Ok(engine)
@@ -673,6 +683,10 @@ impl GpuEngine {
                 "partials",
                 (PARTIAL_FIELDS * 4) as u64 * u64::from(groups[0] * groups[1]),
             ),
+            superchain_sums: make(
+                "superchain_sums",
+                u64::from(SUPERCHAIN_FIELDS * 4 * MAX_SUPERCHAINS),
+            ),
             groups,
         })
     }
@@ -693,6 +707,7 @@ impl GpuEngine {
             Chain2Binding::Partials => &buffers.partials,
             Chain2Binding::Histogram => histogram,
             Chain2Binding::Data => data,
+            Chain2Binding::SuperchainSums => &buffers.superchain_sums,
         })
     }
 
@@ -747,6 +762,7 @@ impl GpuEngine {
             noise_sigma0: self.model.noise.sigma[0],
             noise_sigma1: self.model.noise.sigma[1],
             target_params: bytemuck::cast(target_params),
+            superchains: self.superchains,
             hist_f,
             hist_u,
             ..Zeroable::zeroed()
@@ -801,6 +817,25 @@ impl Engine for GpuEngine {
                 .pipeline(&self.ctx, "advance", &key.constants())?;
             self.pipelines.insert(key, pipeline);
         }
+        if self.superchains > 0 {
+            // Each lane loops twice over its share of a superchain's chains.
+            let members = self.chains.div_ceil(self.superchains);
+            let iterations = 2 * members.div_ceil(CHAIN_WORKGROUP) + 32;
+            if iterations > LOOP_BUDGET {
+                bail!(
+                    "{} superchains of {members} chains are too large for the GPU's loop \
+                     budget: use more superchains",
+                    self.superchains
+                );
+            }
+        }
+        if self.superchains > 0 && self.superchain_pipeline.is_none() {
+            self.superchain_pipeline = Some(self.program.pipeline(
+                &self.ctx,
+                "reduce_superchains",
+                &key.constants(),
+            )?);
+        }
         let per_dispatch =
             (LOOP_BUDGET / loop_iterations_per_step(&self.model)).clamp(1, MAX_STEPS_PER_DISPATCH);
         let chunks = steps.div_ceil(per_dispatch).max(1);
@@ -836,18 +871,35 @@ impl Engine for GpuEngine {
                 let [gx, gy] = self.buffers.groups;
                 pass.dispatch_workgroups(gx, gy, 1);
             }
+            if last && self.superchains > 0 {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(self.superchain_pipeline.as_ref().expect("made above"));
+                pass.set_bind_group(0, &self.bind_group, &[]);
+                pass.dispatch_workgroups(self.superchains, 1, 1);
+            }
             self.ctx.queue.submit([encoder.finish()]);
             done += n;
         }
         self.step = self.step.wrapping_add(steps);
-        // The partial sums and the histograms in one copy and one map.
+        // The partial sums, the histograms and the superchains' sums in one copy and one map.
+        let superchain_bytes = u64::from(4 * SUPERCHAIN_FIELDS * self.superchains);
         let raw = self.readback.read(
             &self.ctx,
             &[
                 (&self.buffers.partials, 0, self.buffers.partials.size()),
                 (&self.histogram, 0, 4 * u64::from(slots)),
+                (&self.buffers.superchain_sums, 0, superchain_bytes),
             ],
         )?;
+        // Copied out: the bytes of an empty read need not be aligned for f32.
+        let superchains = bytemuck::pod_collect_to_vec::<u8, f32>(&raw[2])
+            .chunks_exact(SUPERCHAIN_FIELDS as usize)
+            .map(|f| SuperchainMoments {
+                alive: f[0] as u64,
+                mean: [f64::from(f[1]), f64::from(f[2])],
+                centred_sq: [f64::from(f[3]), f64::from(f[4])],
+            })
+            .collect();
         let partials: &[f32] = bytemuck::cast_slice(&raw[0]);
         let mut moments = Moments::default();
         for p in partials.chunks_exact(PARTIAL_FIELDS) {
@@ -881,6 +933,7 @@ impl Engine for GpuEngine {
             step: self.step,
             moments,
             histograms: result,
+            superchains,
         })
     }
 
@@ -941,6 +994,7 @@ impl Engine for GpuEngine {
     fn reset(&mut self, init: &InitSpec, seed: u64) {
         self.seed = seed;
         self.step = 0;
+        self.superchains = init.superchains.unwrap_or(0);
         let model = &self.model;
         let states: Vec<GpuChain> = {
             use rayon::prelude::*;

@@ -8,7 +8,7 @@ pub mod moments;
 pub mod shader_interface;
 pub mod sphere;
 
-pub use moments::Moments;
+pub use moments::{Moments, SuperchainMoments};
 
 use crate::math::{Chain2, Grid2, InitSpec, Model};
 use serde::{Deserialize, Serialize};
@@ -113,6 +113,9 @@ pub struct Report {
     pub moments: Moments,
     /// One histogram per requested spec: row-major counts and the count outside the grid.
     pub histograms: Vec<(Vec<u32>, u64)>,
+    /// Per superchain (when the chains started in superchains, see
+    /// [`InitSpec::superchains`]), the moments of its alive chains; empty otherwise.
+    pub superchains: Vec<SuperchainMoments>,
 }
 
 /// Full state of a range of chains, read back on request.

@@ -77,3 +77,85 @@ impl Moments {
         (self.sum_xi[0] + self.sum_xi[1]) / (2.0 * self.alive as f64)
     }
 }
+
+/// One superchain's alive chains at one instant, per coordinate of θ: what nested R̂ over
+/// all chains needs (one draw per chain), reduced by every backend without reading the
+/// chains back.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SuperchainMoments {
+    /// Alive chains of the superchain.
+    pub alive: u64,
+    /// Mean θ of its alive chains (0 when none is alive).
+    pub mean: [f64; 2],
+    /// Σ (θ − mean)² over its alive chains: centred, so that no large mean cancels it.
+    pub centred_sq: [f64; 2],
+}
+
+/// Invocations that share one superchain's reduction, here and in
+/// `reduce_superchains` (`shaders/engine.wgsl`): lane j sums the superchain's chains j, j + L,
+/// j + 2L, … (chain index k + K·m for member m), then the lanes are added pairwise as a tree.
+pub const SUPERCHAIN_LANES: usize = 256;
+
+/// The moments of every superchain (`k` of them; chain i belongs to superchain i mod k) of
+/// the alive (`diverged_at == 0`) chains, in the GPU kernel's summation order (lanes, then a
+/// tree), in f64: the CPU engine's reduction and the oracle the GPU's is tested against.
+pub fn superchain_moments(
+    chains: &[Chain2],
+    diverged_at: &[u32],
+    k: u32,
+) -> Vec<SuperchainMoments> {
+    use rayon::prelude::*;
+    let k = k as usize;
+    if k == 0 {
+        return Vec::new();
+    }
+    (0..k)
+        .into_par_iter()
+        .map(|s| {
+            // The members of superchain s, each summed into its lane.
+            let lanes = |value: &dyn Fn(&Chain2) -> [f64; 3]| -> [f64; 3] {
+                let mut lane = [[0.0f64; 3]; SUPERCHAIN_LANES];
+                for (m, i) in (s..chains.len()).step_by(k).enumerate() {
+                    if diverged_at[i] == 0 {
+                        let v = value(&chains[i]);
+                        let acc = &mut lane[m % SUPERCHAIN_LANES];
+                        for f in 0..3 {
+                            acc[f] += v[f];
+                        }
+                    }
+                }
+                tree_sum(&mut lane)
+            };
+            let [alive, sx, sy] = lanes(&|c| [1.0, f64::from(c.theta[0]), f64::from(c.theta[1])]);
+            let mean = if alive > 0.0 {
+                [sx / alive, sy / alive]
+            } else {
+                [0.0; 2]
+            };
+            let [_, qx, qy] = lanes(&|c| {
+                let d = [0, 1].map(|j| f64::from(c.theta[j]) - mean[j]);
+                [0.0, d[0] * d[0], d[1] * d[1]]
+            });
+            SuperchainMoments {
+                alive: alive as u64,
+                mean,
+                centred_sq: [qx, qy],
+            }
+        })
+        .collect()
+}
+
+/// Adds lanes pairwise, halving the stride, as a workgroup's tree reduction does.
+fn tree_sum(lane: &mut [[f64; 3]; SUPERCHAIN_LANES]) -> [f64; 3] {
+    let mut stride = SUPERCHAIN_LANES / 2;
+    while stride > 0 {
+        let (low, high) = lane.split_at_mut(stride);
+        for (a, b) in low.iter_mut().zip(&high[..stride]) {
+            for f in 0..3 {
+                a[f] += b[f];
+            }
+        }
+        stride /= 2;
+    }
+    lane[0]
+}

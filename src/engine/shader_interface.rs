@@ -343,8 +343,8 @@ shader_structs! {
         pub noise_sigma0: f32,
         /// Standard deviation of the synthetic gradient noise, coordinate 1.
         pub noise_sigma1: f32,
-        /// Padding before the arrays.
-        pub pad1: u32,
+        /// Superchains K to reduce in `reduce_superchains` (chain i in superchain i mod K).
+        pub superchains: u32,
         /// Padding.
         pub pad2: u32,
         /// Padding.
@@ -458,6 +458,11 @@ pub const CHAIN_WORKGROUP: u32 = 256;
 /// Partial sums per workgroup of the 2-D engine (`partials`): the [`ChainPartial`] slots and
 /// one unused.
 pub const CHAIN_PARTIALS: u32 = 12;
+/// Floats per superchain in `superchain_sums`: alive, two means, two centred sums of squares.
+pub const SUPERCHAIN_FIELDS: u32 = 5;
+// The superchain reduction shares the chain workgroup and its scratch rows.
+const _: () = assert!(CHAIN_WORKGROUP as usize == super::moments::SUPERCHAIN_LANES);
+const _: () = assert!(CHAIN_PARTIALS >= 3);
 /// Invocations per workgroup of the MLP engine (`MLP_WORKGROUP`).
 pub const MLP_WORKGROUP: u32 = 64;
 /// Partial sums per workgroup of the MLP engine (`partials`): the [`MlpPartial`] slots, the
@@ -692,6 +697,7 @@ pub fn constants() -> Vec<WgslConst> {
     push("HIST_AXIS_SHIFT".into(), HIST_AXIS_SHIFT);
     push("CHAIN_WORKGROUP".into(), CHAIN_WORKGROUP);
     push("CHAIN_PARTIALS".into(), CHAIN_PARTIALS);
+    push("SUPERCHAIN_FIELDS".into(), SUPERCHAIN_FIELDS);
     for activation in Activation::ALL {
         push(
             format!("ACT_{}", activation_name(activation)),
@@ -888,6 +894,11 @@ shader_bindings! {
         Histogram = BindingDecl::read_write("histogram", "array<atomic<u32>>"),
         /// Logistic regression data: (x0, x1, label, unused) per point.
         Data = BindingDecl::read("data", "array<vec4<f32>>"),
+        /// Per superchain: alive chains, mean θ₁, mean θ₂, Σ(θ₁ − mean)², Σ(θ₂ − mean)².
+        SuperchainSums = BindingDecl::read_write(
+            "superchain_sums",
+            "array<array<f32, SUPERCHAIN_FIELDS>>"
+        ),
     }
 
     /// The bindings of the MLP engine (`MlpGpuEngine`).

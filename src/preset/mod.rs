@@ -41,6 +41,9 @@ pub struct ViewHints {
     /// What the plots below the portraits show.
     #[serde(default)]
     pub plots: PlotPanel,
+    /// Whether the convergence plots' rank-plot drawer is open.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rank_plots: bool,
 }
 
 /// Frames per second the speed is quoted at (a display refreshes about this often).
@@ -80,6 +83,8 @@ pub enum PlotPanel {
     /// The growth of |p|, |θ| and ξ on log axes against the predicted slope: the momentum
     /// explosion in slow motion.
     Growth,
+    /// The convergence instruments: split and nested R̂, ESS, KSD and rank plots.
+    Convergence,
 }
 
 fn yes() -> bool {
@@ -101,6 +106,7 @@ impl Default for ViewHints {
             steps_per_frame: d_steps_per_frame(),
             steps_per_second: 0.0,
             plots: PlotPanel::TimeSeries,
+            rank_plots: false,
         }
     }
 }
@@ -224,6 +230,14 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../../presets/missing-mass.ron"),
     ),
     ("funnel", include_str!("../../presets/funnel.ron")),
+    (
+        "convergence-gmm25",
+        include_str!("../../presets/convergence-gmm25.ron"),
+    ),
+    (
+        "convergence-gaussian",
+        include_str!("../../presets/convergence-gaussian.ron"),
+    ),
     ("two-moons", include_str!("../../presets/two-moons.ron")),
     (
         "thermo-quadratic",
@@ -302,6 +316,9 @@ impl Preset {
             .validate()
             .map_err(|m| ("sghmc_noise_estimate", m))?;
         self.schedule.validate()?;
+        self.init
+            .validate(self.chains)
+            .map_err(|m| ("superchains", m))?;
         Ok(())
     }
 

@@ -371,3 +371,52 @@ fn gpu_sphere_chains_match_the_cpu_oracle() {
         }
     }
 }
+
+/// The superchains' moments (nested R̂ over all chains) reduced on the GPU agree with the CPU
+/// engine's (the same lanes and tree, f32 there, f64 here), diverged chains left out of their
+/// superchain; and nested R̂ from them agrees.
+#[test]
+fn gpu_superchain_moments_match_cpu() {
+    use atmc_lab::diagnostics::nested::nested_rhat_of_moments;
+    let mut p = preset(SamplerKind::Atmc, "gmm25", 1.0);
+    p.chains = 12_288; // not a multiple of the 256 lanes per superchain: ragged lanes
+    p.init.scale = 6.0;
+    p.init.uniform = true;
+    p.init.superchains = Some(16);
+    let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
+    let mut gpu = gpu_engine(&p);
+    // A few planted diverged chains in different superchains.
+    for engine in [&mut cpu as &mut dyn Engine, &mut gpu] {
+        let mut head = engine.read_chains(0, 40).unwrap();
+        for i in [3, 17, 18, 35] {
+            head.diverged_at[i] = 1;
+        }
+        engine.write_chains(0, &head).unwrap();
+    }
+    let (rc, rg) = (cpu.advance(20, &[]).unwrap(), gpu.advance(20, &[]).unwrap());
+    assert_eq!(rc.superchains.len(), 16);
+    assert_eq!(rg.superchains.len(), 16);
+    for (k, (c, g)) in rc.superchains.iter().zip(&rg.superchains).enumerate() {
+        assert_eq!(c.alive, g.alive, "superchain {k}");
+        for j in 0..2 {
+            assert!(
+                (c.mean[j] - g.mean[j]).abs() < 1e-3,
+                "superchain {k}: {c:?} {g:?}"
+            );
+            let rel = (c.centred_sq[j] - g.centred_sq[j]).abs() / c.centred_sq[j];
+            assert!(rel < 1e-3, "superchain {k}: {c:?} {g:?}");
+        }
+    }
+    // Chains 3 and 35 are in superchain 3, 17 in 1, 18 in 2 (chain i in superchain i mod 16).
+    assert_eq!(rc.superchains[3].alive, 768 - 2);
+    assert_eq!(rc.superchains[1].alive, 768 - 1);
+    assert_eq!(rc.superchains[2].alive, 768 - 1);
+    assert_eq!(rc.superchains[0].alive, 768);
+    let (nc, ng) = (
+        nested_rhat_of_moments(&rc.superchains).unwrap(),
+        nested_rhat_of_moments(&rg.superchains).unwrap(),
+    );
+    assert!((nc - ng).abs() < 1e-4 * nc, "{nc} {ng}");
+    // 20 steps from 16 starts spread over the plane: the superchains remember them.
+    assert!(nc > 1.1, "{nc}");
+}
