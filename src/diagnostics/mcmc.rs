@@ -50,11 +50,9 @@ fn split_chains(draws: &[Vec<f64>]) -> Vec<Vec<f64>> {
     out
 }
 
-/// Replaces every draw by the normal score of its pooled rank:
-/// z = Φ⁻¹((r − 3/8)/(S + 1/4)) (Blom's offset), with average ranks for ties.
-/// This makes R-hat and ESS well defined for heavy tails and invariant under
-/// monotone transformations.
-fn rank_normalise(chains: &[Vec<f64>]) -> Vec<Vec<f64>> {
+/// The rank of every draw among all draws pooled (1-based, average ranks for ties), in
+/// the chains' layout: what rank normalisation and rank plots start from.
+pub fn pooled_ranks(chains: &[Vec<f64>]) -> Vec<Vec<f64>> {
     let total: usize = chains.iter().map(Vec::len).sum();
     let mut order: Vec<(f64, usize, usize)> = Vec::with_capacity(total);
     for (c, chain) in chains.iter().enumerate() {
@@ -64,7 +62,6 @@ fn rank_normalise(chains: &[Vec<f64>]) -> Vec<Vec<f64>> {
     }
     order.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut out: Vec<Vec<f64>> = chains.iter().map(|c| vec![0.0; c.len()]).collect();
-    let denom = total as f64 + 0.25;
     let mut start = 0;
     while start < total {
         let mut end = start + 1;
@@ -73,13 +70,28 @@ fn rank_normalise(chains: &[Vec<f64>]) -> Vec<Vec<f64>> {
         }
         // 1-based ranks start+1 ..= end share their average.
         let rank = (start + 1 + end) as f64 / 2.0;
-        let z = inverse_normal_cdf((rank - 0.375) / denom);
         for &(_, c, i) in &order[start..end] {
-            out[c][i] = z;
+            out[c][i] = rank;
         }
         start = end;
     }
     out
+}
+
+/// Replaces every draw by the normal score of its pooled rank:
+/// z = Φ⁻¹((r − 3/8)/(S + 1/4)) (Blom's offset), with average ranks for ties.
+/// This makes R-hat and ESS well defined for heavy tails and invariant under
+/// monotone transformations.
+fn rank_normalise(chains: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let total: usize = chains.iter().map(Vec::len).sum();
+    let denom = total as f64 + 0.25;
+    let mut ranks = pooled_ranks(chains);
+    for chain in &mut ranks {
+        for r in chain.iter_mut() {
+            *r = inverse_normal_cdf((*r - 0.375) / denom);
+        }
+    }
+    ranks
 }
 
 fn mean(x: &[f64]) -> f64 {
@@ -136,6 +148,23 @@ fn rhat_tail(draws: &[Vec<f64>]) -> f64 {
         .map(|c| c.iter().map(|v| (v - median).abs()).collect())
         .collect();
     basic_rhat(&rank_normalise(&split_chains(&folded)))
+}
+
+/// The bulk R-hat alone ([`split_rhat`] is the larger of it and the tail's); NaN in
+/// [`split_rhat`]'s cases.
+pub fn rhat_bulk_of(draws: &[Vec<f64>]) -> f64 {
+    if validate_chains(draws).is_none() {
+        return f64::NAN;
+    }
+    rhat_bulk(draws)
+}
+
+/// The tail (folded) R-hat alone; NaN in [`split_rhat`]'s cases.
+pub fn rhat_tail_of(draws: &[Vec<f64>]) -> f64 {
+    if validate_chains(draws).is_none() {
+        return f64::NAN;
+    }
+    rhat_tail(draws)
 }
 
 /// Split, rank-normalised R-hat (Vehtari et al. 2021): the maximum of the

@@ -6,6 +6,8 @@
 
 pub mod bounded;
 pub mod classification;
+pub mod convergence;
+pub mod draws;
 pub mod entropy;
 pub mod growth;
 pub mod mcmc;
@@ -41,6 +43,8 @@ pub struct Truth {
     pub target: Target,
     /// Baselines computed so far, by (n, draws): a sweep over one target pays each once.
     baselines: BaselineCache,
+    /// KSD baselines by number of points, shared by clones.
+    ksd_baselines: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<usize, (f64, f64)>>>,
 }
 
 /// Energy-distance baselines by (n, draws): (mean, standard deviation), shared by clones.
@@ -73,6 +77,8 @@ pub const BASELINE_DRAWS: usize = 8;
 pub const TRUTH_SAMPLES: usize = 2000;
 /// Chains read back per recorded block for the distance time series.
 pub const SERIES_DISTANCE_CHAINS: u32 = 500;
+/// Alive chains the run summary's kernel Stein discrepancy is computed on.
+pub const KSD_SUMMARY_POINTS: usize = 1000;
 /// Chains whose traces feed R̂ and ESS.
 pub const TRACE_CHAINS: u32 = 64;
 
@@ -91,7 +97,26 @@ impl Truth {
             samples: target.exact_samples(TRUTH_SAMPLES, 0x7407),
             target: target.clone(),
             baselines: Default::default(),
+            ksd_baselines: Default::default(),
         }
+    }
+
+    /// Mean and standard deviation of the KSD of `n` exact draws
+    /// ([`convergence::ksd_baseline`]), computed once per n and shared by clones (a sweep over
+    /// one target pays it once).
+    pub fn ksd_baseline(&self, n: usize) -> (f64, f64) {
+        let cached = self
+            .ksd_baselines
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&n).copied());
+        cached.unwrap_or_else(|| {
+            let value = convergence::ksd_baseline(&self.target, n, stein::Imq::default());
+            if let Ok(mut cache) = self.ksd_baselines.lock() {
+                cache.insert(n, value);
+            }
+            value
+        })
     }
 
     /// Energy distance between the alive chains' θ (at most `limit` of them, and at most
@@ -306,6 +331,26 @@ pub struct SeriesRow {
     /// Whether the block ended in a cyclical schedule's exploration stage (its states are
     /// left out of every pooled statistic).
     pub exploring: bool,
+    /// Largest bulk split R̂ on the recent window of the first chains (see
+    /// [`convergence`]); NaN (empty) before the window fills.
+    #[serde(serialize_with = "defined")]
+    pub rhat_bulk: f64,
+    /// Largest tail (folded) split R̂ on the same window.
+    #[serde(serialize_with = "defined")]
+    pub rhat_tail: f64,
+    /// Smallest bulk ESS of the same window.
+    #[serde(serialize_with = "defined")]
+    pub ess_bulk: f64,
+    /// Smallest tail ESS of the same window.
+    #[serde(serialize_with = "defined")]
+    pub ess_tail: f64,
+    /// Nested R̂ over all chains (one draw each); empty without superchains or when
+    /// undefined.
+    #[serde(serialize_with = "defined")]
+    pub nested_rhat: f64,
+    /// Kernel Stein discrepancy of up to 256 alive chains.
+    #[serde(serialize_with = "defined")]
+    pub ksd: f64,
 }
 
 impl SeriesRow {
@@ -336,7 +381,24 @@ impl SeriesRow {
             diverged: m.diverged,
             energy_distance,
             exploring,
+            rhat_bulk: f64::NAN,
+            rhat_tail: f64::NAN,
+            ess_bulk: f64::NAN,
+            ess_tail: f64::NAN,
+            nested_rhat: f64::NAN,
+            ksd: f64::NAN,
         }
+    }
+
+    /// The row with the instruments of `c` filled in.
+    pub fn with_convergence(mut self, c: &convergence::ConvergenceRow) -> Self {
+        self.rhat_bulk = c.rhat_bulk;
+        self.rhat_tail = c.rhat_tail;
+        self.ess_bulk = c.ess_bulk;
+        self.ess_tail = c.ess_tail;
+        self.nested_rhat = c.nested_rhat;
+        self.ksd = c.ksd;
+        self
     }
 }
 
@@ -351,7 +413,7 @@ pub(crate) fn defined<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::E
 }
 
 /// Header of [`series_csv`]: the field names of [`SeriesRow`].
-const SERIES_HEADER: [&str; 7] = [
+const SERIES_HEADER: [&str; 13] = [
     "step",
     "step_size",
     "kinetic_temperature",
@@ -359,6 +421,12 @@ const SERIES_HEADER: [&str; 7] = [
     "diverged",
     "energy_distance",
     "exploring",
+    "rhat_bulk",
+    "rhat_tail",
+    "ess_bulk",
+    "ess_tail",
+    "nested_rhat",
+    "ksd",
 ];
 
 /// The time series as CSV text.
@@ -507,6 +575,28 @@ pub struct Summary {
     pub rhat_max: f64,
     /// Smallest bulk ESS over coordinates (64 traced chains, one draw per recorded block).
     pub ess_bulk_min: f64,
+    /// Largest bulk split R̂ over coordinates (the same traces).
+    pub rhat_bulk_max: f64,
+    /// Largest tail (folded) split R̂ over coordinates.
+    pub rhat_tail_max: f64,
+    /// Smallest tail ESS over coordinates.
+    pub ess_tail_min: f64,
+    /// Superchains the chains started in (null: independent starts).
+    pub superchains: Option<u32>,
+    /// Nested R̂ over all chains at the end (one draw each); null without superchains or
+    /// when undefined (see `nested_rhat_note`).
+    pub nested_rhat: Option<f64>,
+    /// Where nested R̂ settles for stationary chains, √(1 + 1/M); null without superchains.
+    pub nested_rhat_level: Option<f64>,
+    /// Why nested R̂ is null, when it is.
+    pub nested_rhat_note: Option<String>,
+    /// Kernel Stein discrepancy (IMQ, c = 1, β = −1/2) of up to 1000 alive chains at the last
+    /// sampling-stage state: needs only ∇log p.
+    pub ksd: f64,
+    /// Mean KSD of as many exact draws (8 independent sets): what a perfect sampler scores.
+    pub ksd_baseline: f64,
+    /// Standard deviation of that baseline.
+    pub ksd_baseline_sd: f64,
     /// On a mixture target: the mean number of distinct modes the first 500 chains visited
     /// (entered the disc holding 99% of a component's mass) at any step.
     pub modes_visited: Option<f64>,
@@ -540,6 +630,12 @@ pub struct RunRecorder {
     trace_diverged: Vec<bool>,
     first_divergence: Option<u32>,
     kind: SamplerKind,
+    /// The live instruments, when the caller asked for them.
+    monitor: Option<convergence::ConvergenceMonitor>,
+    /// The last evaluation of the instruments.
+    last_convergence: Option<convergence::ConvergenceRow>,
+    /// Engine seconds so far (for ESS per second).
+    engine_seconds: f64,
 }
 
 /// Draws kept per traced chain for R̂ and ESS; beyond, the chain is thinned evenly (which
@@ -567,7 +663,31 @@ impl RunRecorder {
             first_divergence: None,
             kind,
             truth,
+            monitor: None,
+            last_convergence: None,
+            engine_seconds: 0.0,
         }
+    }
+
+    /// Evaluates the convergence instruments ([`convergence`]) on every block of a run of
+    /// `chains` chains, grouped in `superchains` when given.
+    pub fn with_convergence(mut self, chains: u32, superchains: Option<u32>) -> Self {
+        self.monitor = Some(convergence::ConvergenceMonitor::new(
+            &self.truth.target,
+            chains,
+            superchains,
+        ));
+        self
+    }
+
+    /// Sets the engine seconds spent so far (ESS per second divides by them).
+    pub fn set_engine_seconds(&mut self, seconds: f64) {
+        self.engine_seconds = seconds;
+    }
+
+    /// The last evaluation of the convergence instruments.
+    pub fn last_convergence(&self) -> Option<&convergence::ConvergenceRow> {
+        self.last_convergence.as_ref()
     }
 
     /// Keeps at most `rows` rows of the time series (plus the latest): evenly spaced over the
@@ -611,14 +731,21 @@ impl RunRecorder {
             .truth
             .energy_distance(head, SERIES_DISTANCE_CHAINS as usize);
 
-        self.series.push(SeriesRow::of_moments(
+        let mut row = SeriesRow::of_moments(
             report.step,
             step_size,
             m,
             self.kind,
             energy_distance,
             exploring,
-        ));
+        );
+        if let Some(monitor) = &mut self.monitor {
+            monitor.observe(head, report.step, step_size, self.engine_seconds);
+            let c = monitor.evaluate(report.step, &report.superchains, head);
+            row = row.with_convergence(&c);
+            self.last_convergence = Some(c);
+        }
+        self.series.push(row);
         if !self.pools(report.step, exploring) {
             return;
         }
@@ -662,6 +789,7 @@ impl RunRecorder {
         let c22 = self.pooled_sq[2] / n - mean[1] * mean[1];
         let windows = self.snapshots_with_alive();
         let (mut rhat_max, mut ess_min) = (f64::NAN, f64::NAN);
+        let (mut bulk_max, mut tail_max, mut tail_ess_min) = (f64::NAN, f64::NAN, f64::NAN);
         let alive_traces: Vec<&BoundedSeries<[f64; 2]>> = self
             .traces
             .iter()
@@ -678,7 +806,34 @@ impl RunRecorder {
             let e = mcmc::ess_bulk(&draws);
             rhat_max = nan_max(rhat_max, r);
             ess_min = nan_min(ess_min, e);
+            bulk_max = nan_max(bulk_max, mcmc::rhat_bulk_of(&draws));
+            tail_max = nan_max(tail_max, mcmc::rhat_tail_of(&draws));
+            tail_ess_min = nan_min(tail_ess_min, mcmc::ess_tail(&draws));
         }
+        let monitor = self.monitor.as_ref();
+        let superchains = monitor.and_then(|m| m.superchains());
+        let nested = self.last_convergence.map(|c| c.nested_rhat);
+        let nested_rhat = nested.filter(|v| v.is_finite());
+        let nested_rhat_note = match (superchains, nested_rhat, monitor) {
+            (None, _, _) => None,
+            (Some(_), Some(_), _) => None,
+            (Some(_), None, Some(m)) => Some(
+                m.nested_undefined()
+                    .map_or("no block was recorded".to_string(), |u| u.to_string()),
+            ),
+            (Some(_), None, None) => None,
+        };
+        // The summary's KSD on more points than the live one: its sampling noise shrinks as
+        // 1/√n, so a smaller bias stands out against the baseline.
+        let points = convergence::alive_points(final_states, KSD_SUMMARY_POINTS);
+        let n = points.len() / 2;
+        let ksd_value =
+            convergence::ksd_of_points(&self.truth.target, &points, stein::Imq::default());
+        let (ksd_baseline, ksd_baseline_sd) = if n > 0 {
+            self.truth.ksd_baseline(n)
+        } else {
+            (f64::NAN, f64::NAN)
+        };
         let distance = self
             .truth
             .energy_distance_with_baseline(final_states, TRUTH_SAMPLES);
@@ -710,6 +865,19 @@ impl RunRecorder {
             tv_histogram: t.total_variation(&self.histogram, self.outside),
             rhat_max,
             ess_bulk_min: ess_min,
+            rhat_bulk_max: bulk_max,
+            rhat_tail_max: tail_max,
+            ess_tail_min: tail_ess_min,
+            superchains,
+            nested_rhat,
+            nested_rhat_level: self
+                .last_convergence
+                .map(|c| c.nested_rhat_level)
+                .filter(|v| v.is_finite()),
+            nested_rhat_note,
+            ksd: ksd_value,
+            ksd_baseline,
+            ksd_baseline_sd,
             modes_visited: None,
             warnings: Vec::new(),
             elapsed_s: run.elapsed_s,
@@ -727,11 +895,11 @@ impl RunRecorder {
     }
 }
 
-fn nan_max(a: f64, b: f64) -> f64 {
+pub(crate) fn nan_max(a: f64, b: f64) -> f64 {
     if a.is_nan() { b } else { a.max(b) }
 }
 
-fn nan_min(a: f64, b: f64) -> f64 {
+pub(crate) fn nan_min(a: f64, b: f64) -> f64 {
     if a.is_nan() { b } else { a.min(b) }
 }
 
@@ -839,14 +1007,12 @@ mod tests {
 
     #[test]
     fn exploration_intervals_merge_consecutive_blocks() {
-        let row = |step, exploring| SeriesRow {
-            step,
-            step_size: 0.1,
-            kinetic_temperature: 1.0,
-            mean_xi: 0.0,
-            diverged: 0,
-            energy_distance: 0.0,
-            exploring,
+        let row = |step, exploring| {
+            let m = Moments {
+                alive: 1,
+                ..Moments::default()
+            };
+            SeriesRow::of_moments(step, 0.1, &m, SamplerKind::Sgld, 0.0, exploring)
         };
         let rows = [
             row(10, true),
@@ -871,6 +1037,12 @@ mod tests {
             diverged: 2,
             energy_distance: 0.25,
             exploring: true,
+            rhat_bulk: 1.5,
+            rhat_tail: f64::NAN,
+            ess_bulk: 40.0,
+            ess_tail: f64::NAN,
+            nested_rhat: f64::NAN,
+            ksd: 0.125,
         };
         let text = series_csv(&[row.clone(), row]);
         let lines: Vec<&str> = text.lines().collect();
@@ -878,6 +1050,9 @@ mod tests {
         assert_eq!(series_csv(&[]), format!("{}\n", lines[0]));
         assert_eq!(lines[0], SERIES_HEADER.join(","));
         // An undefined quantity is an empty field, not "NaN".
-        assert_eq!(lines[1..], ["10,1e-25,1.0,,2,0.25,true"; 2]);
+        assert_eq!(
+            lines[1..],
+            ["10,1e-25,1.0,,2,0.25,true,1.5,,40.0,,,0.125"; 2]
+        );
     }
 }

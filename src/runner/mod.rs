@@ -26,6 +26,8 @@ pub struct RunOutcome {
 pub mod mlp;
 pub mod thermo_measure;
 
+pub use crate::diagnostics::draws::{DrawRecorder, DrawSpec};
+
 /// Runs every column of a comparison for the base's number of steps, one after the other
 /// (each column is an independent run with the same target, seed and noise). `progress` is
 /// called with the column index and its steps done.
@@ -117,6 +119,50 @@ pub fn run_against(
     progress: &mut dyn FnMut(u32),
     row: &mut dyn FnMut(&SeriesRow) -> anyhow::Result<()>,
 ) -> anyhow::Result<RunOutcome> {
+    run_keeping(
+        preset,
+        truth,
+        backend,
+        progress,
+        row,
+        DrawRecorder::default(),
+    )
+    .map(|r| r.0)
+}
+
+/// [`run_streaming`] that also keeps the draws `spec` asks for (`run --draws`, File → Export
+/// draws); check the spec with [`DrawSpec::check`] before.
+pub fn run_with_draws(
+    preset: &Preset,
+    backend: BackendChoice,
+    progress: &mut dyn FnMut(u32),
+    row: &mut dyn FnMut(&SeriesRow) -> anyhow::Result<()>,
+    spec: DrawSpec,
+) -> anyhow::Result<(RunOutcome, DrawRecorder)> {
+    let truth = Truth::new(&preset.model().target);
+    run_keeping(
+        preset,
+        &truth,
+        backend,
+        progress,
+        row,
+        DrawRecorder::new(spec),
+    )
+}
+
+/// Recorded blocks of a run of `preset` (what a [`DrawSpec`] thins).
+pub fn recorded_blocks(preset: &Preset) -> usize {
+    block_ends(preset.steps, preset.record_every).len()
+}
+
+fn run_keeping(
+    preset: &Preset,
+    truth: &Truth,
+    backend: BackendChoice,
+    progress: &mut dyn FnMut(u32),
+    row: &mut dyn FnMut(&SeriesRow) -> anyhow::Result<()>,
+    draws: DrawRecorder,
+) -> anyhow::Result<(RunOutcome, DrawRecorder)> {
     // The truth's target is the preset's, built once (see `Preset::model_on`).
     let model = preset.model_on(truth.target.clone());
     let truth = truth.clone();
@@ -130,6 +176,7 @@ pub fn run_against(
     let starts = engine.read_chains(0, preset.chains.min(MOVEMENT_CHAINS))?;
     let stats_from = preset.steps / 2;
     let mut first = Pass::new(&model, preset, truth.clone(), stats_from, true);
+    first.draws = draws;
     let start = Instant::now();
     first.run(engine.as_mut(), &mut *progress, &mut *row)?;
     let mut elapsed = start.elapsed().as_secs_f64();
@@ -191,11 +238,14 @@ pub fn run_against(
         pooled.truth(),
         movement,
     );
-    Ok(RunOutcome {
-        summary,
-        series: first.recorder.series.into_vec(),
-        notice,
-    })
+    Ok((
+        RunOutcome {
+            summary,
+            series: first.recorder.series.into_vec(),
+            notice,
+        },
+        first.draws,
+    ))
 }
 
 /// Rows of a run's in-memory time series; older rows are thinned, never dropped.
@@ -211,6 +261,8 @@ struct Pass<'a> {
     primary: bool,
     modes: Option<ModeVisits>,
     final_states: Option<ChainStates>,
+    /// The draws kept for export (none unless asked for).
+    draws: DrawRecorder,
 }
 
 impl<'a> Pass<'a> {
@@ -226,7 +278,8 @@ impl<'a> Pass<'a> {
         } else {
             None
         };
-        let mut recorder = RunRecorder::new(truth, stats_from, preset.sampler.kind);
+        let mut recorder = RunRecorder::new(truth, stats_from, preset.sampler.kind)
+            .with_convergence(preset.chains, preset.init.superchains);
         recorder.set_max_rows(MAX_SERIES_ROWS);
         Self {
             model,
@@ -235,6 +288,7 @@ impl<'a> Pass<'a> {
             primary,
             modes,
             final_states: None,
+            draws: DrawRecorder::default(),
         }
     }
 
@@ -263,6 +317,7 @@ impl<'a> Pass<'a> {
             ChainStates::default()
         };
         let mut done = 0u32;
+        let mut engine_seconds = 0.0;
         for end in ends {
             let (h, exploring) = model.schedule.at(model.sampler.h, end - 1);
             let histograms: Vec<HistogramSpec> = if self.recorder.pools(end, exploring) {
@@ -273,11 +328,24 @@ impl<'a> Pass<'a> {
             if let Some(modes) = &mut self.modes {
                 replay_modes(model, preset.seed, done, end - done, &mut tracked, modes);
             }
+            let started = Instant::now();
             let report = engine.advance(end - done, &histograms)?;
+            engine_seconds += started.elapsed().as_secs_f64();
+            self.recorder.set_engine_seconds(engine_seconds);
             done = end;
             let states = crate::engine::read_alive_head(engine, head, report.moments.alive)?;
             self.recorder
                 .record(&report, &states, f64::from(h), exploring);
+            let wanted = self.draws.chains_wanted();
+            if wanted > 0 {
+                // The first chains of `states` are chains 0, 1, … (further alive ones follow).
+                if wanted <= head {
+                    self.draws.record(end, f64::from(h), &states);
+                } else {
+                    let kept = engine.read_chains(0, wanted)?;
+                    self.draws.record(end, f64::from(h), &kept);
+                }
+            }
             if self.primary
                 && let Some(r) = self.recorder.series.last()
             {

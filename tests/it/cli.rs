@@ -94,7 +94,8 @@ fn overrides_and_csv() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "step,step_size,kinetic_temperature,mean_xi,diverged,energy_distance,exploring"
+        "step,step_size,kinetic_temperature,mean_xi,diverged,energy_distance,exploring,\
+         rhat_bulk,rhat_tail,ess_bulk,ess_tail,nested_rhat,ksd"
     );
     assert_eq!(lines.count(), 30);
     std::fs::remove_dir_all(dir).ok();

@@ -4,6 +4,7 @@
 //! rules for it.
 
 mod common;
+mod convergence;
 
 mod app;
 mod app_classroom;
