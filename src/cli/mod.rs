@@ -196,6 +196,17 @@ struct RunArgs {
     /// Write the time series (one row per recorded block) to this CSV file.
     #[arg(long)]
     csv: Option<std::path::PathBuf>,
+    /// Export the draws of the first chains (θ, p, ξ and per-draw statistics at every
+    /// recorded block) to this folder as a Zarr store that ArviZ opens
+    /// (`xarray.open_datatree(DIR, engine="zarr")`). 2-D presets only.
+    #[arg(long, value_name = "DIR")]
+    draws: Option<std::path::PathBuf>,
+    /// Chains whose draws `--draws` exports (the first ones).
+    #[arg(long, default_value_t = crate::diagnostics::draws::DEFAULT_DRAW_CHAINS)]
+    draw_chains: u32,
+    /// Keep every K-th recorded block in `--draws` (thinning).
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    draw_every: u32,
 }
 
 /// Why a command failed, with its exit status: 2 for bad input (refused before any work), 1 for
@@ -565,8 +576,21 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     match preset {
         AnyPreset::Toy(mut preset) => {
             apply_overrides(&mut preset, &args)?;
-            execute(preset, args.backend, args.csv.as_deref())
+            let draws = args.draws.as_ref().map(|dir| {
+                (
+                    dir.clone(),
+                    crate::runner::DrawSpec {
+                        chains: args.draw_chains,
+                        every: args.draw_every,
+                    },
+                )
+            });
+            execute(preset, args.backend, args.csv.as_deref(), draws)
         }
+        _ if args.draws.is_some() => Err(Failure::usage(
+            "--draws exports the chains of a 2-D preset; MLP, comparison and sphere presets \
+             have no draws to export",
+        )),
         AnyPreset::Mlp(mut preset) => {
             apply_mlp_overrides(&mut preset, &args)?;
             execute_mlp(preset, args.backend, args.csv.as_deref())
@@ -733,7 +757,23 @@ fn execute(
     preset: Preset,
     backend: BackendChoice,
     csv: Option<&std::path::Path>,
+    draws: Option<(std::path::PathBuf, crate::runner::DrawSpec)>,
 ) -> Result<(), Failure> {
+    // The draws' size and folder are checked before any work: nothing is run to be lost.
+    if let Some((dir, spec)) = &draws {
+        let bytes = spec
+            .check(runner::recorded_blocks(&preset), preset.chains)
+            .map_err(|e| Failure::usage(format!("{e:#}")))?;
+        crate::diagnostics::draws::check_destination(dir)
+            .map_err(|e| Failure::usage(format!("{e:#}")))?;
+        eprintln!(
+            "draws: {} chains × {} draws, about {:.1} MB, to {}",
+            spec.chains,
+            spec.draws(runner::recorded_blocks(&preset)),
+            bytes as f64 / 1e6,
+            dir.display()
+        );
+    }
     let bar = progress_bar(
         preset.steps.into(),
         "steps",
@@ -750,12 +790,31 @@ fn execute(
         .map(crate::diagnostics::SeriesCsvFile::create)
         .transpose()
         .map_err(|e| Failure::usage(format!("{e:#}")))?;
-    let outcome = runner::run_streaming(
-        &preset,
-        backend,
-        &mut |done| bar.set_position(u64::from(done)),
-        &mut |row| file.as_mut().map_or(Ok(()), |f| f.write(row)),
-    )?;
+    let mut progress = |done| bar.set_position(u64::from(done));
+    let mut row =
+        |row: &crate::diagnostics::SeriesRow| file.as_mut().map_or(Ok(()), |f| f.write(row));
+    let outcome = match &draws {
+        None => runner::run_streaming(&preset, backend, &mut progress, &mut row)?,
+        Some((dir, spec)) => {
+            let (outcome, kept) =
+                runner::run_with_draws(&preset, backend, &mut progress, &mut row, *spec)?;
+            kept.write_zarr(
+                dir,
+                &preset.model(),
+                preset.init.superchains,
+                &preset.to_ron(),
+                &serde_json::to_value(&outcome.summary)
+                    .map_err(|e| Failure::runtime(e.to_string()))?,
+            )?;
+            eprintln!(
+                "wrote {} draws of {} chains to {}",
+                kept.draws(),
+                spec.chains,
+                dir.display()
+            );
+            outcome
+        }
+    };
     bar.finish_and_clear();
     if let Some(notice) = &outcome.notice {
         eprintln!("notice: {notice}");
