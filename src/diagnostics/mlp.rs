@@ -4,6 +4,7 @@
 
 use super::classification::{ClassMetrics, ClassificationAccumulator, ReliabilityBin};
 use crate::engine::mlp::{MlpEngine, MlpReport, Prediction};
+use crate::math::mlp::{MlpPosterior, Workspace};
 use crate::math::{Dataset, SamplerKind};
 use serde::Serialize;
 
@@ -308,6 +309,139 @@ pub struct MlpSummary {
     pub elapsed_s: f64,
     /// Stochastic-gradient evaluations of whole networks per second.
     pub chain_gradients_per_s: f64,
+    /// Split R-hat of what the networks identify (their test log-likelihood and predictive
+    /// probabilities at fixed inputs), never of their weights.
+    pub identifiable_rhat: IdentifiableRhat,
+}
+
+/// Networks whose identifiable quantities are traced for R-hat.
+pub const IDENTIFIABLE_NETWORKS: u32 = 32;
+/// Test inputs (the first ones) at which each network's predicted probability of its label is
+/// traced.
+pub const PROBE_INPUTS: usize = 3;
+
+/// Why R-hat of weights would mislead, said wherever the identifiable R-hat is shown.
+pub const WEIGHT_RHAT_NOTE: &str = "R-hat of weights is meaningless: permuting a layer's \
+    units gives the same network, so chains in equivalent modes disagree on every weight; \
+    R-hat is measured on what the networks predict instead.";
+
+/// Per network, at each recorded block: its mean test log-likelihood and its predicted
+/// probability of the label at [`PROBE_INPUTS`] test inputs. These do not change under a
+/// permutation of hidden units, so chains can be compared on them.
+#[derive(Clone, Debug, Default)]
+pub struct IdentifiableTraces {
+    /// Per network, per block: [test log-likelihood, p(label | probe input j)…].
+    traces: Vec<Vec<[f64; 1 + PROBE_INPUTS]>>,
+    /// Per network, whether it diverged (then it leaves the statistic).
+    diverged: Vec<bool>,
+    /// Blocks offered so far, and every how many one is kept: the traces are halved when
+    /// they reach [`MAX_IDENTIFIABLE_DRAWS`] (a long session stays bounded; thinned draws
+    /// remain a valid chain).
+    offered: u64,
+    stride: u64,
+}
+
+/// Draws kept per traced network.
+pub const MAX_IDENTIFIABLE_DRAWS: usize = 1024;
+
+/// Split R-hat of the identifiable quantities over the second half of a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct IdentifiableRhat {
+    /// Networks compared (the first alive ones of [`IDENTIFIABLE_NETWORKS`]).
+    pub networks: usize,
+    /// Draws per network (recorded blocks in the second half).
+    pub draws: usize,
+    /// R-hat of the mean test log-likelihood; null when it cannot be computed.
+    #[serde(serialize_with = "super::defined")]
+    pub test_log_likelihood: f64,
+    /// R-hat of the predicted probability of the label at each probe input.
+    pub predictive: Vec<Option<f64>>,
+    /// What this measures, and what it does not promise.
+    pub note: &'static str,
+}
+
+impl IdentifiableTraces {
+    /// Records one block: `weights` are the first networks' parameters (chain-major, as
+    /// `MlpEngine::read_weights` gives them) and `diverged` their divergence.
+    pub fn record(
+        &mut self,
+        posterior: &MlpPosterior,
+        data: &Dataset,
+        weights: &[f32],
+        diverged: &[bool],
+    ) {
+        let p = posterior.params();
+        let n = (weights.len() / p.max(1)).min(diverged.len());
+        if self.traces.len() != n {
+            self.traces = vec![Vec::new(); n];
+            self.diverged = vec![false; n];
+            self.offered = 0;
+            self.stride = 1;
+        }
+        self.offered += 1;
+        if !self.offered.is_multiple_of(self.stride.max(1)) {
+            return;
+        }
+        if self
+            .traces
+            .first()
+            .is_some_and(|t| t.len() >= MAX_IDENTIFIABLE_DRAWS)
+        {
+            for t in &mut self.traces {
+                *t = t.iter().skip(1).step_by(2).copied().collect();
+            }
+            self.stride = self.stride.max(1) * 2;
+        }
+        let k = data.classes as usize;
+        let mut ws = Workspace::default();
+        let mut probs = vec![0.0f32; k];
+        for (net, theta) in weights.chunks_exact(p).take(n).enumerate() {
+            self.diverged[net] |= diverged[net];
+            let mut row = [0.0f64; 1 + PROBE_INPUTS];
+            let mut sum = 0.0;
+            for (i, (&x, &y)) in data.test_x.iter().zip(&data.test_y).enumerate() {
+                posterior.predict(theta, x, &mut ws, &mut probs);
+                let py = f64::from(probs[y as usize]);
+                sum += py.max(1e-12).ln();
+                if i < PROBE_INPUTS {
+                    row[1 + i] = py;
+                }
+            }
+            row[0] = sum / data.test_x.len().max(1) as f64;
+            self.traces[net].push(row);
+        }
+    }
+
+    /// Split R-hat (rank-normalised, the larger of bulk and tail) of each quantity over the
+    /// second half of the recorded blocks, across the networks that never diverged.
+    pub fn rhat(&self) -> IdentifiableRhat {
+        let alive: Vec<&Vec<[f64; 1 + PROBE_INPUTS]>> = self
+            .traces
+            .iter()
+            .zip(&self.diverged)
+            .filter(|(_, d)| !**d)
+            .map(|(t, _)| t)
+            .collect();
+        let blocks = alive.first().map_or(0, |t| t.len());
+        let from = blocks / 2;
+        let of = |q: usize| -> f64 {
+            let draws: Vec<Vec<f64>> = alive
+                .iter()
+                .map(|t| t[from..].iter().map(|r| r[q]).collect())
+                .collect();
+            super::mcmc::split_rhat(&draws)
+        };
+        IdentifiableRhat {
+            networks: alive.len(),
+            draws: blocks - from,
+            test_log_likelihood: of(0),
+            predictive: (1..=PROBE_INPUTS)
+                .map(|q| Some(of(q)).filter(|v| v.is_finite()))
+                .collect(),
+            note: "networks in different basins may never mix: a high value says they \
+                   predict differently, not that more steps will fix it",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,10 @@
 
 use super::printed_defects;
 use crate::diagnostics::bounded::BoundedSeries;
-use crate::diagnostics::mlp::{Evaluation, LayerSummary, MlpSeriesRow, MlpSummary, evaluate};
+use crate::diagnostics::mlp::{
+    Evaluation, IDENTIFIABLE_NETWORKS, IdentifiableTraces, LayerSummary, MlpSeriesRow, MlpSummary,
+    evaluate,
+};
 use crate::engine::BackendChoice;
 use crate::engine::create_mlp_engine;
 use crate::engine::mlp::{MlpCpuEngine, MlpEngine};
@@ -47,6 +50,7 @@ pub fn run_mlp(
     let mut elapsed = 0.0;
     let mut done = 0;
     let mut report = engine.advance(0)?;
+    let mut identifiable = IdentifiableTraces::default();
     while done < preset.steps {
         let block = preset.record_every.min(preset.steps - done);
         let start = Instant::now();
@@ -55,6 +59,13 @@ pub fn run_mlp(
         baseline.advance(block)?;
         done += block;
         let ensemble = evaluate(engine.as_mut(), &data, SERIES_PREDICTIVE_CHAINS, 0)?;
+        let traced = IDENTIFIABLE_NETWORKS.min(preset.chains);
+        let weights = engine.read_weights(0, traced)?;
+        let diverged: Vec<bool> = engine.read_parameter(0)?.diverged_at[..traced as usize]
+            .iter()
+            .map(|&d| d != 0)
+            .collect();
+        identifiable.record(&model.posterior, &data, &weights, &diverged);
         let sgd = evaluate(&mut baseline, &data, 1, 0)?.ensemble;
         series.push(MlpSeriesRow::new(
             &report,
@@ -110,6 +121,7 @@ pub fn run_mlp(
         } else {
             f64::NAN
         },
+        identifiable_rhat: identifiable.rhat(),
     };
     Ok(MlpOutcome {
         summary,

@@ -685,6 +685,36 @@ fn metrics_table(ui: &mut Ui, s: &MlpSnapshot, focus: u32) {
                 row(ui, "SGD network", SGD, &b.test, &b.train);
             }
         });
+    if let Some(r) = &s.identifiable {
+        let fmt = |v: f64| {
+            if v.is_finite() {
+                format!("{v:.3}")
+            } else {
+                "—".to_owned()
+            }
+        };
+        let predictive: Vec<String> = r
+            .predictive
+            .iter()
+            .map(|v| fmt(v.unwrap_or(f64::NAN)))
+            .collect();
+        ui.label(
+            RichText::new(format!(
+                "R-hat across {} networks ({} draws): test log-likelihood {}, p(label) at 3 \
+                 test points {}",
+                r.networks,
+                r.draws,
+                fmt(r.test_log_likelihood),
+                predictive.join(" / ")
+            ))
+            .small(),
+        )
+        .on_hover_text(format!(
+            "{} Split R-hat over the second half of the evaluations; {}.",
+            crate::diagnostics::mlp::WEIGHT_RHAT_NOTE,
+            r.note
+        ));
+    }
 }
 
 /// Kinetic temperature and ξ, test accuracy, and test NLL over the steps.

@@ -5,7 +5,10 @@
 
 use crate::app::worker::{Latest, Message, Simulation, Transport, WorkerHandle};
 use crate::diagnostics::bounded::BoundedSeries;
-use crate::diagnostics::mlp::{EnsembleEvaluation, Evaluation, MlpSeriesRow, evaluate_with};
+use crate::diagnostics::mlp::{
+    EnsembleEvaluation, Evaluation, IDENTIFIABLE_NETWORKS, IdentifiableRhat, IdentifiableTraces,
+    MlpSeriesRow, evaluate_with,
+};
 use crate::engine::mlp::{MlpCpuEngine, MlpEngine, MlpReport, ParameterStates, Prediction};
 use crate::engine::{BackendChoice, BackendInfo, create_mlp_engine, gpu::GpuContext};
 use crate::math::{Dataset, Grid2};
@@ -70,6 +73,8 @@ pub struct MlpSnapshot {
     pub gradients_per_s: f64,
     /// Number of networks.
     pub chains: u32,
+    /// R-hat of what the first networks identify (never of their weights).
+    pub identifiable: Option<IdentifiableRhat>,
 }
 
 impl crate::app::simulated::Progress for MlpSnapshot {
@@ -151,6 +156,9 @@ struct Worker<R: Fn()> {
     map: Option<Arc<MapData>>,
     /// Maps made so far (the next map's serial).
     maps_made: u64,
+    /// What the first networks predict, traced for R-hat.
+    identifiable: IdentifiableTraces,
+    identifiable_rhat: Option<IdentifiableRhat>,
     evaluation: Option<EnsembleEvaluation>,
     baseline_eval: Option<Evaluation>,
     report: MlpReport,
@@ -179,6 +187,8 @@ impl<R: Fn()> Worker<R> {
             first_divergence: None,
             map: None,
             maps_made: 0,
+            identifiable: IdentifiableTraces::default(),
+            identifiable_rhat: None,
             evaluation: None,
             baseline_eval: None,
             report: MlpReport::default(),
@@ -236,6 +246,8 @@ impl<R: Fn()> Worker<R> {
 
     fn clear_history(&mut self) {
         self.series.clear();
+        self.identifiable = IdentifiableTraces::default();
+        self.identifiable_rhat = None;
         self.first_divergence = None;
         self.map = None;
         self.evaluation = None;
@@ -359,6 +371,18 @@ impl<R: Fn()> Worker<R> {
         )?;
         let (baseline, baseline_map) = evaluate_with(&mut e.baseline, &e.data, 1, 0, &centres)?;
         let step = self.report.step;
+        if self.series.last().is_none_or(|r| r.step != step) {
+            let traced = IDENTIFIABLE_NETWORKS.min(e.networks.chains());
+            let weights = e.networks.read_weights(0, traced)?;
+            let diverged: Vec<bool> = e.networks.read_parameter(0)?.diverged_at[..traced as usize]
+                .iter()
+                .map(|&d| d != 0)
+                .collect();
+            let posterior = e.networks.model().posterior.clone();
+            self.identifiable
+                .record(&posterior, &e.data, &weights, &diverged);
+            self.identifiable_rhat = Some(self.identifiable.rhat()).filter(|r| r.draws >= 4);
+        }
         let row = MlpSeriesRow::new(
             &self.report,
             self.preset.sampler.kind,
@@ -415,6 +439,7 @@ impl<R: Fn()> Worker<R> {
             run_to: self.transport.run_to,
             gradients_per_s: self.rate,
             chains: self.preset.chains,
+            identifiable: self.identifiable_rhat.clone(),
         });
         (self.repaint)();
     }
