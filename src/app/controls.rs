@@ -285,6 +285,7 @@ fn run_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) {
             .changed()
         {
             p.chains = chains.round() as u32;
+            fit_chains_to_superchains(p);
         }
     });
     ui.horizontal(|ui| {
@@ -292,6 +293,60 @@ fn run_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) {
         ui.add(egui::DragValue::new(&mut p.seed))
             .on_hover_text("A new seed restarts the chains");
     });
+    egui::CollapsingHeader::new(RichText::new("Initial state").strong())
+        .default_open(false)
+        .show(ui, |ui| init_controls(ui, p));
+}
+
+/// Rounds the chains to a multiple of the superchains (at least two chains each), so that
+/// the preset stays valid and every superchain has as many chains.
+fn fit_chains_to_superchains(p: &mut Preset) {
+    if let Some(k) = p.init.superchains.filter(|&k| k >= 2) {
+        let rounded = (f64::from(p.chains) / f64::from(k)).round() as u32 * k;
+        p.chains = rounded.max(2 * k);
+    }
+}
+
+/// Where the chains start: centre, spread, normal or uniform, and superchains for nested
+/// R-hat. Any change restarts the chains.
+fn init_controls(ui: &mut Ui, p: &mut Preset) {
+    let init = &mut p.init;
+    ui.horizontal(|ui| {
+        ui.label("centre");
+        ui.add(egui::DragValue::new(&mut init.center[0]).speed(0.1));
+        ui.add(egui::DragValue::new(&mut init.center[1]).speed(0.1));
+    });
+    slider(
+        ui,
+        &mut init.scale,
+        ranges::INIT_SCALE,
+        0.01,
+        20.0,
+        true,
+        "spread",
+    );
+    ui.checkbox(&mut init.uniform, "uniform on centre ± spread")
+        .on_hover_text("Off: normal with the spread as standard deviation");
+    let mut grouped = init.superchains.is_some();
+    if ui
+        .checkbox(&mut grouped, "superchains")
+        .on_hover_text(
+            "Groups of chains that share a start, the starts drawn as above: nested R-hat asks \
+             whether the groups have forgotten where they began (Plots → convergence)",
+        )
+        .changed()
+    {
+        init.superchains = grouped.then_some(16);
+    }
+    if let Some(k) = &mut init.superchains {
+        let most = (p.chains / 2).clamp(2, crate::math::init::MAX_SUPERCHAINS);
+        ui.horizontal(|ui| {
+            ui.add(egui::DragValue::new(k).range(2..=most))
+                .on_hover_text("The chains are rounded to a multiple of the superchains");
+            ui.label(format!("of {} chains each", p.chains / (*k).max(1)));
+        });
+    }
+    fit_chains_to_superchains(p);
 }
 
 /// Target, gradient noise, schedule and view.
@@ -333,6 +388,11 @@ fn model_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) {
                         &mut p.view.plots,
                         crate::preset::PlotPanel::Growth,
                         "growth",
+                    );
+                    ui.selectable_value(
+                        &mut p.view.plots,
+                        crate::preset::PlotPanel::Convergence,
+                        "convergence",
                     );
                 });
                 bounded(ui, &mut p.view.highlighted_chains, 0..=1000, |s| {

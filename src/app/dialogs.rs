@@ -29,6 +29,7 @@ impl AtmcApp {
             FileRequest::OpenSweep => self.open_sweep(ctx, &path),
             FileRequest::SavePreset => self.save_preset(&path),
             FileRequest::ExportCsv => self.export_csv(&path),
+            FileRequest::ExportDraws => self.export_draws(&path),
             FileRequest::ExportPng { panel, scale } => {
                 self.request_window_picture(ctx, path, panel, scale);
             }
@@ -75,6 +76,15 @@ impl AtmcApp {
     fn export_csv(&mut self, path: &Path) {
         let csv = self.active().series_csv().unwrap_or_default();
         self.report_export(Status::written(path, write_file(path, &csv)));
+    }
+
+    fn export_draws(&mut self, path: &Path) {
+        let status = match self.active().export_draws(path) {
+            Some(Ok(what)) => Status::ok(format!("wrote {what} to {}", path.display())),
+            Some(Err(e)) => Status::error(format!("no draws written: {e:#}")),
+            None => Status::error("no draws written: this view keeps no draws"),
+        };
+        self.report_export(status);
     }
 
     /// File → Save preset…: the dialog, or the in-app prompt where there is none.

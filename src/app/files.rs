@@ -33,6 +33,8 @@ pub enum FileRequest {
     SavePreset,
     /// File → Export time series (CSV).
     ExportCsv,
+    /// File → Export draws (a Zarr folder ArviZ opens).
+    ExportDraws,
     /// File → Export PNG of the window (`panel` None) or of one of the view's panels,
     /// upscaled `scale` times.
     ExportPng {
@@ -72,6 +74,9 @@ impl FileRequest {
             FileRequest::ExportCsv => DialogSpec::new("Export time series", Save)
                 .filter("CSV", &["csv"])
                 .file_name("atmc-lab-series.csv"),
+            FileRequest::ExportDraws => {
+                DialogSpec::new("Export draws", Save).file_name("atmc-lab-draws.zarr")
+            }
             FileRequest::ExportPng { .. } => DialogSpec::new("Export PNG", Save)
                 .filter("PNG", &["png"])
                 .file_name("atmc-lab.png"),

@@ -173,6 +173,19 @@ impl AtmcApp {
             ui.close();
             self.ask(ui.ctx(), FileRequest::ExportCsv);
         }
+        if ui
+            .button("Export draws (Zarr, for ArviZ)…")
+            .on_hover_text(
+                "The draws behind the convergence instruments: θ, p, ξ and per-draw statistics \
+                 of the first 64 chains over the last 256 frames, in a folder that \
+                 xarray.open_datatree(…, engine=\"zarr\") and ArviZ open. `atmc-lab run \
+                 --draws` exports a whole run.",
+            )
+            .clicked()
+        {
+            ui.close();
+            self.ask(ui.ctx(), FileRequest::ExportDraws);
+        }
         match self.recording_frames() {
             Some(n) => {
                 if ui

@@ -13,6 +13,7 @@ pub mod classroom;
 pub mod colormap;
 pub mod compare;
 pub mod controls;
+pub mod convergence_strip;
 mod dialogs;
 pub mod files;
 pub mod fonts;

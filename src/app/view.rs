@@ -228,6 +228,11 @@ pub trait View: Any {
     fn series_csv(&self) -> Option<String> {
         None
     }
+    /// Writes the draws behind the view's convergence instruments to `path` (File → Export
+    /// draws): `None` when the view keeps no draws, else what was written or why not.
+    fn export_draws(&self, _path: &std::path::Path) -> Option<anyhow::Result<String>> {
+        None
+    }
     /// The panels that can be exported as PNG: label and where they were drawn last.
     fn panels(&self) -> Vec<(String, Rect)> {
         Vec::new()

@@ -947,6 +947,49 @@ pub fn statistic(record: &Record, name: &str) -> Option<f64> {
     node.as_f64()
 }
 
+/// What a statistic's dotted name means, in words a reader of the map knows ("min bulk
+/// ESS", not `ess_bulk_min`): the known names of `run`'s and the MLP runs' JSON, others with
+/// their underscores as spaces and their dots as "›".
+pub fn statistic_label(name: &str) -> String {
+    const KNOWN: &[(&str, &str)] = &[
+        ("rhat_max", "max split R-hat (bulk or tail)"),
+        ("rhat_bulk_max", "max bulk R-hat"),
+        ("rhat_tail_max", "max tail R-hat"),
+        ("ess_bulk_min", "min bulk ESS"),
+        ("ess_tail_min", "min tail ESS"),
+        ("nested_rhat", "nested R-hat"),
+        ("nested_rhat_level", "nested R-hat stationary level"),
+        ("superchains", "superchains"),
+        ("ksd", "kernel Stein discrepancy"),
+        ("ksd_baseline", "KSD of exact draws"),
+        ("ksd_baseline_sd", "KSD of exact draws, sd"),
+        ("diverged_fraction", "diverged fraction"),
+        ("first_divergence_step", "first divergence step"),
+        ("kinetic_temperature", "kinetic temperature"),
+        ("mean_xi", "mean ξ"),
+        ("mean.0", "mean θ₁"),
+        ("mean.1", "mean θ₂"),
+        ("cov.0.0", "var θ₁"),
+        ("cov.0.1", "cov θ₁θ₂"),
+        ("cov.1.0", "cov θ₁θ₂"),
+        ("cov.1.1", "var θ₂"),
+        ("energy_distance", "energy distance"),
+        ("energy_distance_baseline", "energy distance of exact draws"),
+        ("tv_histogram", "histogram total variation"),
+        ("modes_visited", "modes visited"),
+        ("chain_steps_per_s", "chain-steps per second"),
+        ("elapsed_s", "seconds"),
+        ("pooled_states", "pooled states"),
+    ];
+    if let Some((_, label)) = KNOWN.iter().find(|(n, _)| *n == name) {
+        return (*label).to_owned();
+    }
+    name.split('.')
+        .map(|part| part.replace('_', " "))
+        .collect::<Vec<_>>()
+        .join(" › ")
+}
+
 /// The numeric statistics the records carry, by dotted name (for the app's picker).
 pub fn statistics(merged: &Merged) -> Vec<String> {
     let mut names = Vec::new();
@@ -1033,6 +1076,16 @@ pub fn cell_position(values: &[f64], value: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statistics_have_names_a_reader_knows() {
+        assert_eq!(statistic_label("ess_bulk_min"), "min bulk ESS");
+        assert_eq!(statistic_label("nested_rhat"), "nested R-hat");
+        assert_eq!(
+            statistic_label("posterior_predictive.test.accuracy"),
+            "posterior predictive › test › accuracy"
+        );
+    }
 
     #[test]
     fn shards_parse_and_partition_the_points() {

@@ -331,6 +331,8 @@ impl PosteriorView {
             ui.selectable_value(&mut v.plots, PlotPanel::TimeSeries, "time series");
             ui.selectable_value(&mut v.plots, PlotPanel::Growth, "growth (log axes)")
                 .on_hover_text("|p|, |θ| and ξ of the tracked chains and the ensemble's quantiles, with the slope the printed O-step predicts");
+            ui.selectable_value(&mut v.plots, PlotPanel::Convergence, "convergence")
+                .on_hover_text("R-hat, nested R-hat, ESS and the kernel Stein discrepancy as the chains run, with rank plots: have the chains mixed?");
             if let Some((from, to)) = self.replay_range() {
                 let label = match self.replay {
                     Some(r) => format!("replaying step {}… (click to stop)", r.cursor()),
@@ -455,7 +457,7 @@ impl View for PosteriorView {
             .max(120.0);
         // With fewer than three portraits (SGLD, SGD, SGHMC) the marginals move up beside
         // them, where the missing portraits were, and the plots below get the whole width.
-        let marginals_beside = shown < 3 && self.preset.view.plots != PlotPanel::Growth;
+        let marginals_beside = shown < 3 && self.preset.view.plots == PlotPanel::TimeSeries;
         let beside_width = available.x - shown as f32 * (side + spacing) - spacing;
         // A replay ends when it is done, and when the run it replays is gone (reset, a new
         // preset): its label and the growth plots' cursor would describe chains that no
@@ -499,6 +501,17 @@ impl View for PosteriorView {
                 rest.x,
                 // Under the growth rate's line and the legend.
                 (rest.y - 40.0).clamp(80.0, 320.0),
+            );
+            return;
+        }
+        if self.preset.view.plots == PlotPanel::Convergence {
+            super::convergence_strip::strip(
+                ui,
+                &snapshot.series,
+                snapshot.convergence.as_deref(),
+                &mut self.preset.view.rank_plots,
+                rest.x,
+                rest.y - 12.0,
             );
             return;
         }
@@ -559,6 +572,35 @@ impl View for PosteriorView {
 
     fn series_csv(&self) -> Option<String> {
         Some(crate::diagnostics::series_csv(&self.sim.snapshot().series))
+    }
+
+    fn export_draws(&self, path: &std::path::Path) -> Option<anyhow::Result<String>> {
+        let snapshot = self.sim.snapshot();
+        let Some(c) = snapshot.convergence.as_deref() else {
+            return Some(Err(anyhow::anyhow!(
+                "no draws yet: run the chains for a few frames first"
+            )));
+        };
+        let draws = &c.draws;
+        let summary = serde_json::to_value(c.latest).unwrap_or_default();
+        Some(
+            draws
+                .write_zarr(
+                    path,
+                    &self.applied.model(),
+                    c.superchains,
+                    &self.applied.to_ron(),
+                    &summary,
+                )
+                .map(|()| {
+                    format!(
+                        "the last {} draws of the first {} chains (one per frame, up to step {})",
+                        draws.draws(),
+                        draws.chains(),
+                        snapshot.step
+                    )
+                }),
+        )
     }
 
     fn panels(&self) -> Vec<(String, egui::Rect)> {

@@ -4,6 +4,7 @@
 
 use crate::app::worker::{Latest, Message, Simulation, Transport, WorkerHandle};
 use crate::diagnostics::bounded::BoundedSeries;
+use crate::diagnostics::convergence::{ConvergenceMonitor, ConvergenceRow, ConvergenceSummary};
 use crate::diagnostics::growth::{Extents, GrowthRate, GrowthRow, growth_rate, growth_row};
 use crate::diagnostics::warnings::{instant_far_from_target, should_sample};
 use crate::diagnostics::{ModeVisits, SERIES_DISTANCE_CHAINS, SeriesRow, Truth};
@@ -30,6 +31,10 @@ pub const TRACKED_CHAINS: usize = 64;
 /// Steps kept per tracked chain; a chain's history stops growing when it diverges, so the
 /// steps before a divergence stay for the replay.
 pub const HISTORY_STEPS: usize = 600;
+
+/// Ticks between two evaluations of the convergence instruments (each costs a few
+/// milliseconds of the worker's time; the window gains a draw every tick regardless).
+pub const CONVERGENCE_EVERY: u32 = 4;
 
 /// Steps over which the growth rate of the tracked chains is measured.
 pub const GROWTH_WINDOW: usize = 10;
@@ -97,6 +102,8 @@ pub struct Snapshot {
     /// For a sampler meant to sample the target, past the preset's burn-in (half its steps):
     /// the moment of the alive chains that misses the target's, described.
     pub far_from_target: Option<String>,
+    /// The convergence instruments' latest summary (the diagnostics strip).
+    pub convergence: Option<Arc<ConvergenceSummary>>,
 }
 
 impl crate::app::simulated::Progress for Snapshot {
@@ -188,6 +195,12 @@ struct Worker<R: Fn()> {
     last_distance: f64,
     notice: Option<String>,
     rate: f64,
+    /// The live convergence instruments of the running chains.
+    monitor: ConvergenceMonitor,
+    /// Engine seconds since the chains started (ESS per second).
+    engine_seconds: f64,
+    /// The instruments' latest summary.
+    convergence: Option<Arc<ConvergenceSummary>>,
 }
 
 impl<R: Fn()> Worker<R> {
@@ -200,6 +213,8 @@ impl<R: Fn()> Worker<R> {
     ) -> Self {
         let target = preset.model().target;
         let truth = Truth::new(&target);
+        let (target_for_monitor, chains, superchains) =
+            (target.clone(), preset.chains, preset.init.superchains);
         let mut w = Self {
             preset,
             backend,
@@ -225,6 +240,9 @@ impl<R: Fn()> Worker<R> {
             last_distance: f64::NAN,
             notice: None,
             rate: f64::NAN,
+            monitor: ConvergenceMonitor::new(&target_for_monitor, chains, superchains),
+            engine_seconds: 0.0,
+            convergence: None,
         };
         w.allocate();
         w
@@ -272,6 +290,15 @@ impl<R: Fn()> Worker<R> {
         self.first_divergence = None;
         self.last_distance = f64::NAN;
         self.ticks = 0;
+        self.restart_monitor();
+    }
+
+    /// A fresh monitor for the current target, chains and superchains.
+    fn restart_monitor(&mut self) {
+        let p = &self.preset;
+        self.monitor = ConvergenceMonitor::new(&self.target, p.chains, p.init.superchains);
+        self.engine_seconds = 0.0;
+        self.convergence = None;
     }
 
     fn engine(&mut self) -> &mut dyn Engine {
@@ -289,8 +316,12 @@ impl<R: Fn()> Worker<R> {
             self.truth = Truth::new(&self.target);
             self.view_truth = None;
             self.modes = ModeVisits::for_target(&self.target);
+            self.preset = preset;
+            // The scores the KSD uses are the new target's.
+            self.restart_monitor();
+        } else {
+            self.preset = preset;
         }
-        self.preset = preset;
         self.update_view_truth();
         match change {
             Change::None => {}
@@ -343,7 +374,9 @@ impl<R: Fn()> Worker<R> {
         self.transport.arrived(report.step);
         if steps > 0 {
             let chains = f64::from(self.engine().chains());
-            self.rate = chains * f64::from(steps) / start.elapsed().as_secs_f64();
+            let seconds = start.elapsed().as_secs_f64();
+            self.rate = chains * f64::from(steps) / seconds;
+            self.engine_seconds += seconds;
         }
         let highlighted = self.preset.view.highlighted_chains;
         let head_count = highlighted.max(SERIES_DISTANCE_CHAINS);
@@ -396,9 +429,25 @@ impl<R: Fn()> Worker<R> {
         let far_from_target = judged
             .then(|| instant_far_from_target(m, &self.truth))
             .flatten();
+        let mut convergence = None;
         if new_step {
+            self.monitor
+                .observe(&head, report.step, f64::from(h), self.engine_seconds);
+            if self.ticks.is_multiple_of(CONVERGENCE_EVERY) {
+                let row = self
+                    .monitor
+                    .evaluate(report.step, &report.superchains, &head);
+                self.convergence = Some(Arc::new(self.monitor.summary(row)));
+                convergence = Some(row);
+            }
             self.ticks += 1;
-            self.record_row(report.step, f64::from(h), exploring, m);
+            self.record_row(
+                report.step,
+                f64::from(h),
+                exploring,
+                m,
+                convergence.as_ref(),
+            );
         }
         let backend = self.engine().backend();
         let chains = self.engine().chains();
@@ -450,6 +499,7 @@ impl<R: Fn()> Worker<R> {
             modes_visited: self.modes.as_ref().map(|m| (m.mean(), m.modes())),
             growth_rate,
             far_from_target,
+            convergence: self.convergence.clone(),
         });
         (self.repaint)();
         Ok(())
@@ -486,8 +536,15 @@ impl<R: Fn()> Worker<R> {
         }
     }
 
-    fn record_row(&mut self, step: u32, step_size: f64, exploring: bool, m: &Moments) {
-        let row = SeriesRow::of_moments(
+    fn record_row(
+        &mut self,
+        step: u32,
+        step_size: f64,
+        exploring: bool,
+        m: &Moments,
+        convergence: Option<&ConvergenceRow>,
+    ) {
+        let mut row = SeriesRow::of_moments(
             step,
             step_size,
             m,
@@ -495,6 +552,9 @@ impl<R: Fn()> Worker<R> {
             self.last_distance,
             exploring,
         );
+        if let Some(c) = convergence {
+            row = row.with_convergence(c);
+        }
         self.series.push(row);
     }
 

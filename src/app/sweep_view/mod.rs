@@ -451,7 +451,7 @@ impl SweepView {
                     super::axes::short(slice.x_values[ix]),
                     fields[y],
                     super::axes::short(slice.y_values[iy]),
-                    self.statistic,
+                    sweep::statistic_label(&self.statistic),
                     value.map_or("—".to_owned(), super::axes::short)
                 );
                 let response = response.response.on_hover_text_at_pointer(text);
@@ -585,14 +585,14 @@ impl SweepView {
             } else {
                 field
             })
-            .y_axis_label(self.statistic.clone())
+            .y_axis_label(sweep::statistic_label(&self.statistic))
             .show_outlined(ui, |p| {
                 let pts: Vec<[f64; 2]> = points
                     .iter()
                     .map(|&[x, v]| [if log { x.log10() } else { x }, v])
                     .collect();
                 p.line(Line::new(
-                    self.statistic.clone(),
+                    sweep::statistic_label(&self.statistic),
                     PlotPoints::from(pts.clone()),
                 ));
                 p.points(Points::new("", pts).radius(3.0));
@@ -708,12 +708,13 @@ impl View for SweepView {
         ui.separator();
         let statistics = self.statistics.clone();
         egui::ComboBox::from_label("colour by")
-            .selected_text(&self.statistic)
+            .selected_text(sweep::statistic_label(&self.statistic))
             .width(180.0)
             .show_ui(ui, |ui| {
                 for s in &statistics {
                     if ui
-                        .selectable_value(&mut self.statistic, s.clone(), s)
+                        .selectable_value(&mut self.statistic, s.clone(), sweep::statistic_label(s))
+                        .on_hover_text(format!("`{s}` in the sweep's JSON and CSV"))
                         .changed()
                     {
                         self.texture = None;
