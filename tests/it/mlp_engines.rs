@@ -128,13 +128,9 @@ fn per_network_gradients_follow_their_twin() {
                     let rng = RngCounter::new(7, chain as u32, 0);
                     post.stochastic_gradient_per_example(t, &rng, &mut ws, g);
                 }
-                let scale = b.iter().fold(0.0f32, |m, g| m.max(g.abs()));
-                let worst = a
-                    .iter()
-                    .zip(&b)
-                    .map(|(x, y)| (x - y).abs() / scale)
-                    .fold(0.0f32, f32::max);
-                println!("{activation:?} {hidden:?} batch {batch}: {worst:.2e} of {scale:.1}");
+                // Relative to the largest entry (a floor of all of it).
+                let worst = worst_relative(&a, &b, 1.0);
+                println!("{activation:?} {hidden:?} batch {batch}: {worst:.2e}");
                 assert!(
                     worst <= 2e-6,
                     "{activation:?} {hidden:?} batch {batch}: {worst:e}"
