@@ -1,4 +1,6 @@
-// Bayesian MLP posteriors: one invocation per chain (one network), mirroring
+// Bayesian MLP posteriors: one invocation per chain (one network) for the sampler's halves,
+// and for the gradient one workgroup per network (`mlp_net_accumulate`, at the end) or, on
+// devices without its workgroup memory, one invocation (`mlp_accumulate`); mirroring
 // src/math/mlp.rs function by function. The state of every chain lives in one buffer of four
 // regions (θ, p, ξ, gradient scratch), each P × chains with the chain index fastest, so the
 // invocations of a workgroup read neighbouring words.
@@ -6,8 +8,9 @@
 // One sampler step is several dispatches: the first half, the minibatch in slices, the second
 // half. llvmpipe (lavapipe) stops any shader invocation after 65,535 loop iterations in all
 // (LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of the shader), so no invocation may run
-// a whole minibatch of backward passes; `MlpGpuEngine` sizes the slices to stay below it. On
-// other GPUs the slices cost a few extra dispatches and nothing else.
+// a whole minibatch of backward passes; `MlpGpuEngine` sizes the slices to stay below it
+// (`example_iterations`, `net_iterations`). On other GPUs the slices cost a few extra
+// dispatches and nothing else.
 
 // The bindings, the blocks `SamplerParams`, `MlpParams` and `Slice`, MLP_WORKGROUP, MAX_WIDTH,
 // MAX_CLASSES, MAX_LAYERS, MAX_ACTIVATIONS, MLP_PARTIALS and its slots PARTIAL_MLP_*, the
@@ -468,4 +471,210 @@ fn mlp_predict(@builtin(global_invocation_id) id: vec3<u32>) {
             predictions[base + 2u * k + c] = own[c];
         }
     }
+}
+
+// ---- One workgroup per network: the gradient with MLP_NET_WORKGROUP invocations each ----
+//
+// `mlp_net_accumulate` gives every network a workgroup of its own (an H200 keeps tens of
+// thousands of invocations busy where one per network kept a few thousand). θ is copied once
+// into workgroup memory; the minibatch slots [slice.first, slice.end) then go through in tiles
+// of MLP_NET_WORKGROUP examples:
+// - forward and error: invocation e runs example first + e of the tile alone, reading θ from
+//   workgroup memory (every invocation the same word, a broadcast);
+// - weight gradient, layer by layer from the logits down: each invocation puts its example's
+//   inputs and output errors of the layer in workgroup memory, then every invocation adds
+//   the tile's examples, in order, into the gradient sums of the parameters it owns
+//   (parameter k, k + MLP_NET_WORKGROUP, … of the layer), kept in registers across tiles.
+// Every gradient entry is one running sum over the minibatch slots 0, 1, …, each product
+// rounded and added (no fused multiply-add written), the biases likewise: the order of
+// `MlpPosterior::stochastic_gradient_per_example`, this kernel's Rust twin (docs/MATH.md §7).
+// No tree: an entry never has two partial sums. The sums start from the gradient region and
+// go back to it, so a minibatch split into dispatches (llvmpipe's loop limit) keeps the order.
+
+var<workgroup> net_theta: array<f32, MLP_NET_PARAMS>;
+// One tile's inputs of a weight layer and errors of its outputs, [unit * MLP_NET_WORKGROUP + e].
+var<workgroup> net_inputs: array<f32, MLP_NET_STAGE>;
+var<workgroup> net_errors: array<f32, MLP_NET_STAGE>;
+var<workgroup> net_live: u32;
+
+// `forward_into` with θ from workgroup memory: the same sums in the same order.
+fn net_forward(x: vec2<f32>, acts: ptr<function, array<f32, MAX_ACTIVATIONS>>) -> u32 {
+    (*acts)[0] = x.x;
+    (*acts)[1] = x.y;
+    var input = 0u;
+    var weights = 0u;
+    let layers = mlp_params.layers;
+    for (var l = 0u; l < layers; l++) {
+        let width = layer_size(l);
+        let units = layer_size(l + 1u);
+        let first_bias = weights + width * units;
+        for (var u = 0u; u < units; u++) {
+            var sum = net_theta[first_bias + u];
+            let row = weights + u * width;
+            for (var i = 0u; i < width; i++) {
+                sum += net_theta[row + i] * (*acts)[input + i];
+            }
+            if (l + 1u < layers) {
+                sum = activation_apply(sum);
+            }
+            (*acts)[input + width + u] = sum;
+        }
+        input += width;
+        weights = first_bias + units;
+    }
+    return input;
+}
+
+// Gradient slots before weight layer l's in an invocation's `owned` array.
+fn net_slot_base(l: u32) -> u32 {
+    var base = 0u;
+    for (var k = 0u; k < l; k++) {
+        base += ((layer_size(k) + 1u) * layer_size(k + 1u) + MLP_NET_WORKGROUP - 1u) / MLP_NET_WORKGROUP;
+    }
+    return base;
+}
+
+// Moves the gradient sums invocation `lane` owns between the state and `owned`: loads them
+// when `store` is false, stores them when true.
+fn net_owned_io(network: u32, lane: u32, owned: ptr<function, array<f32, MLP_NET_OWNED>>, store: bool) {
+    var slot = 0u;
+    var offset = 0u;
+    for (var l = 0u; l < mlp_params.layers; l++) {
+        let size = (layer_size(l) + 1u) * layer_size(l + 1u);
+        for (var q = lane; q < size; q += MLP_NET_WORKGROUP) {
+            let k = state_index(REGION_GRADIENT, offset + q, network);
+            let s = slot + q / MLP_NET_WORKGROUP;
+            if (store) {
+                state[k] = (*owned)[s];
+            } else {
+                (*owned)[s] = state[k];
+            }
+        }
+        slot += (size + MLP_NET_WORKGROUP - 1u) / MLP_NET_WORKGROUP;
+        offset += size;
+    }
+}
+
+// Adds the tile's `count` examples, in order, to the sums of weight layer l's parameters that
+// invocation `lane` owns, from the inputs and errors in workgroup memory.
+fn net_layer_gradient(l: u32, lane: u32, count: u32, owned: ptr<function, array<f32, MLP_NET_OWNED>>) {
+    let width = layer_size(l);
+    let units = layer_size(l + 1u);
+    let weights = width * units;
+    let base = net_slot_base(l);
+    for (var m = 0u; m * MLP_NET_WORKGROUP < weights + units; m++) {
+        let q = lane + m * MLP_NET_WORKGROUP;
+        if (q < weights) {
+            let errors = (q / width) * MLP_NET_WORKGROUP;
+            let inputs = (q % width) * MLP_NET_WORKGROUP;
+            var g = (*owned)[base + m];
+            for (var e = 0u; e < count; e++) {
+                g += net_errors[errors + e] * net_inputs[inputs + e];
+            }
+            (*owned)[base + m] = g;
+        } else if (q < weights + units) {
+            let errors = (q - weights) * MLP_NET_WORKGROUP;
+            var g = (*owned)[base + m];
+            for (var e = 0u; e < count; e++) {
+                g += net_errors[errors + e];
+            }
+            (*owned)[base + m] = g;
+        }
+    }
+}
+
+// Σ over minibatch slots [slice.first, slice.end) of ∇CE of network `network`, added to its
+// gradient region by the MLP_NET_WORKGROUP invocations of one workgroup.
+fn net_accumulate(network: u32, lane: u32) {
+    for (var i = lane; i < mlp_params.param_count; i += MLP_NET_WORKGROUP) {
+        net_theta[i] = theta_at(i, network);
+    }
+    var owned: array<f32, MLP_NET_OWNED>;
+    net_owned_io(network, lane, &owned, false);
+    workgroupBarrier();
+    let rng = chain_rng(network);
+    let layers = mlp_params.layers;
+    var acts: array<f32, MAX_ACTIVATIONS>;
+    var delta: array<f32, MAX_WIDTH>;
+    for (var first = slice.first; first < slice.end; first += MLP_NET_WORKGROUP) {
+        let count = min(MLP_NET_WORKGROUP, slice.end - first);
+        let busy = lane < count;
+        // The logits' offset in `acts`, the same for every invocation.
+        var output = 0u;
+        for (var l = 0u; l < layers; l++) {
+            output += layer_size(l);
+        }
+        if (busy) {
+            let point = data[batch_index(first + lane, rng)];
+            let probs = softmax_at(&acts, net_forward(point.xy, &acts));
+            for (var c = 0u; c < classes(); c++) {
+                delta[c] = probs[c] - select(0.0, 1.0, c == u32(point.z));
+            }
+        }
+        var weights = mlp_params.param_count;
+        for (var back = 0u; back < layers; back++) {
+            let l = layers - 1u - back;
+            let width = layer_size(l);
+            let units = layer_size(l + 1u);
+            weights -= (width + 1u) * units;
+            let input = output - width;
+            if (busy) {
+                for (var u = 0u; u < units; u++) {
+                    net_errors[u * MLP_NET_WORKGROUP + lane] = delta[u];
+                }
+                for (var i = 0u; i < width; i++) {
+                    net_inputs[i * MLP_NET_WORKGROUP + lane] = acts[input + i];
+                }
+                // The error of the layer below (`back_sums`, then f').
+                if (l > 0u) {
+                    var below: array<f32, MAX_WIDTH>;
+                    for (var i = 0u; i < width; i++) {
+                        var sum = 0.0;
+                        for (var u = 0u; u < units; u++) {
+                            sum += net_theta[weights + u * width + i] * delta[u];
+                        }
+                        below[i] = sum * activation_derivative_from_output(acts[input + i]);
+                    }
+                    delta = below;
+                }
+            }
+            output = input;
+            workgroupBarrier();
+            net_layer_gradient(l, lane, count, &owned);
+            workgroupBarrier();
+        }
+    }
+    net_owned_io(network, lane, &owned, true);
+}
+
+// The network of this workgroup (a 2-D grid where the chains outnumber one dimension's
+// workgroups) and whether it runs: `live` reads `diverged_at` unless `all`.
+fn net_entry(workgroup: vec3<u32>, groups: vec3<u32>, lane: u32, all: bool) {
+    let network = workgroup.y * groups.x + workgroup.x;
+    if (lane == 0u) {
+        let runs = network < sampler_params.chains && (all || diverged_at[network] == 0u);
+        net_live = select(0u, 1u, runs);
+    }
+    if (workgroupUniformLoad(&net_live) != 0u) {
+        net_accumulate(network, lane);
+    }
+}
+
+@compute @workgroup_size(MLP_NET_WORKGROUP)
+fn mlp_net_accumulate(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    net_entry(workgroup, groups, lane, false);
+}
+
+// The gradient alone, for tests: every network, diverged or not.
+@compute @workgroup_size(MLP_NET_WORKGROUP)
+fn mlp_net_accumulate_all(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    net_entry(workgroup, groups, lane, true);
 }

@@ -4,7 +4,7 @@
 
 use super::{Failure, in_range, whole_in_range};
 use crate::engine::gpu::{GpuContext, GpuEngine};
-use crate::engine::mlp::gpu::MlpGpuEngine;
+use crate::engine::mlp::gpu::{MlpGpuEngine, MlpKernel};
 use crate::engine::mlp::{MlpCpuEngine, MlpEngine};
 use crate::engine::{Engine, cpu::CpuEngine};
 use crate::math::InitSpec;
@@ -30,7 +30,8 @@ pub struct BenchArgs {
     /// Measure Bayesian MLPs instead: whole-network stochastic gradients per second of ATMC
     /// on `--chains` 2-16-16-2 tanh networks, full batch on 256 two-moons points, CPU and GPU;
     /// on the CPU also 2-32-32-32-2 and the two-moons preset's minibatch of 32, with FLOP/s
-    /// and the share of the cores' issue roof.
+    /// and the share of the cores' issue roof (with `--backend gpu`, those shapes on the GPU
+    /// with both gradient kernels instead).
     #[arg(long, conflicts_with = "ui")]
     mlp: bool,
     /// Measure the app instead: frames per second of the offscreen UI (rendered with wgpu)
@@ -47,7 +48,8 @@ pub struct BenchArgs {
     #[arg(long)]
     paused: bool,
     /// Engine backend for `--ui`; with `--mlp`, `cpu` skips the GPU figure and `gpu` the
-    /// CPU's deeper and minibatch shapes.
+    /// CPU's deeper and minibatch shapes (running every shape on the GPU instead, with the
+    /// per-network and the per-chain gradient kernel).
     #[arg(long, value_enum, default_value = "auto")]
     backend: crate::engine::BackendChoice,
     /// With `--ui`: the view measured.
@@ -665,36 +667,88 @@ fn bench_mlp(
     let gpu = if backend == BackendChoice::Cpu {
         Err(anyhow::anyhow!("skipped (--backend cpu)"))
     } else {
-        GpuContext::new().and_then(|ctx| {
-            let adapter = ctx.describe();
-            let mut engine =
-                MlpGpuEngine::with_context(ctx, default_model.clone(), networks, &init, seed)?;
-            Ok((adapter, time_mlp_engine(&mut engine, steps)?))
-        })
+        GpuContext::new()
     };
-    let gpu_json = match &gpu {
-        Ok((adapter, t)) => {
-            let ratio = cpu_rate.map(|c| t.rate / c);
-            line(
-                "gpu",
-                &describe(&default_model, steps),
-                t,
-                &format!(
-                    " ({}{adapter})",
-                    ratio.map_or(String::new(), |r| format!("{r:.2}× the CPU; "))
-                ),
-            );
-            let mut v = t.json();
-            v["adapter"] = adapter.as_str().into();
-            v["ratio_to_cpu"] = ratio.into();
-            v["flop_per_s"] = (t.rate * default_flop).into();
-            v
+    let mut gpu_json = serde_json::json!({});
+    let mut gpu_shapes = Vec::new();
+    match &gpu {
+        Ok(ctx) => {
+            // With `--backend gpu` every shape and both gradient kernels (the per-chain one
+            // for comparison); otherwise the default shape with the kernel the engine picks.
+            let best = MlpKernel::best_for(&ctx.device);
+            let mut kernels = vec![best];
+            if backend == BackendChoice::Gpu && best != MlpKernel::PerChain {
+                kernels.push(MlpKernel::PerChain);
+            }
+            let software = ctx.adapter.device_type == wgpu::DeviceType::Cpu;
+            for (k, shape) in shapes.iter().enumerate() {
+                if k > 0 && backend != BackendChoice::Gpu {
+                    break;
+                }
+                let model = bench_mlp_model(shape)?;
+                let flop = mlp_gradient_flop(&model);
+                let shape_steps = ((f64::from(steps) * default_flop / flop).round() as u32).max(2);
+                for &kernel in &kernels {
+                    let timed = MlpGpuEngine::with_kernel(
+                        ctx.clone(),
+                        model.clone(),
+                        networks,
+                        &init,
+                        seed,
+                        kernel,
+                    )
+                    .and_then(|mut engine| time_mlp_engine(&mut engine, shape_steps));
+                    let t = match timed {
+                        Ok(t) => t,
+                        Err(e) => {
+                            eprintln!("gpu  no GPU figure ({}): {e:#}", kernel.name());
+                            gpu_json = serde_json::json!({ "error": format!("{e:#}") });
+                            continue;
+                        }
+                    };
+                    let flops = t.rate * flop;
+                    // llvmpipe runs on these cores: its share of their roof.
+                    let share = roof.filter(|_| software).map(|r| flops / r);
+                    let ratio = cpu_rate.filter(|_| k == 0).map(|c| t.rate / c);
+                    line(
+                        "gpu",
+                        &describe(&model, shape_steps),
+                        &t,
+                        &format!(
+                            " ({} kernel, {} invocations per network; {}{}); {flops:.2e} FLOP/s{}",
+                            kernel.name(),
+                            kernel.invocations_per_network(),
+                            ratio.map_or(String::new(), |r| format!("{r:.2}× the CPU; ")),
+                            ctx.describe(),
+                            share.map_or(String::new(), |s| format!(
+                                ", {:.1}% of the CPU's roof",
+                                100.0 * s
+                            ))
+                        ),
+                    );
+                    let mut v = t.json();
+                    v["shape"] = shape.label.into();
+                    v["network"] = model.posterior.arch.describe().into();
+                    v["steps"] = shape_steps.into();
+                    v["kernel"] = kernel.name().into();
+                    v["invocations_per_network"] = kernel.invocations_per_network().into();
+                    v["adapter"] = ctx.describe().into();
+                    v["ratio_to_cpu"] = ratio.into();
+                    v["flop_per_s"] = flops.into();
+                    v["cpu_roof_share"] = share.into();
+                    if k == 0 && kernel == best {
+                        gpu_json = v.clone();
+                    }
+                    gpu_shapes.push(v);
+                }
+            }
         }
         Err(e) => {
             eprintln!("gpu  no GPU figure: {e:#}");
-            serde_json::json!({ "error": format!("{e:#}") })
+            gpu_json = serde_json::json!({ "error": format!("{e:#}") });
         }
-    };
+    }
+    let gpu_rate = gpu_json["chain_gradients_per_s"].as_f64();
     let post = &default_model.posterior;
     super::emit(format_args!(
         "{}",
@@ -709,8 +763,9 @@ fn bench_mlp(
             "steps": steps,
             "cpu": cpu_default,
             "gpu": gpu_json,
-            "gpu_to_cpu": gpu.as_ref().ok().zip(cpu_rate).map(|((_, t), c)| t.rate / c),
+            "gpu_to_cpu": gpu_rate.zip(cpu_rate).map(|(g, c)| g / c),
             "shapes": shape_json,
+            "gpu_shapes": gpu_shapes,
             "roof": roof_json,
         })
     ))?;

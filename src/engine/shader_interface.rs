@@ -468,6 +468,38 @@ pub const MLP_WORKGROUP: u32 = 64;
 /// Partial sums per workgroup of the MLP engine (`partials`): the [`MlpPartial`] slots, the
 /// last of them once per weight layer.
 pub const MLP_PARTIALS: u32 = MlpPartial::Layers.slot(MAX_LAYERS) as u32;
+/// Invocations of the workgroup that computes one network's gradient (`MLP_NET_WORKGROUP`):
+/// one example each in the forward pass and the error sent back, one parameter each in the
+/// weight gradient. The minibatch goes through in tiles of this many examples.
+pub const MLP_NET_WORKGROUP: u32 = 64;
+/// Parameters of the largest network (`MLP_NET_PARAMS`): θ in workgroup memory.
+pub const MLP_NET_PARAMS: u32 = mlp_net_layer_params(MAX_HIDDEN_LAYERS, true);
+/// Rows × examples of one tile's inputs or errors of a weight layer (`MLP_NET_STAGE`).
+pub const MLP_NET_STAGE: u32 = MAX_WIDTH as u32 * MLP_NET_WORKGROUP;
+/// Gradient sums one invocation of `MLP_NET_WORKGROUP` keeps (`MLP_NET_OWNED`): every
+/// `MLP_NET_WORKGROUP`-th parameter of each layer of the largest network.
+pub const MLP_NET_OWNED: u32 = mlp_net_layer_params(MAX_HIDDEN_LAYERS, false);
+/// Bytes of workgroup memory the one-network kernel declares: θ, inputs and errors.
+pub const MLP_NET_WORKGROUP_BYTES: u32 = 4 * (MLP_NET_PARAMS + 2 * MLP_NET_STAGE) + 16;
+
+/// Over the weight layers of the largest network of `hidden` hidden layers: the parameters
+/// (`all`), or the parameters per invocation of `MLP_NET_WORKGROUP`, rounded up layer by layer.
+const fn mlp_net_layer_params(hidden: usize, all: bool) -> u32 {
+    let mut total = 0;
+    let mut l = 0;
+    while l <= hidden {
+        let inputs = if l == 0 { 2 } else { MAX_WIDTH };
+        let outputs = if l == hidden { MAX_CLASSES } else { MAX_WIDTH };
+        let params = ((inputs + 1) * outputs) as u32;
+        total += if all {
+            params
+        } else {
+            params.div_ceil(MLP_NET_WORKGROUP)
+        };
+        l += 1;
+    }
+    total
+}
 /// Bits of each axis code in `hist_u[i].z` (x in the low bits, y above).
 pub const HIST_AXIS_SHIFT: u32 = 8;
 
@@ -709,6 +741,10 @@ pub fn constants() -> Vec<WgslConst> {
     }
     push("MLP_WORKGROUP".into(), MLP_WORKGROUP);
     push("MLP_PARTIALS".into(), MLP_PARTIALS);
+    push("MLP_NET_WORKGROUP".into(), MLP_NET_WORKGROUP);
+    push("MLP_NET_PARAMS".into(), MLP_NET_PARAMS);
+    push("MLP_NET_STAGE".into(), MLP_NET_STAGE);
+    push("MLP_NET_OWNED".into(), MLP_NET_OWNED);
     push("MAX_WIDTH".into(), MAX_WIDTH as u32);
     push("MAX_CLASSES".into(), MAX_CLASSES as u32);
     push("MAX_LAYERS".into(), MAX_LAYERS as u32);

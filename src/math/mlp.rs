@@ -642,6 +642,18 @@ impl MlpPosterior {
         (signal, (deviation / f64::from(batch.max(1))).sqrt())
     }
 
+    /// Which hidden units are positive, over all training examples: where two networks
+    /// differ, a ReLU or SELU kink lies between them (finite differences skip those).
+    pub fn hidden_signs(&self, theta: &[f32]) -> Vec<bool> {
+        let mut ws = Workspace::default();
+        let mut signs = Vec::new();
+        for x in &self.inputs {
+            let logits = self.forward_into(theta, *x, &mut ws);
+            signs.extend(ws.activations[2..logits].iter().map(|&a| a > 0.0));
+        }
+        signs
+    }
+
     /// L(θ) = |θ|²/(2σ²) + Σᵢ CE over the full training set, in f64 (finite differences).
     pub fn neg_log_posterior(&self, theta: &[f32]) -> f64 {
         let mut ws = Workspace::default();
@@ -1295,19 +1307,6 @@ mod tests {
         let mut theta = vec![0.0; post.params()];
         RngCounter::new(seed, 0, 0).fill_normals(Stream::Init, &mut theta);
         theta.iter().map(|t| 0.7 * t).collect()
-    }
-
-    impl MlpPosterior {
-        /// Which hidden units are positive, over all training examples.
-        fn hidden_signs(&self, theta: &[f32]) -> Vec<bool> {
-            let mut ws = Workspace::default();
-            let mut signs = Vec::new();
-            for x in &self.inputs {
-                let logits = self.forward_into(theta, *x, &mut ws);
-                signs.extend(ws.activations[2..logits].iter().map(|&a| a > 0.0));
-            }
-            signs
-        }
     }
 
     #[test]

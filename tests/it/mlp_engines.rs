@@ -3,21 +3,32 @@
 //! CI) and fail loudly when there is none.
 
 use crate::common;
-use atmc_lab::engine::mlp::gpu::MlpGpuEngine;
+use atmc_lab::engine::mlp::gpu::{MlpGpuEngine, MlpKernel};
 use atmc_lab::engine::mlp::{MlpCpuEngine, MlpEngine};
-use atmc_lab::math::mlp::{Activation, MlpInit, MlpModel, MlpSpec};
-use atmc_lab::math::{DataSource, DataSpec, SamplerKind, SamplerSpec, ScheduleSpec};
+use atmc_lab::math::mlp::{Activation, MlpInit, MlpModel, MlpSpec, Workspace};
+use atmc_lab::math::{DataSource, DataSpec, RngCounter, SamplerKind, SamplerSpec, ScheduleSpec};
 
 fn model(kind: SamplerKind, activation: Activation, batch: u32) -> MlpModel {
+    model_of(kind, activation, &[16, 16], batch, 120)
+}
+
+/// A network of `hidden` units on `points` two-moons points (three quarters for training).
+fn model_of(
+    kind: SamplerKind,
+    activation: Activation,
+    hidden: &[u32],
+    batch: u32,
+    points: u32,
+) -> MlpModel {
     let spec = MlpSpec {
         data: DataSpec {
             source: DataSource::TwoMoons,
-            points: 120,
+            points,
             noise: 0.2,
             test_fraction: 0.25,
             seed: 4,
         },
-        hidden: vec![16, 16],
+        hidden: hidden.to_vec(),
         activation,
         prior_scale: 1.0,
         batch_size: batch,
@@ -43,6 +54,12 @@ fn gpu(model: MlpModel, chains: u32) -> MlpGpuEngine {
         .expect("engine")
 }
 
+/// A GPU engine with the gradient kernel `kernel` (seed 7).
+fn gpu_with(model: MlpModel, chains: u32, kernel: MlpKernel) -> MlpGpuEngine {
+    let ctx = common::gpu().clone();
+    MlpGpuEngine::with_kernel(ctx, model, chains, &MlpInit::default(), 7, kernel).expect("engine")
+}
+
 /// Largest |a − b| relative to max(|b|, floor · max|b|) over all entries.
 fn worst_relative(a: &[f32], b: &[f32], floor: f32) -> f32 {
     let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
@@ -52,14 +69,18 @@ fn worst_relative(a: &[f32], b: &[f32], floor: f32) -> f32 {
         .fold(0.0, f32::max)
 }
 
+/// Both gradient kernels against the CPU engine's batched gradient.
 #[test]
 fn gpu_gradients_match_cpu() {
-    for activation in Activation::ALL {
+    for (kernel, activation) in [MlpKernel::PerNetwork, MlpKernel::PerChain]
+        .into_iter()
+        .flat_map(|k| Activation::ALL.map(|a| (k, a)))
+    {
         for batch in [0, 16] {
             let m = model(SamplerKind::Atmc, activation, batch);
             let chains = 256;
             let mut cpu = MlpCpuEngine::new(m.clone(), chains, &MlpInit::default(), 7);
-            let mut gpu = gpu(m, chains);
+            let mut gpu = gpu_with(m, chains, kernel);
             assert_eq!(
                 cpu.read_weights(0, chains).unwrap(),
                 gpu.read_weights(0, chains).unwrap(),
@@ -70,8 +91,96 @@ fn gpu_gradients_match_cpu() {
             // Relative to each entry, with a floor of 1e-3 of the largest gradient where an
             // entry is a sum that cancels to almost nothing.
             let worst = worst_relative(&a, &b, 1e-3);
-            println!("{activation:?}, batch {batch}: max relative gradient error {worst:.2e}");
-            assert!(worst <= 1e-4, "{activation:?}, batch {batch}: {worst:e}");
+            println!(
+                "{kernel:?} {activation:?}, batch {batch}: max relative gradient error {worst:.2e}"
+            );
+            assert!(
+                worst <= 1e-4,
+                "{kernel:?} {activation:?}, batch {batch}: {worst:e}"
+            );
+        }
+    }
+}
+
+/// The per-network kernel against its Rust twin, `stochastic_gradient_per_example` (the same
+/// running sum over the minibatch slots for every entry; MATH.md §7), for every activation,
+/// depth 1–3, full batches and minibatches. 450 training points: every batch spans several
+/// tiles of `MLP_NET_WORKGROUP` examples, and the deep network's full batch two dispatches.
+#[test]
+fn per_network_gradients_follow_their_twin() {
+    for activation in Activation::ALL {
+        for hidden in [&[16u32][..], &[16, 5], &[32, 32, 32]] {
+            for batch in [0, 37, 200] {
+                let m = model_of(SamplerKind::Atmc, activation, hidden, batch, 600);
+                let chains = 24;
+                let mut gpu = gpu_with(m.clone(), chains, MlpKernel::PerNetwork);
+                let theta = gpu.read_weights(0, chains).unwrap();
+                let a = gpu.gradients().unwrap();
+                let post = &m.posterior;
+                let params = post.params();
+                let mut b = vec![0.0; a.len()];
+                let mut ws = Workspace::default();
+                for (chain, (g, t)) in b
+                    .chunks_exact_mut(params)
+                    .zip(theta.chunks_exact(params))
+                    .enumerate()
+                {
+                    let rng = RngCounter::new(7, chain as u32, 0);
+                    post.stochastic_gradient_per_example(t, &rng, &mut ws, g);
+                }
+                // Relative to the largest entry (a floor of all of it).
+                let worst = worst_relative(&a, &b, 1.0);
+                println!("{activation:?} {hidden:?} batch {batch}: {worst:.2e}");
+                assert!(
+                    worst <= 2e-6,
+                    "{activation:?} {hidden:?} batch {batch}: {worst:e}"
+                );
+            }
+        }
+    }
+}
+
+/// The per-network kernel's full-batch gradient against central differences of L(θ), for
+/// every activation and depth 1–3 (as `analytic_gradient_matches_finite_differences` checks
+/// the CPU's), skipping parameters whose ±ε moves a ReLU or SELU unit across its kink.
+#[test]
+fn per_network_gradients_match_finite_differences() {
+    for activation in Activation::ALL {
+        for hidden in [&[8u32][..], &[8, 6], &[6, 5, 4]] {
+            let m = model_of(SamplerKind::Atmc, activation, hidden, 0, 60);
+            let chains = 2;
+            let mut gpu = gpu_with(m.clone(), chains, MlpKernel::PerNetwork);
+            let theta = gpu.read_weights(0, chains).unwrap();
+            let grad = gpu.gradients().unwrap();
+            let post = &m.posterior;
+            let params = post.params();
+            // ReLU's kinks, and SELU's in its derivative, want a small step (fewer meet one).
+            let eps = if activation == Activation::Tanh {
+                1e-2f32
+            } else {
+                1e-3
+            };
+            let (mut worst, mut kinks) = (0.0f64, 0);
+            for (t, g) in theta.chunks_exact(params).zip(grad.chunks_exact(params)) {
+                let scale = g.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                for i in 0..params {
+                    let (mut plus, mut minus) = (t.to_vec(), t.to_vec());
+                    plus[i] += eps;
+                    minus[i] -= eps;
+                    if activation != Activation::Tanh
+                        && post.hidden_signs(&plus) != post.hidden_signs(&minus)
+                    {
+                        kinks += 1;
+                        continue;
+                    }
+                    let fd = (post.neg_log_posterior(&plus) - post.neg_log_posterior(&minus))
+                        / (2.0 * f64::from(eps));
+                    worst = worst.max((fd - f64::from(g[i])).abs() / f64::from(scale));
+                }
+            }
+            println!("{activation:?} {hidden:?}: {worst:.1e}, {kinks} skipped at kinks");
+            assert!(kinks * 3 < chains as usize * params, "{kinks} kinks");
+            assert!(worst < 5e-4, "{activation:?} {hidden:?}: {worst:e}");
         }
     }
 }

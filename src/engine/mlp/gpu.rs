@@ -1,4 +1,7 @@
-//! The GPU engine for MLP posteriors: `shaders/mlp.wgsl`, one invocation per network.
+//! The GPU engine for MLP posteriors: `shaders/mlp.wgsl`. The gradient, nearly all of a
+//! step's work, runs one workgroup of [`MLP_NET_WORKGROUP`] invocations per network
+//! ([`MlpKernel::PerNetwork`]) where the device has the workgroup memory, else one invocation
+//! per network ([`MlpKernel::PerChain`]); the sampler's halves run one invocation per network.
 //!
 //! Sampler parameters travel in the same uniform block as the 2-D engine's
 //! (`GpuSamplerParams`), the network's in a block of its own (`GpuMlpParams`), so a slider
@@ -14,8 +17,9 @@ use crate::engine::gpu::{
     Features, GpuContext, Readback, ShaderProgram, bind_group, uniform_buffer,
 };
 use crate::engine::shader_interface::{
-    self, GpuMlpParams, GpuSamplerParams, MLP_PARTIALS, MLP_WORKGROUP, MlpBinding, MlpPartial,
-    MlpRegion, MlpSlice as Slice, Program, SPECIALISED_ACTIVATION, SPECIALISED_SAMPLER,
+    self, GpuMlpParams, GpuSamplerParams, MLP_NET_WORKGROUP, MLP_NET_WORKGROUP_BYTES, MLP_PARTIALS,
+    MLP_WORKGROUP, MlpBinding, MlpPartial, MlpRegion, MlpSlice as Slice, Program,
+    SPECIALISED_ACTIVATION, SPECIALISED_SAMPLER,
 };
 use crate::math::mlp::{Architecture, ChainSlices, MlpInit, MlpModel};
 use anyhow::{bail, ensure};
@@ -56,38 +60,100 @@ impl Slice {
     }
 }
 
+/// How the GPU engine computes the minibatch gradient.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MlpKernel {
+    /// One invocation per network, looping over its weights and examples (`mlp_accumulate`):
+    /// for devices with less workgroup memory than the other needs.
+    PerChain,
+    /// One workgroup of [`MLP_NET_WORKGROUP`] invocations per network (`mlp_net_accumulate`):
+    /// examples and parameters shared out among them, θ in workgroup memory.
+    PerNetwork,
+}
+
+impl MlpKernel {
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            MlpKernel::PerChain => "per-chain",
+            MlpKernel::PerNetwork => "per-network",
+        }
+    }
+
+    /// Invocations that work on one network's gradient.
+    pub fn invocations_per_network(self) -> u32 {
+        match self {
+            MlpKernel::PerChain => 1,
+            MlpKernel::PerNetwork => MLP_NET_WORKGROUP,
+        }
+    }
+
+    /// Whether `device` can run this kernel.
+    pub fn fits(self, device: &wgpu::Device) -> bool {
+        let limits = device.limits();
+        match self {
+            MlpKernel::PerChain => true,
+            MlpKernel::PerNetwork => {
+                limits.max_compute_workgroup_storage_size >= MLP_NET_WORKGROUP_BYTES
+                    && limits.max_compute_invocations_per_workgroup >= MLP_NET_WORKGROUP
+                    && limits.max_compute_workgroup_size_x >= MLP_NET_WORKGROUP
+            }
+        }
+    }
+
+    /// The faster kernel `device` can run.
+    pub fn best_for(device: &wgpu::Device) -> Self {
+        if MlpKernel::PerNetwork.fits(device) {
+            MlpKernel::PerNetwork
+        } else {
+            MlpKernel::PerChain
+        }
+    }
+}
+
 /// The entry points of `shaders/mlp.wgsl`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Entry {
     FirstHalf,
     Accumulate,
+    NetAccumulate,
     SecondHalf,
     ClearGradient,
     AccumulateAll,
+    NetAccumulateAll,
     FinishGradient,
     Statistics,
     Predict,
 }
 
 impl Entry {
-    const ALL: [Entry; 8] = [
+    const ALL: [Entry; 10] = [
         Entry::FirstHalf,
         Entry::Accumulate,
+        Entry::NetAccumulate,
         Entry::SecondHalf,
         Entry::ClearGradient,
         Entry::AccumulateAll,
+        Entry::NetAccumulateAll,
         Entry::FinishGradient,
         Entry::Statistics,
         Entry::Predict,
     ];
 
+    /// Whether the entry runs one workgroup per network (else one invocation per item).
+    fn per_network(self) -> bool {
+        matches!(self, Entry::NetAccumulate | Entry::NetAccumulateAll)
+    }
+
     fn name(self) -> &'static str {
         match self {
             Entry::FirstHalf => "mlp_first_half",
             Entry::Accumulate => "mlp_accumulate",
+            Entry::NetAccumulate => "mlp_net_accumulate",
             Entry::SecondHalf => "mlp_second_half",
             Entry::ClearGradient => "mlp_clear_gradient",
             Entry::AccumulateAll => "mlp_accumulate_all",
+            Entry::NetAccumulateAll => "mlp_net_accumulate_all",
             Entry::FinishGradient => "mlp_finish_gradient",
             Entry::Statistics => "mlp_statistics",
             Entry::Predict => "mlp_predict",
@@ -120,9 +186,41 @@ fn example_iterations(arch: &Architecture) -> usize {
     forward_iterations(arch) + layers + outputs + 2 * products + inputs + layers * layers + 10
 }
 
+/// Loop iterations of one invocation of `mlp_net_accumulate` (an upper bound): per dispatch
+/// (θ copied in, the owned gradient sums in and out) and per tile of [`MLP_NET_WORKGROUP`]
+/// examples (the invocation's example forward, its errors, and the tile's examples added to
+/// each owned sum, layer by layer).
+fn net_iterations(arch: &Architecture) -> (usize, usize) {
+    let w = MLP_NET_WORKGROUP as usize;
+    let layers = arch.layers();
+    let owned: usize = arch.layer_params().iter().map(|p| p.div_ceil(w)).sum();
+    let per_dispatch = arch.params().div_ceil(w) + 2 * (owned + layers);
+    let (mut stores, mut back) = (0, 0);
+    for l in 0..layers {
+        let layout = arch.layer(l);
+        stores += layout.inputs + layout.outputs;
+        if l > 0 {
+            back += layout.inputs * (layout.outputs + 1);
+        }
+    }
+    // Logits offset, forward and softmax, errors of the logits, Philox; per layer: the loop,
+    // the stores, the error below, the slot base, and each owned sum over the tile.
+    let per_tile = layers
+        + forward_iterations(arch)
+        + arch.classes()
+        + 10
+        + layers
+        + stores
+        + back
+        + layers * layers
+        + owned * (w + 1);
+    (per_dispatch, per_tile)
+}
+
 /// The GPU backend for MLP posteriors.
 pub struct MlpGpuEngine {
     ctx: GpuContext,
+    kernel: MlpKernel,
     pipelines: Vec<(Entry, wgpu::ComputePipeline)>,
     program: ShaderProgram,
     sampler_params: wgpu::Buffer,
@@ -178,6 +276,7 @@ impl MlpGpuEngine {
         program: &ShaderProgram,
         ctx: &GpuContext,
         model: &MlpModel,
+        kernel: MlpKernel,
     ) -> anyhow::Result<Vec<(Entry, wgpu::ComputePipeline)>> {
         let mut constants = vec![
             (
@@ -190,13 +289,16 @@ impl MlpGpuEngine {
             ),
         ];
         constants.extend(Features::of(&model.sampler, &model.schedule).constants());
+        // The workgroup kernel only where it fits: its workgroup memory fails validation
+        // elsewhere.
         Entry::ALL
             .iter()
+            .filter(|e| kernel == MlpKernel::PerNetwork || !e.per_network())
             .map(|&e| Ok((e, program.pipeline(ctx, e.name(), &constants)?)))
             .collect()
     }
 
-    /// `chains` networks on an existing device.
+    /// `chains` networks on an existing device, with the faster gradient kernel it can run.
     pub fn with_context(
         ctx: GpuContext,
         model: MlpModel,
@@ -204,6 +306,28 @@ impl MlpGpuEngine {
         init: &MlpInit,
         seed: u64,
     ) -> anyhow::Result<Self> {
+        let kernel = MlpKernel::best_for(&ctx.device);
+        Self::with_kernel(ctx, model, chains, init, seed, kernel)
+    }
+
+    /// `chains` networks on an existing device with the gradient kernel `kernel` (for
+    /// comparing the kernels; an error where the device cannot run it).
+    pub fn with_kernel(
+        ctx: GpuContext,
+        model: MlpModel,
+        chains: u32,
+        init: &MlpInit,
+        seed: u64,
+        kernel: MlpKernel,
+    ) -> anyhow::Result<Self> {
+        ensure!(
+            kernel.fits(&ctx.device),
+            "{} cannot run the {} MLP kernel ({} bytes of workgroup memory, {} invocations)",
+            ctx.describe(),
+            kernel.name(),
+            MLP_NET_WORKGROUP_BYTES,
+            MLP_NET_WORKGROUP
+        );
         let device = &ctx.device;
         let params_count = model.posterior.params() as u64;
         let state_bytes = 4 * MlpRegion::ALL.len() as u64 * params_count * u64::from(chains);
@@ -219,7 +343,7 @@ impl MlpGpuEngine {
         }
         let slice_size = std::mem::size_of::<Slice>() as u64;
         let program = ShaderProgram::new::<MlpBinding>(&ctx, "MLP", MLP_SHADER_SOURCE.as_str())?;
-        let pipelines = Self::specialised(&program, &ctx, &model)?;
+        let pipelines = Self::specialised(&program, &ctx, &model, kernel)?;
         let sampler_params = uniform_buffer(
             device,
             "mlp sampler params",
@@ -254,6 +378,7 @@ impl MlpGpuEngine {
         );
         let mut engine = Self {
             ctx,
+            kernel,
             pipelines,
             program,
             sampler_params,
@@ -355,7 +480,8 @@ impl MlpGpuEngine {
     }
 
     /// Writes the uniform blocks `params`, then runs `dispatches` (entry point, slice,
-    /// invocations) in order in one submission, each seeing its own slice at a dynamic offset.
+    /// invocations, or networks for a per-network entry) in order in one submission, each
+    /// seeing its own slice at a dynamic offset.
     fn submit(
         &mut self,
         params: &(GpuSamplerParams, GpuMlpParams),
@@ -372,6 +498,11 @@ impl MlpGpuEngine {
             self.rebind();
         }
         let stride = self.slice_stride as usize;
+        let max_x = self
+            .ctx
+            .device
+            .limits()
+            .max_compute_workgroups_per_dimension;
         let mut bytes = vec![0u8; dispatches.len() * stride];
         for (i, (_, slice, _)) in dispatches.iter().enumerate() {
             bytes[i * stride..][..std::mem::size_of::<Slice>()]
@@ -393,17 +524,30 @@ impl MlpGpuEngine {
                     .1;
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, &self.bind_group, &[(i * stride) as u32]);
-                pass.dispatch_workgroups(invocations.div_ceil(MLP_WORKGROUP).max(1), 1, 1);
+                if entry.per_network() {
+                    // A workgroup per network, on a 2-D grid beyond one dimension's limit.
+                    let x = (*invocations).clamp(1, max_x);
+                    pass.dispatch_workgroups(x, invocations.div_ceil(x).max(1), 1);
+                } else {
+                    pass.dispatch_workgroups(invocations.div_ceil(MLP_WORKGROUP).max(1), 1, 1);
+                }
             }
         }
         queue.submit([encoder.finish()]);
     }
 
     /// The minibatch slots of one step in slices that keep each invocation within the loop
-    /// budget.
+    /// budget (whole tiles for the per-network kernel).
     fn batch_slices(&self, step: u32) -> impl Iterator<Item = Slice> + use<> {
         let post = &self.model.posterior;
-        let per = (LOOP_BUDGET / example_iterations(&post.arch)).max(1) as u32;
+        let per = match self.kernel {
+            MlpKernel::PerChain => (LOOP_BUDGET / example_iterations(&post.arch)).max(1) as u32,
+            MlpKernel::PerNetwork => {
+                let (fixed, tile) = net_iterations(&post.arch);
+                let tiles = (LOOP_BUDGET.saturating_sub(fixed) / tile).max(1) as u32;
+                tiles * MLP_NET_WORKGROUP
+            }
+        };
         let batch = post.batch_size;
         (0..batch).step_by(per as usize).map(move |first| Slice {
             step,
@@ -411,6 +555,22 @@ impl MlpGpuEngine {
             end: (first + per).min(batch),
             with_focus: 0,
         })
+    }
+
+    /// The entry point that adds a slice of the minibatch's gradient: of the alive networks,
+    /// or of all of them (`all`, for [`MlpEngine::gradients`]).
+    fn accumulate_entry(&self, all: bool) -> Entry {
+        match (self.kernel, all) {
+            (MlpKernel::PerChain, false) => Entry::Accumulate,
+            (MlpKernel::PerChain, true) => Entry::AccumulateAll,
+            (MlpKernel::PerNetwork, false) => Entry::NetAccumulate,
+            (MlpKernel::PerNetwork, true) => Entry::NetAccumulateAll,
+        }
+    }
+
+    /// The gradient kernel this engine runs.
+    pub fn kernel(&self) -> MlpKernel {
+        self.kernel
     }
 
     /// Where region `region` of parameter `param` lies in the state buffer, across chains:
@@ -473,7 +633,7 @@ impl MlpEngine for MlpGpuEngine {
             || Features::of(&model.sampler, &model.schedule)
                 != Features::of(&self.model.sampler, &self.model.schedule)
         {
-            self.pipelines = Self::specialised(&self.program, &self.ctx, &model)?;
+            self.pipelines = Self::specialised(&self.program, &self.ctx, &model, self.kernel)?;
         }
         let data_changed = model.posterior.inputs != self.model.posterior.inputs
             || model.posterior.labels != self.model.posterior.labels;
@@ -496,7 +656,7 @@ impl MlpEngine for MlpGpuEngine {
                 let step = self.step.wrapping_add(done + k);
                 dispatches.push((Entry::FirstHalf, Slice::whole(step), chains));
                 for slice in self.batch_slices(step) {
-                    dispatches.push((Entry::Accumulate, slice, chains));
+                    dispatches.push((self.accumulate_entry(false), slice, chains));
                 }
                 dispatches.push((Entry::SecondHalf, Slice::whole(step), chains));
             }
@@ -539,7 +699,7 @@ impl MlpEngine for MlpGpuEngine {
         let whole = Slice::whole(self.step);
         let mut dispatches = vec![(Entry::ClearGradient, whole, self.chains)];
         for slice in self.batch_slices(self.step) {
-            dispatches.push((Entry::AccumulateAll, slice, self.chains));
+            dispatches.push((self.accumulate_entry(true), slice, self.chains));
         }
         dispatches.push((Entry::FinishGradient, whole, self.chains));
         self.submit(&params, &dispatches);
