@@ -359,6 +359,7 @@ fn constants_workgroups_and_validation() {
         ("HIST_AXIS_SHIFT", shader_interface::HIST_AXIS_SHIFT),
         ("CHAIN_WORKGROUP", CHAIN_WORKGROUP),
         ("CHAIN_PARTIALS", shader_interface::CHAIN_PARTIALS),
+        ("SUPERCHAIN_FIELDS", shader_interface::SUPERCHAIN_FIELDS),
         ("MLP_WORKGROUP", MLP_WORKGROUP),
         ("MLP_PARTIALS", shader_interface::MLP_PARTIALS),
         ("MLP_NET_WORKGROUP", shader_interface::MLP_NET_WORKGROUP),
