@@ -224,6 +224,20 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../../presets/missing-mass.ron"),
     ),
     ("funnel", include_str!("../../presets/funnel.ron")),
+    ("expr-ring8", include_str!("../../presets/expr-ring8.ron")),
+    ("expr-funnel", include_str!("../../presets/expr-funnel.ron")),
+    (
+        "expr-himmelblau",
+        include_str!("../../presets/expr-himmelblau.ron"),
+    ),
+    (
+        "expr-double-banana",
+        include_str!("../../presets/expr-double-banana.ron"),
+    ),
+    (
+        "expr-sombrero",
+        include_str!("../../presets/expr-sombrero.ron"),
+    ),
     ("two-moons", include_str!("../../presets/two-moons.ron")),
     (
         "thermo-quadratic",
@@ -302,6 +316,7 @@ impl Preset {
             .validate()
             .map_err(|m| ("sghmc_noise_estimate", m))?;
         self.schedule.validate()?;
+        self.target.check().map_err(|m| ("energy", m))?;
         Ok(())
     }
 
