@@ -24,7 +24,7 @@ const NEGLIGIBLE: f64 = 40.0;
 /// Most splits from a grid cell down to a leaf.
 const MAX_DEPTH: u32 = 28;
 /// Most leaves per grid cell (bounds the work for wildly oscillating formulas).
-const MAX_LEAVES: u32 = 512;
+const MAX_LEAVES: u32 = 2048;
 /// The largest |θ| a grown box may reach before the target counts as not normalisable.
 pub const MAX_EXTENT: f64 = 1e5;
 /// Mass allowed in the outermost cells of a found box, all four sides together.
@@ -420,12 +420,25 @@ impl ExprTarget {
                 let t = [r.x0 + fx * r.dx, r.y0 + fy * r.dy];
                 let [u, gx, gy] = self.formula.energy_and_gradient(t, &self.values);
                 values[b * S + a] = (shift - u).exp() * sx * sy;
-                steep_x = steep_x.max(gx.abs() * r.dx);
-                steep_y = steep_y.max(gy.abs() * r.dy);
-                // U along −∇U to the cell's edge, to first order: how low it may get.
+                // U along −∇U to the cell's edge, to first order: how low it may get near
+                // this sample. Only samples near which the density may matter say how steep
+                // the cell is (off the funnel's neck ∂U/∂θ₂ is huge, and irrelevant).
                 let to_x = if gx > 0.0 { fx } else { 1.0 - fx } * r.dx;
                 let to_y = if gy > 0.0 { fy } else { 1.0 - fy } * r.dy;
-                lowest = lowest.min(u - gx.abs() * to_x - gy.abs() * to_y);
+                // An axis counts as steep only where moving along it alone may reach density
+                // that matters: near the neck, U rises steeply in θ₂ too, but only across θ₁
+                // does it fall to the neck.
+                let low = u - gx.abs() * to_x - gy.abs() * to_y;
+                let near = |l: f64| l.is_nan() || l < shift + NEGLIGIBLE;
+                if near(low) {
+                    lowest = lowest.min(low);
+                }
+                if near(u) || near(u - gx.abs() * to_x) {
+                    steep_x = steep_x.max(gx.abs() * r.dx);
+                }
+                if near(u) || near(u - gy.abs() * to_y) {
+                    steep_y = steep_y.max(gy.abs() * r.dy);
+                }
             }
         }
         let matters = lowest.is_nan() || lowest < shift + NEGLIGIBLE;
