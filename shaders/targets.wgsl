@@ -60,25 +60,6 @@ fn expr_ln1p(x: f32) -> f32 {
     return select(log(u) * (x / d), x, abs(d) < 1.17549435e-38);
 }
 
-// Mirrors `real::tanh_rational` (as shaders/mlp.wgsl does for its activations): an odd
-// rational function, ±1 beyond the clamp; `tanh` in an expression target's formula.
-fn tanh_rational(a: f32) -> f32 {
-    let x = clamp(a, -7.905311, 7.905311);
-    let x2 = x * x;
-    var p = -2.7607685e-16;
-    p = p * x2 + 2.000188e-13;
-    p = p * x2 - 8.604672e-11;
-    p = p * x2 + 5.122297e-8;
-    p = p * x2 + 1.4857224e-5;
-    p = p * x2 + 6.3726193e-4;
-    p = p * x2 + 4.8935246e-3;
-    var q = 1.1982584e-6;
-    q = q * x2 + 1.1853471e-4;
-    q = q * x2 + 2.2684346e-3;
-    q = q * x2 + 4.893525e-3;
-    return x * p / q;
-}
-
 // `SPECIALISED_TARGET`: the target this pipeline runs, set when the host compiles it.
 fn target_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
     switch SPECIALISED_TARGET {

@@ -1,8 +1,8 @@
 //! The gradient program written as WGSL: one `let` per SSA node, each operation spelled as
 //! its Rust lane twin computes it ([`super::program::Num`]): `min`/`max`/`SelectLt` as
-//! `select` on the same comparison, `ln1p` and `tanh` as `expr_ln1p` and `tanh_rational` in
-//! `shaders/targets.wgsl`, parameters read with `target_param(k)` from the uniform block so
-//! that a parameter change rebuilds nothing.
+//! `select` on the same comparison, `ln1p` as `expr_ln1p` in `shaders/targets.wgsl`, `tanh`
+//! as `tanh_rational` in `shaders/common.wgsl`, parameters read with `target_param(k)` from
+//! the uniform block so that a parameter change rebuilds nothing.
 
 use super::program::{Op, Ssa};
 use std::fmt::Write;
