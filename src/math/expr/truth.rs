@@ -93,11 +93,10 @@ fn bad_message(formula: &Formula, bad: Bad) -> String {
 
 /// Compiled formulas by text and parameter names, and built targets by their spec: a
 /// preset is validated and then built, and a slider move rebuilds only the truth.
-static FORMULAS: LazyLock<Mutex<HashMap<(String, Vec<String>), Arc<Formula>>>> =
-    LazyLock::new(Default::default);
+type Cache<K, V> = LazyLock<Mutex<HashMap<K, V>>>;
+static FORMULAS: Cache<(String, Vec<String>), Arc<Formula>> = LazyLock::new(Default::default);
 type TargetKey = (String, Vec<(String, u64)>, Option<[[u64; 2]; 2]>);
-static TARGETS: LazyLock<Mutex<HashMap<TargetKey, Result<Arc<ExprTarget>, String>>>> =
-    LazyLock::new(Default::default);
+static TARGETS: Cache<TargetKey, Result<Arc<ExprTarget>, String>> = LazyLock::new(Default::default);
 const CACHE_SIZE: usize = 64;
 
 /// The compiled formula, from the cache when it was compiled before.
