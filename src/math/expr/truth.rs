@@ -58,6 +58,33 @@ struct Rect {
     dy: f64,
 }
 
+impl Rect {
+    /// The two halves of the rectangle, split across θ₁ (`along_x`) or θ₂.
+    fn halves(self, along_x: bool) -> [Rect; 2] {
+        if along_x {
+            let h = self.dx / 2.0;
+            [
+                Rect { dx: h, ..self },
+                Rect {
+                    x0: self.x0 + h,
+                    dx: h,
+                    ..self
+                },
+            ]
+        } else {
+            let h = self.dy / 2.0;
+            [
+                Rect { dy: h, ..self },
+                Rect {
+                    y0: self.y0 + h,
+                    dy: h,
+                    ..self
+                },
+            ]
+        }
+    }
+}
+
 /// What a cell's samples say: integrate it as a leaf or split it.
 enum Split {
     Leaf([f64; S * S]),
@@ -448,36 +475,10 @@ impl ExprTarget {
         }
         let mut children = vec![r];
         if split_x {
-            children = children
-                .into_iter()
-                .flat_map(|c| {
-                    let h = c.dx / 2.0;
-                    [
-                        Rect { dx: h, ..c },
-                        Rect {
-                            x0: c.x0 + h,
-                            dx: h,
-                            ..c
-                        },
-                    ]
-                })
-                .collect();
+            children = children.into_iter().flat_map(|c| c.halves(true)).collect();
         }
         if split_y {
-            children = children
-                .into_iter()
-                .flat_map(|c| {
-                    let h = c.dy / 2.0;
-                    [
-                        Rect { dy: h, ..c },
-                        Rect {
-                            y0: c.y0 + h,
-                            dy: h,
-                            ..c
-                        },
-                    ]
-                })
-                .collect();
+            children = children.into_iter().flat_map(|c| c.halves(false)).collect();
         }
         Split::Children(children)
     }
