@@ -52,6 +52,14 @@ fn logistic_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
     return vec2<f32>(t.x * inv_var + scale * g0, t.y * inv_var + scale * g1);
 }
 
+// ln(1 + x) as `Num::ln1p_` in src/math/expr/program.rs computes it for expression targets:
+// ln(u) x / (u - 1) with u = 1 + x rounded, x itself where u rounds to 1.
+fn expr_ln1p(x: f32) -> f32 {
+    let u = x + 1.0;
+    let d = u - 1.0;
+    return select(log(u) * (x / d), x, abs(d) < 1.17549435e-38);
+}
+
 // `SPECIALISED_TARGET`: the target this pipeline runs, set when the host compiles it.
 fn target_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
     switch SPECIALISED_TARGET {
@@ -94,6 +102,11 @@ fn target_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
             let barrier = target_param(PARAM_DOUBLE_WELL_BARRIER);
             let q = t.x * t.x / mu2 - 1.0;
             return vec2<f32>(4.0 * barrier * q * t.x / mu2, t.y);
+        }
+        case TARGET_EXPRESSION: {
+            // Written from the formula's gradient program (src/math/expr/wgsl.rs); the
+            // built-in targets' shader carries a stub.
+            return expression_gradient(t);
         }
         default: {
             return logistic_gradient(t, rng);

@@ -658,6 +658,16 @@ fn target_controls(ui: &mut Ui, t: &mut TargetSpec) {
                 ui.add(egui::DragValue::new(data_seed));
             });
         }
+        TargetSpec::Expression {
+            energy, parameters, ..
+        } => {
+            // Read-only until the formula panel: a new value must pass `TargetSpec::check`
+            // (normalisable, finite in the box) before it replaces the running target.
+            ui.label(format!("U(θ) = {energy}"));
+            for (name, value) in parameters.iter() {
+                ui.label(format!("{name} = {}", ranges::short_number(*value)));
+            }
+        }
     }
 }
 

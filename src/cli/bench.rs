@@ -34,6 +34,10 @@ pub struct BenchArgs {
     /// with both gradient kernels instead).
     #[arg(long, conflicts_with = "ui")]
     mlp: bool,
+    /// Measure expression targets instead: ATMC chain-steps/s on the built-in banana and on
+    /// the same energy typed as a formula (docs/MATH.md §9), CPU and GPU, with their ratio.
+    #[arg(long, conflicts_with_all = ["ui", "mlp"])]
+    expression: bool,
     /// Measure the app instead: frames per second of the offscreen UI (rendered with wgpu)
     /// and engine ticks per second, with `--chains` chains and `--steps-per-frame` steps.
     #[arg(long)]
@@ -336,6 +340,9 @@ pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
         )?);
     }
     let chains = args.chains.unwrap_or(100_000);
+    if args.expression {
+        return Ok(bench_expression(chains, args.steps.unwrap_or(200))?);
+    }
     if args.ui {
         #[cfg(feature = "gui")]
         return Ok(bench_ui(args, chains)?);
@@ -390,6 +397,81 @@ fn bench_engines(chains: u32, steps: u32) -> anyhow::Result<()> {
             "cpu": { "chains": chains, "chain_steps_per_s": cpu_rate, "device": cpu_device },
             "gpu": { "adapter": adapter, "runs": gpu_rows },
         })
+    ))?;
+    Ok(())
+}
+
+/// The built-in banana's energy typed as a formula (a = 1, b = 0.5, s = 0.5).
+pub const BANANA_FORMULA: &str = "θ₁^2/(2*a^2) + (θ₂ - b*(θ₁^2 - a^2))^2/(2*s^2)";
+
+/// `bench --expression`: the built-in banana against [`BANANA_FORMULA`] on the CPU at
+/// `chains` and on the GPU (if an adapter is found) at `chains`, each pair with its ratio.
+fn bench_expression(chains: u32, steps: u32) -> anyhow::Result<()> {
+    let builtin = {
+        let mut p = bench_preset(chains, steps);
+        p.target = TargetSpec::from_name("banana").expect("known target");
+        p
+    };
+    let typed = {
+        let mut p = builtin.clone();
+        p.target = TargetSpec::Expression {
+            energy: BANANA_FORMULA.into(),
+            parameters: [("a", 1.0), ("b", 0.5), ("s", 0.5)]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+            bounds: None,
+        };
+        p.validate().map_err(|(_, m)| anyhow::anyhow!(m))?;
+        p
+    };
+    let mut rows = Vec::new();
+    let mut measure = |backend: &str,
+                       make: &dyn Fn(&Preset) -> anyhow::Result<Box<dyn Engine>>|
+     -> anyhow::Result<()> {
+        let mut rates = [0.0; 2];
+        for (rate, p) in rates.iter_mut().zip([&builtin, &typed]) {
+            let mut engine = make(p)?;
+            *rate = time_engine(engine.as_mut(), steps)?;
+        }
+        super::emit(format_args!(
+            "{backend}  {chains:>9} chains × {steps} steps: built-in banana {:.3e}, expression \
+             banana {:.3e} chain-steps/s: {:.0}%",
+            rates[0],
+            rates[1],
+            100.0 * rates[1] / rates[0]
+        ))?;
+        rows.push(serde_json::json!({
+            "backend": backend,
+            "builtin_chain_steps_per_s": rates[0],
+            "expression_chain_steps_per_s": rates[1],
+            "ratio": rates[1] / rates[0],
+        }));
+        Ok(())
+    };
+    measure("cpu", &|p| {
+        Ok(Box::new(CpuEngine::new(
+            p.model(),
+            p.chains,
+            &p.init,
+            p.seed,
+        )))
+    })?;
+    match GpuContext::new() {
+        Err(e) => super::emit(format_args!("gpu  unavailable: {e:#}"))?,
+        Ok(ctx) => measure("gpu", &|p| {
+            Ok(Box::new(GpuEngine::with_context(
+                ctx.clone(),
+                p.model(),
+                p.chains,
+                &p.init,
+                p.seed,
+            )?))
+        })?,
+    }
+    super::emit(format_args!(
+        "{}",
+        serde_json::json!({ "chains": chains, "steps": steps, "expression": rows })
     ))?;
     Ok(())
 }

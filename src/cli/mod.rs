@@ -152,8 +152,16 @@ struct RunArgs {
     #[arg(long)]
     sampler: Option<String>,
     /// Target: gaussian, correlated, aniso, banana, donut, gmm25, funnel, double-well, logistic.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "energy")]
     target: Option<String>,
+    /// A typed energy U(θ₁, θ₂) as the target (docs/MATH.md §9), e.g. "(x^2 + y^2)/(2*s^2)";
+    /// its truth box is found by growing.
+    #[arg(long, value_name = "FORMULA")]
+    energy: Option<String>,
+    /// A parameter of the typed energy, NAME=VALUE (repeat for several); with an expression
+    /// preset and no --energy, changes the preset's parameter.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
     /// Number of chains.
     #[arg(long, value_parser = whole::<u32>)]
     chains: Option<u32>,
@@ -628,6 +636,8 @@ fn apply_sphere_overrides(
     args: &RunArgs,
 ) -> Result<(), Failure> {
     if args.target.is_some()
+        || args.energy.is_some()
+        || !args.params.is_empty()
         || args.noise.is_some()
         || args.csv.is_some()
         || args.sampler_options_given()
@@ -688,9 +698,13 @@ fn execute_comparison(
 }
 
 fn apply_mlp_overrides(preset: &mut MlpPreset, args: &RunArgs) -> Result<(), Failure> {
-    if args.target.is_some() || args.noise.is_some() {
+    if args.target.is_some()
+        || args.energy.is_some()
+        || !args.params.is_empty()
+        || args.noise.is_some()
+    {
         return Err(Failure::usage(
-            "--target and --noise belong to 2-D presets: an MLP preset's posterior is its \
+            "--target, --energy, --param and --noise belong to 2-D presets: an MLP preset's posterior is its \
              network and data set, and its gradient noise comes from real minibatches",
         ));
     }
@@ -730,6 +744,49 @@ fn apply_sampler_overrides(s: &mut SamplerSpec, args: &RunArgs) -> Result<(), Fa
     Ok(())
 }
 
+/// `--energy` and `--param`: a typed energy as the target, or new values for the parameters
+/// of the preset's. Checked (compiled, finite, normalisable) by the preset's validation.
+fn apply_energy_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Failure> {
+    if let Some(energy) = &args.energy {
+        preset.target = TargetSpec::Expression {
+            energy: energy.clone(),
+            parameters: Default::default(),
+            bounds: None,
+        };
+    }
+    if args.params.is_empty() {
+        return Ok(());
+    }
+    let TargetSpec::Expression { parameters, .. } = &mut preset.target else {
+        return Err(Failure::usage(
+            "--param sets a parameter of a typed energy: give --energy or an expression preset",
+        ));
+    };
+    for item in &args.params {
+        let (name, value) = item
+            .split_once('=')
+            .ok_or_else(|| Failure::usage(format!("--param {item}: write NAME=VALUE")))?;
+        let value: f64 = value
+            .trim()
+            .parse()
+            .map_err(|_| Failure::usage(format!("--param {item}: '{value}' is not a number")))?;
+        if args.energy.is_none() && !parameters.contains_key(name.trim()) {
+            let known: Vec<&str> = parameters.keys().map(String::as_str).collect();
+            return Err(Failure::usage(format!(
+                "--param {item}: the preset's energy has no parameter '{}' (it has: {})",
+                name.trim(),
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        }
+        parameters.insert(name.trim().to_owned(), value);
+    }
+    Ok(())
+}
+
 fn apply_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Failure> {
     apply_sampler_overrides(&mut preset.sampler, args)?;
     if let Some(name) = &args.target {
@@ -741,6 +798,7 @@ fn apply_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Failure> {
             ))
         })?;
     }
+    apply_energy_overrides(preset, args)?;
     if let Some(sigma) = args.noise {
         preset.noise = if sigma == 0.0 {
             NoiseSpec::None

@@ -27,18 +27,40 @@ use wgpu::util::DeviceExt;
 
 /// The WGSL of the engine: the generated prelude of [`shader_interface`], then the files that
 /// mirror `src/math` one to one.
-pub static SHADER_SOURCE: LazyLock<String> = LazyLock::new(|| {
+/// The built-in targets' program carries a stub in place of an expression's gradient.
+pub static SHADER_SOURCE: LazyLock<String> =
+    LazyLock::new(|| engine_source(crate::math::expr::wgsl::STUB));
+
+/// The engine's WGSL with `expression` (a function `expression_gradient`, written by
+/// `math::expr::wgsl`) in front of the target code that calls it.
+pub fn engine_source(expression: &str) -> String {
     shader_interface::compose(
         Program::Chain2,
         &[
             ("rng.wgsl", include_str!("../../shaders/rng.wgsl")),
+            ("expression (generated)", expression),
             ("targets.wgsl", include_str!("../../shaders/targets.wgsl")),
             ("samplers.wgsl", include_str!("../../shaders/samplers.wgsl")),
             ("chain2.wgsl", include_str!("../../shaders/chain2.wgsl")),
             ("engine.wgsl", include_str!("../../shaders/engine.wgsl")),
         ],
     )
-});
+}
+
+/// Parses and validates WGSL with naga, as wgpu would, so that a generated shader is refused
+/// with naga's message before any pipeline is made.
+pub fn validate_wgsl(source: &str) -> anyhow::Result<()> {
+    use wgpu::naga;
+    let module = naga::front::wgsl::parse_str(source)
+        .map_err(|e| anyhow!("the WGSL does not parse: {}", e.emit_to_string(source)))?;
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::default(),
+    )
+    .validate(&module)
+    .map_err(|e| anyhow!("the WGSL does not validate: {}", e.emit_to_string(source)))?;
+    Ok(())
+}
 
 /// Partial sums per workgroup ([`ChainPartial`], `partials` in `shaders/engine.wgsl`).
 const PARTIAL_FIELDS: usize = CHAIN_PARTIALS as usize;
@@ -50,7 +72,9 @@ const MAX_STEPS_PER_DISPATCH: u32 = 1024;
 const LOOP_BUDGET: u32 = 50_000;
 
 /// An upper bound on the loop iterations of one step of `model`: Philox rounds, the mixture's
-/// components, the logistic minibatch with its Philox draws.
+/// components, the logistic minibatch with its Philox draws. An expression target's gradient
+/// is straight-line code (no loops: logsumexp, min and max are unrolled when compiled), so
+/// it adds none.
 fn loop_iterations_per_step(model: &Model) -> u32 {
     let batch = match &model.target {
         // Each example: the likelihood term and its own Philox call of 10 rounds.
@@ -300,6 +324,9 @@ struct ChainBuffers {
 pub struct GpuEngine {
     ctx: GpuContext,
     program: ShaderProgram,
+    /// One program per expression formula (by [`PipelineKey::formula`]), over the same bind
+    /// group layout as `program`.
+    expression_programs: std::collections::HashMap<u64, ShaderProgram>,
     /// One pipeline per [`PipelineKey`], compiled when first stepped: the shader is
     /// specialised through its override constants, so the branches the preset cannot take
     /// are compiled out (llvmpipe runs every branch of a switch it cannot prove uniform).
@@ -435,12 +462,27 @@ impl Features {
 /// and whether there is synthetic gradient noise (`MAY_HAVE_GRADIENT_NOISE`, read in chain2.wgsl:
 /// without it the second Philox block and its Box–Muller pair are compiled out; with all of
 /// it the kernel ran 2× faster on llvmpipe).
+/// An expression target's pipelines are also keyed by its formula (a hash of its gradient's
+/// WGSL): its parameters are uniforms, so a new value reuses the pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct PipelineKey {
     sampler: u32,
     target: u32,
     features: Features,
     gradient_noise: bool,
+    formula: u64,
+}
+
+/// The WGSL of an expression target's gradient and its hash (none for built-in targets).
+fn expression_wgsl(model: &Model) -> Option<(u64, String)> {
+    use std::hash::{Hash, Hasher};
+    let Target::Expression(e) = &model.target else {
+        return None;
+    };
+    let source = e.formula.wgsl().to_owned();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    source.hash(&mut h);
+    Some((h.finish().max(1), source))
 }
 
 impl PipelineKey {
@@ -450,6 +492,7 @@ impl PipelineKey {
             target: model.target.gpu_constants().0.gpu_code(),
             features: Features::of(&model.sampler, &model.schedule),
             gradient_noise: model.noise.is_active(),
+            formula: expression_wgsl(model).map_or(0, |(h, _)| h),
         }
     }
 
@@ -483,15 +526,28 @@ impl ShaderProgram {
         source: &str,
     ) -> anyhow::Result<Self> {
         let entries = &layout_entries::<B>();
+        let layout = ctx
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some(what),
+                entries,
+            });
+        Self::with_layout(ctx, what, source, layout)
+    }
+
+    /// [`Self::new`] over an existing bind group layout (an expression target's program
+    /// binds the engine's bind group).
+    pub(crate) fn with_layout(
+        ctx: &GpuContext,
+        what: &str,
+        source: &str,
+        layout: wgpu::BindGroupLayout,
+    ) -> anyhow::Result<Self> {
         let device = &ctx.device;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(what),
             source: wgpu::ShaderSource::Wgsl(source.into()),
-        });
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(what),
-            entries,
         });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(what),
@@ -596,6 +652,7 @@ impl GpuEngine {
         let mut engine = Self {
             ctx,
             program,
+            expression_programs: std::collections::HashMap::new(),
             pipelines: std::collections::HashMap::new(),
             sampler_params,
             chain2_params,
@@ -812,9 +869,24 @@ impl Engine for GpuEngine {
         }
         let key = PipelineKey::of(&self.model);
         if !self.pipelines.contains_key(&key) {
-            let pipeline = self
-                .program
-                .pipeline(&self.ctx, "advance", &key.constants())?;
+            let program = match expression_wgsl(&self.model) {
+                None => &self.program,
+                Some((hash, wgsl)) => {
+                    if !self.expression_programs.contains_key(&hash) {
+                        let source = engine_source(&wgsl);
+                        validate_wgsl(&source).context("an expression target's shader")?;
+                        let program = ShaderProgram::with_layout(
+                            &self.ctx,
+                            "expression engine",
+                            &source,
+                            self.program.layout.clone(),
+                        )?;
+                        self.expression_programs.insert(hash, program);
+                    }
+                    &self.expression_programs[&hash]
+                }
+            };
+            let pipeline = program.pipeline(&self.ctx, "advance", &key.constants())?;
             self.pipelines.insert(key, pipeline);
         }
         if self.superchains > 0 {

@@ -3,6 +3,7 @@
 //! mirror it function by function.
 
 pub mod datasets;
+pub mod expr;
 pub mod grid;
 pub mod init;
 pub mod mlp;

@@ -197,7 +197,7 @@ fn exp_poly(x: f32) -> f32 {
 /// c ≈ 7.905, where it reaches 1 in f32, and ±1 beyond: relative error below 5e-7
 /// everywhere (tested against f64), with no exponential and no branch. The library's
 /// `f32::tanh` costs a call to `expm1` per activation, most of what the MLP samplers spent.
-/// Same coefficients in `shaders/mlp.wgsl`.
+/// Same coefficients in `shaders/common.wgsl`.
 #[inline(always)]
 pub fn tanh_rational(x: f32) -> f32 {
     const CLAMP: f32 = 7.905_311;

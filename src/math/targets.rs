@@ -13,6 +13,8 @@ use rand::RngExt;
 use rand::distr::weighted::WeightedIndex;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A target as written in a preset or on the command line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -119,6 +121,19 @@ pub enum TargetSpec {
         /// Seed of the synthetic data set.
         #[serde(default = "one_u64")]
         data_seed: u64,
+    },
+    /// A typed energy U(θ₁, θ₂) = −log density up to a constant (docs/MATH.md §9), in the
+    /// language of `math::expr`, with named parameters and an optional box for its truth
+    /// (found by growing when left out).
+    Expression {
+        /// The formula, e.g. `"(θ₁^2 + θ₂^2)/2"`.
+        energy: String,
+        /// Parameter values by name (at most 8), in the order the GPU receives them.
+        #[serde(default)]
+        parameters: BTreeMap<String, f64>,
+        /// The box (θ₁ range, θ₂ range) the truth lives on.
+        #[serde(default, rename = "box")]
+        bounds: Option<[[f64; 2]; 2]>,
     },
 }
 
@@ -237,12 +252,37 @@ impl TargetSpec {
             TargetSpec::Funnel { .. } => "funnel",
             TargetSpec::DoubleWell { .. } => "double-well",
             TargetSpec::Logistic { .. } => "logistic",
+            TargetSpec::Expression { .. } => "expression",
         }
     }
 
-    /// Builds the runtime target (generates the data set of data-based targets).
+    /// Checks what deserialising cannot: an expression compiles, is finite in its box and
+    /// is normalisable (its truth is cached for [`Self::build`]). The message says why not.
+    pub fn check(&self) -> Result<(), String> {
+        self.try_build().map(|_| ())
+    }
+
+    /// [`Self::build`], or why an expression target cannot be built.
+    pub fn try_build(&self) -> Result<Target, String> {
+        match self {
+            TargetSpec::Expression {
+                energy,
+                parameters,
+                bounds,
+            } => Ok(Target::Expression(super::expr::ExprTarget::cached(
+                energy, parameters, *bounds,
+            )?)),
+            _ => Ok(self.build()),
+        }
+    }
+
+    /// Builds the runtime target (generates the data set of data-based targets). An
+    /// expression target must have passed [`Self::check`] (presets check on loading).
     pub fn build(&self) -> Target {
         match *self {
+            TargetSpec::Expression { .. } => self
+                .try_build()
+                .unwrap_or_else(|m| panic!("an unchecked expression target: {m}")),
             TargetSpec::Gaussian {
                 mean,
                 sigma1,
@@ -512,11 +552,14 @@ pub enum TargetKind {
     DoubleWell,
     /// [`Target::Logistic`].
     Logistic,
+    /// [`Target::Expression`]: the gradient is a generated WGSL function, one pipeline per
+    /// formula.
+    Expression,
 }
 
 impl TargetKind {
     /// Every kind, in code order.
-    pub const ALL: [TargetKind; 7] = [
+    pub const ALL: [TargetKind; 8] = [
         TargetKind::Gaussian,
         TargetKind::Banana,
         TargetKind::Donut,
@@ -524,6 +567,7 @@ impl TargetKind {
         TargetKind::Funnel,
         TargetKind::DoubleWell,
         TargetKind::Logistic,
+        TargetKind::Expression,
     ];
 
     /// The code the shaders switch on.
@@ -680,6 +724,8 @@ pub enum Target {
     },
     /// See [`TargetSpec::Logistic`].
     Logistic(Logistic),
+    /// See [`TargetSpec::Expression`].
+    Expression(Arc<super::expr::ExprTarget>),
 }
 
 impl Target {
@@ -726,6 +772,7 @@ impl Target {
                 barrier * q * q + 0.5 * t[1] * t[1]
             }
             Target::Logistic(l) => l.neg_log_posterior(t),
+            Target::Expression(e) => e.energy(t),
         }
     }
 
@@ -754,6 +801,7 @@ impl Target {
                 Some((cdf.last().copied().unwrap_or(0.0) * (2.0 * PI).sqrt()).ln())
             }
             Target::Logistic(_) => None,
+            Target::Expression(e) => Some(e.log_normaliser),
         }
     }
 
@@ -797,6 +845,7 @@ impl Target {
                 ([-x, x], [-4.5, 4.5])
             }
             Target::Logistic(l) => (l.display_box[0], l.display_box[1]),
+            Target::Expression(e) => (e.bounds[0], e.bounds[1]),
         };
         Grid2::new(x, y, 64, 64)
     }
@@ -816,6 +865,8 @@ impl Target {
     pub fn cell_masses_with(&self, grid: &Grid2, sub: u32) -> (Vec<f64>, f64) {
         let masses = match self {
             Target::Funnel { sigma_v } => funnel_cell_masses(grid, *sigma_v),
+            // Refined where U is steep across a cell (the sub-sampling is its own).
+            Target::Expression(e) => e.cell_masses(grid),
             Target::Logistic(l) => {
                 // Normalised over three times the display grid (once, when the data set was
                 // generated), so that the mass the display grid misses shows up as outside
@@ -961,6 +1012,7 @@ impl Target {
                     out.push(v);
                 }
             }
+            Target::Expression(e) => out = e.exact_samples(n, seed),
             Target::DoubleWell { .. } | Target::Logistic(_) => {
                 // A cell of a fine grid drawn by its mass, then a uniform point inside it.
                 let grid = self.sampling_grid();
@@ -1043,6 +1095,7 @@ impl Target {
                 );
                 TargetKind::Logistic
             }
+            Target::Expression(e) => return (TargetKind::Expression, e.values_f32),
         };
         (kind, c)
     }
@@ -1096,6 +1149,7 @@ impl Target {
                 }
                 [R::from_fn(|k| lanes[k][0]), R::from_fn(|k| lanes[k][1])]
             }
+            Target::Expression(e) => e.formula.gradient(t, &e.values_f32),
         }
     }
 }

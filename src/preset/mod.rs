@@ -238,6 +238,20 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "convergence-gaussian",
         include_str!("../../presets/convergence-gaussian.ron"),
     ),
+    ("expr-ring8", include_str!("../../presets/expr-ring8.ron")),
+    ("expr-funnel", include_str!("../../presets/expr-funnel.ron")),
+    (
+        "expr-himmelblau",
+        include_str!("../../presets/expr-himmelblau.ron"),
+    ),
+    (
+        "expr-double-banana",
+        include_str!("../../presets/expr-double-banana.ron"),
+    ),
+    (
+        "expr-sombrero",
+        include_str!("../../presets/expr-sombrero.ron"),
+    ),
     ("two-moons", include_str!("../../presets/two-moons.ron")),
     (
         "thermo-quadratic",
@@ -319,6 +333,7 @@ impl Preset {
         self.init
             .validate(self.chains)
             .map_err(|m| ("superchains", m))?;
+        self.target.check().map_err(|m| ("energy", m))?;
         Ok(())
     }
 

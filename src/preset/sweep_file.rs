@@ -29,6 +29,10 @@ pub const SHIPPED_SWEEPS: &[(&str, &str)] = &[
         "sphere-batch-temperature",
         include_str!("../../presets/sweeps/sphere-batch-temperature.ron"),
     ),
+    (
+        "expr-ring-radius",
+        include_str!("../../presets/sweeps/expr-ring-radius.ron"),
+    ),
 ];
 
 /// Whether the RON text is a sweep file (`Sweep(...)`) rather than a preset.

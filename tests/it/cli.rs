@@ -174,7 +174,9 @@ fn run_an_mlp_preset_prints_its_json_line() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("--target and --noise belong to 2-D presets") && err.lines().count() == 1,
+        err.contains("--target")
+            && err.contains("belong to 2-D presets")
+            && err.lines().count() == 1,
         "{err}"
     );
 }

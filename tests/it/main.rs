@@ -13,6 +13,7 @@ mod app_mlp;
 mod app_thermo;
 mod app_training;
 mod cli;
+mod expression;
 mod fuzz;
 mod gpu;
 mod gpu_rng;

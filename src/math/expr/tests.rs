@@ -1,0 +1,279 @@
+use super::*;
+use crate::math::Lanes;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+fn names(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn err(text: &str, params: &[&str]) -> ExprError {
+    Formula::compile(text, &names(params)).expect_err(text)
+}
+
+#[test]
+fn spellings_of_theta_and_operators() {
+    let f = Formula::compile("θ₁^2 + θ2 * t1 − x·y / 2 + theta2 ** 2 - pi", &[]).unwrap();
+    let (x, y) = (0.7, -1.3);
+    let want = x * x + y * x - x * y / 2.0 + y * y - std::f64::consts::PI;
+    assert!((f.energy([x, y], &[]) - want).abs() < 1e-12);
+    // Right-associative power, unary minus below power.
+    let f = Formula::compile("2^3^2 - -x^2", &[]).unwrap();
+    assert_eq!(f.energy([3.0, 0.0], &[]), 512.0 + 9.0);
+}
+
+#[test]
+fn errors_name_their_position() {
+    let e = err("x + foo", &[]);
+    assert_eq!(e.char, 4);
+    assert!(e.message.contains("unknown symbol 'foo'"), "{e}");
+    let e = err("a*x + b", &["a"]);
+    assert_eq!(e.char, 6);
+    assert!(
+        e.message.contains("'b'") && e.message.contains("parameters: a"),
+        "{e}"
+    );
+    let e = err("θ₁ + (y", &[]);
+    assert_eq!(e.char, 7, "{e}");
+    assert!(e.message.contains("')'"), "{e}");
+    let e = err("θ₁ $ 2", &[]);
+    assert_eq!(e.char, 3);
+    let e = err("exp + 1", &[]);
+    assert!(e.message.contains("exp is a function"), "{e}");
+    let e = err("min(x)", &[]);
+    assert!(e.message.contains("two or more"), "{e}");
+    let e = err("sin(x, y)", &[]);
+    assert!(e.message.contains("one argument"), "{e}");
+    let e = err("x )", &[]);
+    assert_eq!(e.char, 2);
+    let e = err("", &[]);
+    assert!(e.message.contains("empty"));
+    let e = err("1e999 * x", &[]);
+    assert!(e.message.contains("too large"), "{e}");
+}
+
+#[test]
+fn parameters_named_like_functions_are_refused() {
+    let e = err("exp * x", &["exp"]);
+    assert!(e.message.contains("named like a function"), "{e}");
+    let e = err("x", &["y"]);
+    assert!(e.message.contains("variable"), "{e}");
+    let e = err("x", &["2a"]);
+    assert!(e.message.contains("not a name"), "{e}");
+    let many: Vec<String> = (0..9).map(|i| format!("p{i}")).collect();
+    let e = Formula::compile("x", &many).unwrap_err();
+    assert!(e.message.contains("at most 8"), "{e}");
+}
+
+#[test]
+fn long_and_deep_formulas_are_refused_clearly() {
+    let long = "x + ".repeat(3000) + "x";
+    let e = err(&long, &[]);
+    assert!(e.message.contains("at most 10000"), "{e}");
+    let deep = "(".repeat(2000) + "x" + &")".repeat(2000);
+    let e = err(&deep, &[]);
+    assert!(e.message.contains("nests deeper"), "{e}");
+    let minus = "-".repeat(10_001) + "x";
+    assert!(err(&minus, &[]).message.contains("at most 10000"));
+    let minus = "-".repeat(2000) + "x";
+    assert!(err(&minus, &[]).message.contains("nests deeper"));
+    let pow = "x^".repeat(3000) + "2";
+    assert!(err(&pow, &[]).message.contains("nests deeper"));
+    // A long flat sum just under the limit compiles (a loop, not a deep tree).
+    let sum = "x*x + ".repeat(1600) + "y*y";
+    assert!(sum.len() < MAX_FORMULA_BYTES);
+    let f = Formula::compile(&sum, &[]).unwrap();
+    assert!((f.energy([1.0, 1.0], &[]) - 1601.0).abs() < 1e-9);
+}
+
+#[test]
+fn logsumexp_is_safe_far_out() {
+    let f = Formula::compile("-logsumexp(-x^2/2, -(x-3)^2/2)", &[]).unwrap();
+    let [u, g, _] = f.energy_and_gradient([200.0, 0.0], &[]);
+    assert!(u.is_finite() && g.is_finite(), "{u} {g}");
+    // Far right the second component dominates: U ≈ (x − 3)²/2, U′ ≈ x − 3.
+    assert!((g - 197.0).abs() < 1e-9, "{g}");
+    let lanes = f.gradient([Lanes::<8>([200.0; 8]), Lanes([0.0; 8])], &[]);
+    assert!((lanes[0].0[0] - 197.0).abs() < 1e-3, "{:?}", lanes[0]);
+}
+
+#[test]
+fn subgradients_at_kinks() {
+    let f = Formula::compile("abs(x) + max(y, 0) + min(x, y)", &[]).unwrap();
+    let [_, gx, gy] = f.energy_and_gradient([0.0, 0.0], &[]);
+    // |x|′(0) = 0; max's tie goes to its second argument (0), min's tie to y.
+    assert_eq!((gx, gy), (0.0, 1.0));
+    let [_, gx, gy] = f.energy_and_gradient([-1.0, 2.0], &[]);
+    assert_eq!((gx, gy), (-1.0 + 1.0, 1.0));
+}
+
+/// The functions' derivatives through the lowering (pow, sinh, cosh, log1p, tanh).
+#[test]
+fn every_function_matches_finite_differences() {
+    for text in [
+        "exp(x) + log(y + 5)",
+        "log1p(x^2) + sqrt(y^2 + 1)",
+        "sin(x) * cos(y)",
+        "tanh(x - y) + sinh(x/3) + cosh(y/3)",
+        "x^3 - y^-2 + (x^2 + 1)^0.5 + (y^2 + 2)^1.5 + abs(x*y)",
+        "logsumexp(x, y, x*y) + max(x, y, 0.3) - min(x, -y)",
+        "a * x^2 / (2 * b^2) + exp(-a*y)",
+    ] {
+        let f = Formula::compile(text, &names(&["a", "b"])).unwrap();
+        let p = [1.3, 0.7];
+        for t in [[0.3, 0.45], [-1.2, 0.9], [1.7, -0.35]] {
+            let [_, gx, gy] = f.energy_and_gradient(t, &p);
+            let h = 1e-6;
+            let fd = |c: usize| {
+                let mut a = t;
+                let mut b = t;
+                a[c] += h;
+                b[c] -= h;
+                (f.energy(a, &p) - f.energy(b, &p)) / (2.0 * h)
+            };
+            for (c, g) in [gx, gy].into_iter().enumerate() {
+                let want = fd(c);
+                assert!(
+                    (g - want).abs() < 1e-5 * (1.0 + want.abs()),
+                    "{text} at {t:?}: {g} vs {want}"
+                );
+            }
+            // The engines' f32 lanes agree with f64.
+            let p32 = p.map(|v| v as f32);
+            let lanes = f.gradient(
+                [Lanes::<4>([t[0] as f32; 4]), Lanes([t[1] as f32; 4])],
+                &p32,
+            );
+            for (c, g) in [gx, gy].into_iter().enumerate() {
+                let got = f64::from(lanes[c].0[2]);
+                assert!(
+                    (got - g).abs() < 1e-4 * (1.0 + g.abs()),
+                    "{text} lanes: {got} vs {g}"
+                );
+            }
+        }
+    }
+}
+
+/// Random formulas over the whole language, smooth where they are evaluated.
+fn formula() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just("x".to_string()),
+        Just("y".to_string()),
+        Just("a".to_string()),
+        (-3.0f64..3.0).prop_map(|v| format!("{v:.3}")),
+    ];
+    leaf.prop_recursive(5, 40, 3, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a} + {b})")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a} - {b})")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a} * {b})")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a} / (1 + ({b})^2))")),
+            inner.clone().prop_map(|a| format!("exp(tanh({a}))")),
+            inner.clone().prop_map(|a| format!("log(1 + ({a})^2)")),
+            inner.clone().prop_map(|a| format!("log1p(({a})^2)")),
+            inner.clone().prop_map(|a| format!("sqrt(2 + sin({a}))")),
+            inner.clone().prop_map(|a| format!("cos({a})")),
+            inner.clone().prop_map(|a| format!("sinh(tanh({a}))")),
+            inner.clone().prop_map(|a| format!("cosh(tanh({a}))")),
+            inner.clone().prop_map(|a| format!("({a})^3")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("logsumexp({a}, {b}, -1)")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("max({a}, {b})")),
+            (inner.clone(), inner).prop_map(|(a, b)| format!("min({a}, {b})")),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// The reverse-mode gradient matches central finite differences on random formulas (away
+    /// from kinks of min/max, where the difference quotient straddles two branches).
+    #[test]
+    fn gradients_match_central_differences(
+        text in formula(),
+        x in -1.5f64..1.5,
+        y in -1.5f64..1.5,
+        a in 0.5f64..2.0,
+    ) {
+        let f = Formula::compile(&text, &names(&["a"])).unwrap();
+        let [u, gx, gy] = f.energy_and_gradient([x, y], &[a]);
+        prop_assume!(u.is_finite() && u.abs() < 1e6);
+        for (c, g) in [gx, gy].into_iter().enumerate() {
+            let h = 1e-5;
+            let at = |d: f64| {
+                let mut t = [x, y];
+                t[c] += d;
+                f.energy(t, &[a])
+            };
+            let fd = (at(h) - at(-h)) / (2.0 * h);
+            let fd_half = (at(h / 2.0) - at(-h / 2.0)) / h;
+            // A kink inside [−h, h] shows as two quotients that disagree: skip those points.
+            prop_assume!((fd - fd_half).abs() < 1e-4 * (1.0 + fd.abs()));
+            prop_assert!(
+                (g - fd).abs() < 1e-4 * (1.0 + fd.abs()),
+                "{} at ({}, {}): {} vs {}", text, x, y, g, fd
+            );
+        }
+    }
+
+    /// Malformed formulas never panic and always name a position inside the text.
+    #[test]
+    fn malformed_formulas_fail_at_a_position(
+        text in proptest::collection::vec(
+            prop_oneof![
+                Just("x"), Just("θ₁"), Just("y"), Just("("), Just(")"), Just("+"), Just("-"),
+                Just("*"), Just("/"), Just("^"), Just(","), Just("exp"), Just("logsumexp("),
+                Just("1.5"), Just("e"), Just("$"), Just("."), Just("min("), Just(" "), Just("a"),
+                Just("−"), Just("**"), Just("1e"), Just("√"),
+            ],
+            0..24,
+        ).prop_map(|v| v.concat()),
+    ) {
+        match Formula::compile(&text, &names(&["a"])) {
+            Ok(f) => {
+                let _ = f.energy([0.3, 0.4], &[1.0]);
+            }
+            Err(e) => {
+                prop_assert!(e.byte <= text.len(), "{}: {:?}", text, e);
+                prop_assert!(e.char <= text.chars().count());
+                prop_assert!(!e.message.is_empty());
+            }
+        }
+    }
+}
+
+fn target(energy: &str, params: &[(&str, f64)]) -> Result<ExprTarget, String> {
+    let map: BTreeMap<String, f64> = params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    ExprTarget::new(energy, &map, None)
+}
+
+#[test]
+fn not_normalisable_and_nan_in_the_box_are_refused() {
+    let e = target("θ₁ + θ₂", &[]).unwrap_err();
+    assert!(e.contains("not normalisable"), "{e}");
+    let e = target("-log(θ₁)", &[]).unwrap_err();
+    assert!(e.contains("NaN"), "{e}");
+    // Between grid nodes: a pole off every node of the grids, found by the refinement.
+    let e = target("x^2/2 + y^2/2 + 1/(x - 0.0123457)", &[]).unwrap_err();
+    assert!(e.contains("between") || e.contains("not a density"), "{e}");
+    let e = target("(x^2 + y^2)/2 - 1/x^2", &[]).unwrap_err();
+    assert!(e.contains("inf") || e.contains("not"), "{e}");
+}
+
+/// The typed Gaussian's truth: normaliser, mean and covariance as in closed form.
+#[test]
+fn typed_gaussian_truth() {
+    let t = target("(x - m)^2/(2*s^2) + y^2/2", &[("m", 1.0), ("s", 0.5)]).unwrap();
+    let want = (std::f64::consts::TAU * 0.5).ln();
+    assert!(
+        (t.log_normaliser - want).abs() < 1e-3,
+        "{} vs {want}",
+        t.log_normaliser
+    );
+    assert!(
+        t.bounds[0][0] < 1.0 - 2.0 && t.bounds[0][1] > 1.0 + 2.0,
+        "{:?}",
+        t.bounds
+    );
+}
