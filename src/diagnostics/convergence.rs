@@ -165,6 +165,13 @@ impl ConvergenceMonitor {
         self.ksd_baseline
     }
 
+    /// Where nested R̂ over all chains settles once they are stationary, √(1 + 1/M); NaN
+    /// without superchains.
+    pub fn nested_level(&self) -> f64 {
+        self.superchains
+            .map_or(f64::NAN, |k| nested::stationary_level(self.chains / k, 1))
+    }
+
     /// Why nested R̂ is undefined at the last evaluation, if it is.
     pub fn nested_undefined(&self) -> Option<Undefined> {
         self.last_nested.err()
@@ -262,9 +269,7 @@ impl ConvergenceMonitor {
         } else {
             Err(Undefined::OneSuperchain)
         };
-        let nested_rhat_level = self
-            .superchains
-            .map_or(f64::NAN, |k| nested::stationary_level(self.chains / k, 1));
+        let nested_rhat_level = self.nested_level();
         ConvergenceRow {
             step,
             window,

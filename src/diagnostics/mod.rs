@@ -77,6 +77,8 @@ pub const BASELINE_DRAWS: usize = 8;
 pub const TRUTH_SAMPLES: usize = 2000;
 /// Chains read back per recorded block for the distance time series.
 pub const SERIES_DISTANCE_CHAINS: u32 = 500;
+/// Most evaluations of the convergence instruments in one run's time series.
+pub const CONVERGENCE_ROWS: u64 = 64;
 /// Alive chains the run summary's kernel Stein discrepancy is computed on.
 pub const KSD_SUMMARY_POINTS: usize = 1000;
 /// Chains whose traces feed R̂ and ESS.
@@ -632,8 +634,13 @@ pub struct RunRecorder {
     kind: SamplerKind,
     /// The live instruments, when the caller asked for them.
     monitor: Option<convergence::ConvergenceMonitor>,
-    /// The last evaluation of the instruments.
+    /// The last evaluation of the convergence instruments.
     last_convergence: Option<convergence::ConvergenceRow>,
+    /// Blocks between two evaluations of the instruments, and blocks recorded so far.
+    convergence_every: u64,
+    blocks_recorded: u64,
+    /// The superchains' moments of the last block (nested R̂ at the end).
+    last_superchains: Vec<crate::engine::SuperchainMoments>,
     /// Engine seconds so far (for ESS per second).
     engine_seconds: f64,
 }
@@ -665,13 +672,24 @@ impl RunRecorder {
             truth,
             monitor: None,
             last_convergence: None,
+            convergence_every: 1,
+            blocks_recorded: 0,
+            last_superchains: Vec::new(),
             engine_seconds: 0.0,
         }
     }
 
-    /// Evaluates the convergence instruments ([`convergence`]) on every block of a run of
-    /// `chains` chains, grouped in `superchains` when given.
-    pub fn with_convergence(mut self, chains: u32, superchains: Option<u32>) -> Self {
+    /// Evaluates the convergence instruments ([`convergence`]) on a run of `chains` chains,
+    /// grouped in `superchains` when given, of `blocks` recorded blocks: every block feeds the
+    /// window, and at most [`CONVERGENCE_ROWS`] of them are evaluated (each evaluation costs
+    /// about 15 ms; a run of 200 blocks would otherwise spend 3 s on them).
+    pub fn with_convergence(
+        mut self,
+        chains: u32,
+        superchains: Option<u32>,
+        blocks: usize,
+    ) -> Self {
+        self.convergence_every = (blocks as u64).div_ceil(CONVERGENCE_ROWS).max(1);
         self.monitor = Some(convergence::ConvergenceMonitor::new(
             &self.truth.target,
             chains,
@@ -740,10 +758,14 @@ impl RunRecorder {
             exploring,
         );
         if let Some(monitor) = &mut self.monitor {
+            self.blocks_recorded += 1;
             monitor.observe(head, report.step, step_size, self.engine_seconds);
-            let c = monitor.evaluate(report.step, &report.superchains, head);
-            row = row.with_convergence(&c);
-            self.last_convergence = Some(c);
+            if self.blocks_recorded.is_multiple_of(self.convergence_every) {
+                let c = monitor.evaluate(report.step, &report.superchains, head);
+                row = row.with_convergence(&c);
+                self.last_convergence = Some(c);
+            }
+            self.last_superchains.clone_from(&report.superchains);
         }
         self.series.push(row);
         if !self.pools(report.step, exploring) {
@@ -812,17 +834,11 @@ impl RunRecorder {
         }
         let monitor = self.monitor.as_ref();
         let superchains = monitor.and_then(|m| m.superchains());
-        let nested = self.last_convergence.map(|c| c.nested_rhat);
-        let nested_rhat = nested.filter(|v| v.is_finite());
-        let nested_rhat_note = match (superchains, nested_rhat, monitor) {
-            (None, _, _) => None,
-            (Some(_), Some(_), _) => None,
-            (Some(_), None, Some(m)) => Some(
-                m.nested_undefined()
-                    .map_or("no block was recorded".to_string(), |u| u.to_string()),
-            ),
-            (Some(_), None, None) => None,
-        };
+        // Nested R̂ of the last block, whether or not the instruments were evaluated there.
+        let nested = superchains.map(|_| nested::nested_rhat_of_moments(&self.last_superchains));
+        let nested_rhat = nested.and_then(|r| r.ok());
+        let nested_rhat_note = nested.and_then(|r| r.err()).map(|u| u.to_string());
+        let nested_rhat_level = monitor.map(|m| m.nested_level()).filter(|v| v.is_finite());
         // The summary's KSD on more points than the live one: its sampling noise shrinks as
         // 1/√n, so a smaller bias stands out against the baseline.
         let points = convergence::alive_points(final_states, KSD_SUMMARY_POINTS);
@@ -870,10 +886,7 @@ impl RunRecorder {
             ess_tail_min: tail_ess_min,
             superchains,
             nested_rhat,
-            nested_rhat_level: self
-                .last_convergence
-                .map(|c| c.nested_rhat_level)
-                .filter(|v| v.is_finite()),
+            nested_rhat_level,
             nested_rhat_note,
             ksd: ksd_value,
             ksd_baseline,

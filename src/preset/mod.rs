@@ -295,6 +295,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ),
     ("lesson-mlp", include_str!("../../presets/lesson-mlp.ron")),
     (
+        "lesson-convergence",
+        include_str!("../../presets/lesson-convergence.ron"),
+    ),
+    (
         "spirals-printed",
         include_str!("../../presets/spirals-printed.ron"),
     ),

@@ -279,7 +279,11 @@ impl<'a> Pass<'a> {
             None
         };
         let mut recorder = RunRecorder::new(truth, stats_from, preset.sampler.kind)
-            .with_convergence(preset.chains, preset.init.superchains);
+            .with_convergence(
+                preset.chains,
+                preset.init.superchains,
+                block_ends(preset.steps, preset.record_every).len(),
+            );
         recorder.set_max_rows(MAX_SERIES_ROWS);
         Self {
             model,

@@ -124,19 +124,19 @@ fn a_lecture_steps_through_its_lessons_with_the_number_keys() {
     h.run_steps(2);
     assert!(h.query_by_label_contains("Paused at step").is_none());
     h.get_by_label_contains("Lesson 1: Langevin");
-    h.get_by_label("lesson 1 of 9");
+    h.get_by_label("lesson 1 of 10");
     // 2 opens the second lesson: a comparison, side by side, also waiting at step 0.
     h.key_press(Key::Num2);
     h.run_steps(3);
     assert_eq!(app(&h).tab, Tab::Compare);
     assert_eq!(app(&h).get::<CompareView>().unwrap().step(), 0);
     h.get_by_label_contains("press Space to start");
-    h.get_by_label("lesson 2 of 9");
+    h.get_by_label("lesson 2 of 10");
     h.get_by_label_contains("Lesson 2: why momentum");
     // "next ▶" goes on to the third.
     h.get_by_label("next ▶").click();
     h.run_steps(3);
-    h.get_by_label("lesson 3 of 9");
+    h.get_by_label("lesson 3 of 10");
     let c = app(&h).get::<CompareView>().unwrap();
     assert_eq!(c.comparison.columns.len(), 2);
     assert!(c.comparison.name.starts_with("Lesson 3"));
