@@ -173,9 +173,11 @@ fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
     }
 }
 
-/// A dashed horizontal reference line (a threshold, a floor, what exact draws score).
-fn reference(name: impl Into<String>, y: f64) -> HLine {
-    HLine::new(name, y)
+/// A dashed horizontal reference line (a threshold, a floor, what exact draws score),
+/// unnamed: the axis title says what it is, and a legend entry more would cover the small
+/// plots' ticks in presentation mode.
+fn reference(y: f64) -> HLine {
+    HLine::new("", y)
         .color(REFERENCE)
         .style(LineStyle::dashed_loose())
 }
@@ -277,7 +279,7 @@ pub fn strip(
             ui,
             waiting,
             move |p| {
-                p.hline(reference("threshold 1.01", RHAT_THRESHOLD));
+                p.hline(reference(RHAT_THRESHOLD));
                 p.line(Line::new("bulk", PlotPoints::from(bulk)).color(BULK));
                 p.line(Line::new("tail", PlotPoints::from(tail)).color(TAIL));
             },
@@ -293,7 +295,11 @@ pub fn strip(
             step_plot("nested rhat", w, h, std::slice::from_ref(&nested))
                 .y_axis_label(super::axes::fit_title(
                     ui,
-                    &["nested R-hat (all chains)", "nested R-hat"],
+                    &[
+                        "nested R-hat, dashed 1.01, dotted its level",
+                        "nested R-hat, dashed 1.01",
+                        "nested R-hat",
+                    ],
                     h,
                 ))
                 .include_y(1.0)
@@ -301,10 +307,10 @@ pub fn strip(
             ui,
             nested_waiting,
             move |p| {
-                p.hline(reference("threshold 1.01", RHAT_THRESHOLD));
+                p.hline(reference(RHAT_THRESHOLD));
                 if level.is_finite() {
                     p.hline(
-                        HLine::new("stationary level", level)
+                        HLine::new("", level)
                             .color(Color32::GRAY)
                             .style(LineStyle::dotted_dense()),
                     );
@@ -318,14 +324,18 @@ pub fn strip(
             step_plot("ess", w, h, &[ess_bulk.clone(), ess_tail.clone()])
                 .y_axis_label(super::axes::fit_title(
                     ui,
-                    &[&format!("ESS of {MONITOR_CHAINS} chains' window"), "ESS"],
+                    &[
+                        &format!("ESS of {MONITOR_CHAINS} chains' window, dashed {ESS_FLOOR}"),
+                        &format!("ESS, dashed {ESS_FLOOR}"),
+                        "ESS",
+                    ],
                     h,
                 ))
                 .include_y(0.0),
             ui,
             waiting,
             move |p| {
-                p.hline(reference(format!("floor {ESS_FLOOR}"), ESS_FLOOR));
+                p.hline(reference(ESS_FLOOR));
                 p.line(Line::new("bulk ESS", PlotPoints::from(ess_bulk)).color(BULK));
                 p.line(Line::new("tail ESS", PlotPoints::from(ess_tail)).color(TAIL));
             },
@@ -335,7 +345,11 @@ pub fn strip(
         step_plot("ksd", w, h, std::slice::from_ref(&ksd))
             .y_axis_label(super::axes::fit_title(
                 ui,
-                &[&format!("KSD ({KSD_POINTS} chains)"), "KSD"],
+                &[
+                    &format!("KSD ({KSD_POINTS} chains), band: exact draws"),
+                    "KSD, band: exact draws",
+                    "KSD",
+                ],
                 h,
             ))
             .include_y(0.0)
@@ -348,7 +362,7 @@ pub fn strip(
                             .axis(egui_plot::Axis::Y)
                             .fill(REFERENCE.gamma_multiply(0.25)),
                     );
-                    p.hline(reference("exact draws (± 2 sd shaded)", base));
+                    p.hline(reference(base));
                 }
                 p.line(Line::new("KSD", PlotPoints::from(ksd)).color(BULK));
             });

@@ -121,14 +121,14 @@ fn keys_choose_lessons_after_the_lesson_panel_is_closed() {
     h.run_steps(3);
     h.get_by_label_contains("Adaptive thermostats").click();
     h.run_steps(3);
-    h.get_by_label("lesson 1 of 9");
+    h.get_by_label("lesson 1 of 10");
     h.get_by_label("close the lesson panel").click();
     h.run_steps(3);
-    assert!(h.query_by_label("lesson 1 of 9").is_none());
+    assert!(h.query_by_label("lesson 1 of 10").is_none());
     h.key_press(Key::Num2);
     h.run_steps(3);
     assert_eq!(app(&h).tab, Tab::Compare);
-    h.get_by_label("lesson 2 of 9");
+    h.get_by_label("lesson 2 of 10");
 }
 
 /// R during a replay of the steps before a divergence ends the replay: no "replaying step …"

@@ -129,20 +129,14 @@ fn exported_draws_agree_with_arviz() {
     );
     let dir = crate::common::scratch("convergence", "arviz");
     let store = dir.join("draws.zarr");
-    let run = std::process::Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
-        .args([
-            "run",
-            "convergence-gaussian",
-            "--backend",
-            "cpu",
-            "--chains",
-            "1600",
-        ])
-        .args(["--steps", "800", "--draw-chains", "64"])
-        .arg("--draws")
-        .arg(&store)
-        .output()
-        .unwrap();
+    let run = gaussian_run(&[
+        "--steps",
+        "800",
+        "--draw-chains",
+        "64",
+        "--draws",
+        crate::common::s(&store),
+    ]);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
     assert!(stderr.contains("64 chains × 80 draws"), "{stderr}");
@@ -160,6 +154,22 @@ fn exported_draws_agree_with_arviz() {
     assert!(out.contains("rhat_nested[theta 1]"), "{out}");
 }
 
+/// `atmc-lab run convergence-gaussian` on 1600 chains of the CPU, with `extra` arguments.
+fn gaussian_run(extra: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
+        .args([
+            "run",
+            "convergence-gaussian",
+            "--backend",
+            "cpu",
+            "--chains",
+            "1600",
+        ])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 /// Bad requests for draws are refused before any work, with the reason.
 #[test]
 fn bad_draw_requests_are_refused_before_the_run() {
@@ -174,24 +184,13 @@ fn bad_draw_requests_are_refused_before_the_run() {
         (&["--draws", file.to_str().unwrap()], "is a file"),
     ];
     for (extra, expected) in cases {
-        let mut args = vec![
-            "run",
-            "convergence-gaussian",
-            "--backend",
-            "cpu",
-            "--chains",
-            "1600",
-        ];
-        args.extend_from_slice(&["--steps", "200"]);
+        let store = dir.join("d.zarr");
+        let mut args = vec!["--steps", "200"];
         if !extra.contains(&"--draws") {
-            args.push("--draws");
-            args.push(dir.join("d.zarr").to_str().unwrap().to_owned().leak());
+            args.extend_from_slice(&["--draws", crate::common::s(&store)]);
         }
         args.extend_from_slice(extra);
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
-            .args(&args)
-            .output()
-            .unwrap();
+        let out = gaussian_run(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
         assert!(stderr.contains(expected), "{extra:?}: {stderr}");
