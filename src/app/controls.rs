@@ -18,6 +18,8 @@ pub struct Actions {
     pub step: bool,
     /// Start the chains over.
     pub reset: bool,
+    /// File → Save preset… (asked from the formula panel).
+    pub save_preset: bool,
 }
 
 /// A warning line in the control panel.
@@ -218,7 +220,7 @@ pub fn transport(ui: &mut Ui, playing: bool, reset_label: &str) -> Actions {
 /// Draws the controls of a 2-D preset, leaving out the `hidden` groups (a lesson's choice).
 /// `playing` labels the play button.
 pub fn show(ui: &mut Ui, p: &mut Preset, playing: bool, hidden: &[ControlGroup]) -> Actions {
-    let actions = transport(ui, playing, "↺ Reset chains");
+    let mut actions = transport(ui, playing, "↺ Reset chains");
     let shown = |g: ControlGroup| !hidden.contains(&g);
     run_controls(ui, p, hidden);
     ui.separator();
@@ -227,14 +229,15 @@ pub fn show(ui: &mut Ui, p: &mut Preset, playing: bool, hidden: &[ControlGroup])
             .default_open(true)
             .show(ui, |ui| sampler_controls(ui, &mut p.sampler));
     }
-    model_controls(ui, p, hidden);
+    actions.save_preset = model_controls(ui, p, hidden);
     actions
 }
 
-/// Everything of a 2-D preset but the sampler: what the columns of a comparison share.
-pub fn shared_controls(ui: &mut Ui, p: &mut Preset) {
+/// Everything of a 2-D preset but the sampler: what the columns of a comparison share. True
+/// when Save preset was asked for.
+pub fn shared_controls(ui: &mut Ui, p: &mut Preset) -> bool {
     run_controls(ui, p, &[]);
-    model_controls(ui, p, &[]);
+    model_controls(ui, p, &[])
 }
 
 /// One speed slider from one step per second (slow motion) to thousands of steps a frame.
@@ -349,13 +352,14 @@ fn init_controls(ui: &mut Ui, p: &mut Preset) {
     fit_chains_to_superchains(p);
 }
 
-/// Target, gradient noise, schedule and view.
-fn model_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) {
+/// Target, gradient noise, schedule and view. True when Save preset was asked for.
+fn model_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) -> bool {
     let shown = |g: ControlGroup| !hidden.contains(&g);
+    let mut save = false;
     if shown(ControlGroup::Target) {
         egui::CollapsingHeader::new(RichText::new("Target").strong())
             .default_open(true)
-            .show(ui, |ui| target_controls(ui, &mut p.target));
+            .show(ui, |ui| save = target_controls(ui, &mut p.target));
     }
     if shown(ControlGroup::Noise) {
         egui::CollapsingHeader::new(RichText::new("Gradient noise").strong())
@@ -400,6 +404,7 @@ fn model_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) {
                 });
             });
     }
+    save
 }
 
 /// Every parameter of the sampler, ATMC's printed switches included.
@@ -565,7 +570,9 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
     }
 }
 
-fn target_controls(ui: &mut Ui, t: &mut TargetSpec) {
+/// The target's family and its parameters; a typed formula gets the formula panel. True
+/// when Save preset was asked for.
+fn target_controls(ui: &mut Ui, t: &mut TargetSpec) -> bool {
     let current = t.name();
     egui::ComboBox::from_label("target")
         .selected_text(current)
@@ -578,6 +585,20 @@ fn target_controls(ui: &mut Ui, t: &mut TargetSpec) {
                     && current != *name
                 {
                     *t = TargetSpec::from_name(name).expect("listed target");
+                }
+            }
+            let typed = "expression";
+            if ui
+                .selectable_label(current == typed, "expression (typed formula)")
+                .on_hover_text("Your own energy U(θ₁, θ₂), starting from the ring of eight modes")
+                .clicked()
+                && current != typed
+            {
+                // A shipped example: it passed its checks when the preset tests ran.
+                if let Some(spec) = super::formula::gallery_target(super::formula::GALLERY[0].1)
+                    && spec.check().is_ok()
+                {
+                    *t = spec;
                 }
             }
         });
@@ -658,17 +679,9 @@ fn target_controls(ui: &mut Ui, t: &mut TargetSpec) {
                 ui.add(egui::DragValue::new(data_seed));
             });
         }
-        TargetSpec::Expression {
-            energy, parameters, ..
-        } => {
-            // Read-only until the formula panel: a new value must pass `TargetSpec::check`
-            // (normalisable, finite in the box) before it replaces the running target.
-            ui.label(format!("U(θ) = {energy}"));
-            for (name, value) in parameters.iter() {
-                ui.label(format!("{name} = {}", ranges::short_number(*value)));
-            }
-        }
+        TargetSpec::Expression { .. } => return super::formula::formula_controls(ui, t),
     }
+    false
 }
 
 fn noise_controls(ui: &mut Ui, n: &mut NoiseSpec) {

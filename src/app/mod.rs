@@ -17,6 +17,7 @@ pub mod convergence_strip;
 mod dialogs;
 pub mod files;
 pub mod fonts;
+pub mod formula;
 pub mod frame_clock;
 mod menus;
 pub mod mlp;
@@ -600,6 +601,9 @@ impl AtmcApp {
         // A view asked for a preset to be opened live (a sweep's point).
         if let Some(preset) = self.shell.open.take() {
             self.load_any(ui.ctx(), preset);
+        }
+        if std::mem::take(&mut self.shell.save_preset) {
+            self.ask_save_preset();
         }
         self.notice_ui(ui.ctx());
         match request {

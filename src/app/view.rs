@@ -123,6 +123,8 @@ pub struct Shell {
     /// A path typed into the prompt for one of the view's own requests, until the view
     /// takes it ([`Shell::answer_for`]).
     pub answer: Option<(FileRequest, PathBuf)>,
+    /// A view asked for File → Save preset… (its formula panel's button).
+    pub save_preset: bool,
 }
 
 impl Default for Shell {
@@ -133,6 +135,7 @@ impl Default for Shell {
             dialog: super::files::native,
             prompt: None,
             answer: None,
+            save_preset: false,
         }
     }
 }

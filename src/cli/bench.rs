@@ -421,6 +421,7 @@ fn bench_expression(chains: u32, steps: u32) -> anyhow::Result<()> {
                 .map(|(k, v)| (k.to_owned(), v))
                 .collect(),
             bounds: None,
+            ranges: Default::default(),
         };
         p.validate().map_err(|(_, m)| anyhow::anyhow!(m))?;
         p

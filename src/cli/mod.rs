@@ -752,6 +752,7 @@ fn apply_energy_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Fai
             energy: energy.clone(),
             parameters: Default::default(),
             bounds: None,
+            ranges: Default::default(),
         };
     }
     if args.params.is_empty() {

@@ -134,7 +134,33 @@ pub enum TargetSpec {
         /// The box (θ₁ range, θ₂ range) the truth lives on.
         #[serde(default, rename = "box")]
         bounds: Option<[[f64; 2]; 2]>,
+        /// Slider ranges of the app's parameter sliders by name (low, high); a parameter
+        /// left out gets a range around its value.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        ranges: BTreeMap<String, [f64; 2]>,
     },
+}
+
+/// A slider range must belong to a parameter and run from low to high.
+fn check_slider_ranges(
+    parameters: &BTreeMap<String, f64>,
+    ranges: &BTreeMap<String, [f64; 2]>,
+) -> Result<(), String> {
+    for (name, [lo, hi]) in ranges {
+        if !parameters.contains_key(name) {
+            return Err(format!(
+                "ranges: '{name}' is not a parameter of the formula (parameters: {})",
+                parameters.keys().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+            return Err(format!(
+                "ranges: the range of '{name}' must run from a low to a higher finite number, \
+                 not {lo} to {hi}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn one() -> f64 {
@@ -269,9 +295,13 @@ impl TargetSpec {
                 energy,
                 parameters,
                 bounds,
-            } => Ok(Target::Expression(super::expr::ExprTarget::cached(
-                energy, parameters, *bounds,
-            )?)),
+                ranges,
+            } => {
+                check_slider_ranges(parameters, ranges)?;
+                Ok(Target::Expression(super::expr::ExprTarget::cached(
+                    energy, parameters, *bounds,
+                )?))
+            }
             _ => Ok(self.build()),
         }
     }

@@ -17,6 +17,7 @@ fn expression(energy: &str, params: &[(&str, f64)]) -> TargetSpec {
             .map(|(k, v)| (k.to_string(), *v))
             .collect::<BTreeMap<_, _>>(),
         bounds: None,
+        ranges: BTreeMap::new(),
     }
 }
 

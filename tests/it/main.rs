@@ -8,6 +8,7 @@ mod convergence;
 
 mod app;
 mod app_classroom;
+mod app_formula;
 mod app_inputs;
 mod app_mlp;
 mod app_thermo;

@@ -459,7 +459,7 @@ impl View for CompareView {
         self.drive();
     }
 
-    fn controls(&mut self, ui: &mut Ui, _shell: &mut Shell) {
+    fn controls(&mut self, ui: &mut Ui, shell: &mut Shell) {
         let actions = controls::transport(ui, self.playing, "↺ Reset chains");
         if actions.toggle_play {
             self.act(Action::TogglePlay);
@@ -524,7 +524,7 @@ impl View for CompareView {
         }
         ui.separator();
         ui.label(RichText::new("Shared by every column").strong());
-        controls::shared_controls(ui, &mut self.comparison.base);
+        shell.save_preset |= controls::shared_controls(ui, &mut self.comparison.base);
         self.apply_changes();
     }
 

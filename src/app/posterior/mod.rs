@@ -388,10 +388,11 @@ impl View for PosteriorView {
         Some(&self.sim)
     }
 
-    fn controls(&mut self, ui: &mut Ui, _shell: &mut Shell) {
+    fn controls(&mut self, ui: &mut Ui, shell: &mut Shell) {
         let hidden = self.preset.story.hide.clone();
         let playing = self.sim.snapshot().playing;
         let actions = controls::show(ui, &mut self.preset, playing, &hidden);
+        shell.save_preset |= actions.save_preset;
         if actions.toggle_play {
             self.act(Action::TogglePlay);
         }

@@ -40,6 +40,9 @@ pub struct ExprError {
     pub char: usize,
     /// What is wrong.
     pub message: String,
+    /// The name, when the problem is a symbol the formula does not know (a UI offers to
+    /// make it a parameter).
+    pub unknown_symbol: Option<String>,
 }
 
 impl ExprError {
@@ -49,6 +52,7 @@ impl ExprError {
             byte,
             char: Self::char_index(text, byte),
             message,
+            unknown_symbol: None,
         }
     }
 
@@ -104,6 +108,18 @@ fn run_f64<const K: usize>(flat: &Flat, theta: [f64; 2], params: &[f64]) -> [f64
         flat.run(&mut regs, theta, params);
         std::array::from_fn(|k| regs[flat.outputs[k] as usize])
     })
+}
+
+/// The range of a parameter's slider: the preset's (`given`), else around the value (a
+/// quarter to four times it, keeping its sign; −1 to 1 around 0); widened to hold the value.
+pub fn slider_range(value: f64, given: Option<&[f64; 2]>) -> [f64; 2] {
+    let [lo, hi] = match given {
+        Some(r) => *r,
+        None if value > 0.0 => [value / 4.0, value * 4.0],
+        None if value < 0.0 => [value * 4.0, value / 4.0],
+        None => [-1.0, 1.0],
+    };
+    [lo.min(value), hi.max(value)]
 }
 
 /// Checks a parameter name: an identifier, not a name the language takes.

@@ -321,7 +321,7 @@ impl<'a, 'b> Parser<'a, 'b> {
             } else {
                 format!("parameters: {}", self.params.join(", "))
             };
-            return Err(ExprError::at(
+            let mut error = ExprError::at(
                 text,
                 at,
                 format!(
@@ -333,7 +333,9 @@ impl<'a, 'b> Parser<'a, 'b> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-            ));
+            );
+            error.unknown_symbol = Some(name.to_owned());
+            return Err(error);
         };
         if self.tok != Tok::Sym('(') {
             return Err(ExprError::at(

@@ -27,6 +27,7 @@ fn errors_name_their_position() {
     let e = err("x + foo", &[]);
     assert_eq!(e.char, 4);
     assert!(e.message.contains("unknown symbol 'foo'"), "{e}");
+    assert_eq!(e.unknown_symbol.as_deref(), Some("foo"));
     let e = err("a*x + b", &["a"]);
     assert_eq!(e.char, 6);
     assert!(
@@ -276,4 +277,40 @@ fn typed_gaussian_truth() {
         "{:?}",
         t.bounds
     );
+}
+
+#[test]
+fn slider_ranges_come_from_the_preset_or_surround_the_value() {
+    use super::slider_range;
+    assert_eq!(slider_range(2.0, None), [0.5, 8.0]);
+    assert_eq!(slider_range(-2.0, None), [-8.0, -0.5]);
+    assert_eq!(slider_range(0.0, None), [-1.0, 1.0]);
+    assert_eq!(slider_range(0.3, Some(&[0.1, 1.0])), [0.1, 1.0]);
+    // A value outside the preset's range widens it rather than being clamped.
+    assert_eq!(slider_range(3.0, Some(&[0.1, 1.0])), [0.1, 3.0]);
+}
+
+#[test]
+fn slider_ranges_in_a_preset_are_checked() {
+    use crate::math::TargetSpec;
+    let spec = |ranges: &[(&str, [f64; 2])]| TargetSpec::Expression {
+        energy: "(x^2 + y^2)/(2*s^2)".into(),
+        parameters: [("s".to_owned(), 1.0)].into_iter().collect(),
+        bounds: None,
+        ranges: ranges.iter().map(|(k, r)| (k.to_string(), *r)).collect(),
+    };
+    assert!(spec(&[("s", [0.1, 3.0])]).check().is_ok());
+    let e = spec(&[("q", [0.1, 3.0])]).check().unwrap_err();
+    assert!(
+        e.contains("'q' is not a parameter") && e.contains("parameters: s"),
+        "{e}"
+    );
+    let e = spec(&[("s", [3.0, 0.1])]).check().unwrap_err();
+    assert!(e.contains("from a low to a higher"), "{e}");
+    // Written back only when given.
+    let text = ron::to_string(&spec(&[])).unwrap();
+    assert!(!text.contains("ranges"), "{text}");
+    let given = spec(&[("s", [0.1, 3.0])]);
+    let back: TargetSpec = ron::from_str(&ron::to_string(&given).unwrap()).unwrap();
+    assert_eq!(back, given);
 }
