@@ -47,6 +47,20 @@ pub struct ExprTarget {
     pub bounds: [[f64; 2]; 2],
     /// log ∫ exp(−U) over the box.
     pub log_normaliser: f64,
+    /// The masses of the grid integrated last: the moments and the exact samples use the
+    /// same 400 × 400 grid, integrated once.
+    last_masses: MassMemo,
+}
+
+/// The cell masses of one grid, shared by clones of a target (equal targets, equal masses).
+#[derive(Clone, Debug, Default)]
+struct MassMemo(Arc<Mutex<Option<(Grid2, Arc<Vec<f64>>)>>>);
+
+impl PartialEq for MassMemo {
+    /// A memo holds nothing the target's other fields do not determine.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// A rectangle [x0, x0 + dx) × [y0, y0 + dy).
@@ -209,6 +223,7 @@ impl ExprTarget {
             values_f32,
             bounds: [[-4.0, 4.0]; 2],
             log_normaliser: 0.0,
+            last_masses: MassMemo::default(),
         };
         match bounds {
             Some(b) => {
@@ -530,9 +545,21 @@ impl ExprTarget {
 
     /// The probability mass of every cell of `grid`, normalised by the box's normaliser.
     pub fn cell_masses(&self, grid: &Grid2) -> Vec<f64> {
-        let shift = -self.log_normaliser;
+        self.shared_masses(grid).to_vec()
+    }
+
+    /// [`Self::cell_masses`], from the memo when `grid` was the last one integrated.
+    fn shared_masses(&self, grid: &Grid2) -> Arc<Vec<f64>> {
+        let memo = &self.last_masses.0;
+        if let Some((g, m)) = memo.lock().expect("mass memo").as_ref()
+            && g == grid
+        {
+            return m.clone();
+        }
         // exp(shift − U) = exp(−U) / Z
-        self.integrate(grid, shift)
+        let masses = Arc::new(self.integrate(grid, -self.log_normaliser));
+        *memo.lock().expect("mass memo") = Some((*grid, masses.clone()));
+        masses
     }
 
     /// `n` exact samples (flattened pairs): a cell of a 400 × 400 grid over the box by its
@@ -541,8 +568,8 @@ impl ExprTarget {
         let mut rng = SequentialRng::new(seed, Stream::Exact as u32);
         let grid = Grid2::new(self.bounds[0], self.bounds[1], 400, 400);
         let shift = -self.log_normaliser;
-        let masses = self.integrate(&grid, shift);
-        let cells = WeightedIndex::new(&masses).expect("a normalisable target has mass");
+        let masses = self.shared_masses(&grid);
+        let cells = WeightedIndex::new(masses.iter()).expect("a normalisable target has mass");
         let [dx, dy] = grid.cell_size();
         let mut out = Vec::with_capacity(2 * n);
         for _ in 0..n {
