@@ -929,6 +929,13 @@ fn execute_mlp(
     csv: Option<&std::path::Path>,
 ) -> Result<(), Failure> {
     check_csv(csv)?;
+    if matches!(
+        preset.network.data.source,
+        crate::math::DataSource::Drawn { .. }
+    ) {
+        // A drawn set below the minimum is bad input, refused before any work.
+        preset.network.data.build().map_err(Failure::usage)?;
+    }
     let bar = progress_bar(
         preset.steps.into(),
         "steps",

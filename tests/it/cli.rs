@@ -181,6 +181,48 @@ fn run_an_mlp_preset_prints_its_json_line() {
     );
 }
 
+/// Drawn data run headless from the preset, and a drawn set below the minimum is refused
+/// before any work, saying what it lacks.
+#[test]
+fn run_a_drawn_data_preset_and_refuse_one_too_small() {
+    let out = atmc_lab(&[
+        "run",
+        "drawn-xor",
+        "--chains",
+        "64",
+        "--steps",
+        "300",
+        "--backend",
+        "cpu",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = last_json(&out);
+    assert_eq!(v["kind"], "mlp");
+    let test = &v["posterior_predictive"]["test"];
+    // 12 held-out points of four clean clusters.
+    assert!(test["accuracy"].as_f64().unwrap() >= 0.75, "{test}");
+
+    let dir = common::scratch("cli", "drawn");
+    let path = dir.join("five.ron");
+    let five = "MlpPreset(sampler: (kind: Atmc), network: (data: (source: Drawn(classes: 2, \
+                points: [(1.0, 1.0, 1), (-1.0, 1.0, 0), (-1.0, -1.0, 1), (1.0, -1.0, 0), \
+                (1.5, 1.5, 1)]))))";
+    std::fs::write(&path, five).unwrap();
+    let out = atmc_lab(&["run", common::s(&path), "--backend", "cpu"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("draw 3 more points") && err.contains("at least 8 points"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn an_mlp_run_with_every_network_diverged_reports_no_predictive() {
     let out = atmc_lab(&[
