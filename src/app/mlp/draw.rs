@@ -181,8 +181,9 @@ pub fn canvas_input(
     state: &mut DrawState,
 ) {
     let rect = response.rect;
-    let pressed =
-        response.is_pointer_button_down_on() || response.clicked() || response.secondary_clicked();
+    // (Asked before `ui.input` below: a response's own questions lock the context too.)
+    let secondary_click = response.secondary_clicked();
+    let pressed = response.is_pointer_button_down_on() || response.clicked() || secondary_click;
     let Some(pos) = response
         .interact_pointer_pos()
         .filter(|p| rect.contains(*p))
@@ -210,7 +211,7 @@ pub fn canvas_input(
             i.modifiers.shift || press.is_some_and(|(m, _)| m.shift),
             i.pointer.button_down(PointerButton::Secondary)
                 || press.is_some_and(|(_, b)| b == PointerButton::Secondary)
-                || response.secondary_clicked(),
+                || secondary_click,
         )
     });
     let here = to_plane(pos, rect, bounds);
