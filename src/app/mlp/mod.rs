@@ -258,8 +258,13 @@ impl MlpView {
         // The maps beside the table, or (a narrow window, the lesson panel open) across the
         // whole width with the table below them: whichever gives the larger maps, so they
         // never shrink to thumbnails.
-        let beside = ((available.x - table_width - 4.0 * spacing) / 3.0).min(available.y * 0.36);
-        let across = ((available.x - 3.0 * spacing) / 3.0).min(available.y * 0.3);
+        // Draw mode shows the maps large, the table beside or under them, and nothing else:
+        // its tools take the place of the portraits, and drawing wants a large canvas.
+        let drawing = self.preset.view.draw;
+        let tall = if drawing { 0.55 } else { 0.36 };
+        let beside = ((available.x - table_width - 4.0 * spacing) / 3.0).min(available.y * tall);
+        let across = ((available.x - 3.0 * spacing) / 3.0)
+            .min(available.y * if drawing { 0.55 } else { 0.3 });
         if beside >= 0.85 * across {
             let side = beside.max(110.0);
             ui.horizontal(|ui| {
@@ -291,6 +296,10 @@ impl MlpView {
                     reliability_diagram(ui, "mlp reliability", &e.reliability, width, 110.0);
                 }
             });
+        }
+        if drawing {
+            // The portraits and the time series come back when Draw mode is off.
+            return;
         }
         let rest = ui.available_size();
         let row = ((rest.y - 2.0 * spacing) * 0.5).clamp(80.0, 220.0);
@@ -1076,7 +1085,12 @@ impl View for MlpView {
         ))
     }
 
+    /// A drawn set still short of points is no error: the view shows what it waits for
+    /// (and a picture of that is a picture of the view).
     fn error(&self) -> Option<String> {
+        if draw::waiting(&self.preset).is_some() {
+            return None;
+        }
         self.session().with_snapshot(|s| s.error.clone())
     }
 
