@@ -261,10 +261,11 @@ impl MlpView {
         // Draw mode shows the maps large, the table beside or under them, and nothing else:
         // its tools take the place of the portraits, and drawing wants a large canvas.
         let drawing = self.preset.view.draw;
-        let tall = if drawing { 0.55 } else { 0.36 };
-        let beside = ((available.x - table_width - 4.0 * spacing) / 3.0).min(available.y * tall);
-        let across = ((available.x - 3.0 * spacing) / 3.0)
-            .min(available.y * if drawing { 0.55 } else { 0.3 });
+        // The largest share of the height a map may take, beside the table and across.
+        let (beside_cap, across_cap) = if drawing { (0.55, 0.55) } else { (0.36, 0.3) };
+        let beside =
+            ((available.x - table_width - 4.0 * spacing) / 3.0).min(available.y * beside_cap);
+        let across = ((available.x - 3.0 * spacing) / 3.0).min(available.y * across_cap);
         if beside >= 0.85 * across {
             let side = beside.max(110.0);
             ui.horizontal(|ui| {
