@@ -36,6 +36,7 @@ impl AtmcApp {
             FileRequest::Record { panel } => self.start_recording(path, panel),
             // A view's own request: the view takes the answer when it next draws.
             FileRequest::LoadCsv
+            | FileRequest::ExportDrawnCsv
             | FileRequest::DataFolder
             | FileRequest::CifarArchive
             | FileRequest::CheckpointFolder => self.shell.answer = Some((request, path)),

@@ -50,6 +50,8 @@ pub enum FileRequest {
     },
     /// The MLP view's data set from a CSV file (the view takes the answer).
     LoadCsv,
+    /// The MLP view's drawn points written as a CSV file (the view takes the answer).
+    ExportDrawnCsv,
     /// The training view's data folder (the view takes the answer).
     DataFolder,
     /// The training view's CIFAR-10 archive (the view takes the answer).
@@ -86,6 +88,9 @@ impl FileRequest {
             FileRequest::LoadCsv => {
                 DialogSpec::new("Load CSV", Open).filter("CSV", &["csv", "txt", "tsv"])
             }
+            FileRequest::ExportDrawnCsv => DialogSpec::new("Export drawn points", Save)
+                .filter("CSV", &["csv"])
+                .file_name("drawn-points.csv"),
             FileRequest::DataFolder => DialogSpec::new("Data folder", Folder),
             FileRequest::CifarArchive => {
                 DialogSpec::new("CIFAR-10 archive", Open).filter("tar.gz", &["gz", "tgz"])

@@ -545,7 +545,14 @@ fn emit(line: impl std::fmt::Display) -> anyhow::Result<()> {
 /// either is bad input, refused before any work with the preset's name in front.
 fn load_preset(path: &str) -> Result<AnyPreset, Failure> {
     let preset = AnyPreset::load(path).map_err(|e| Failure::usage(e.to_string()))?;
-    if let AnyPreset::Mlp(mlp) = &preset {
+    // A drawn set still short of points opens (the view says what it waits for); `run`
+    // refuses it before any work (`execute_mlp`).
+    if let AnyPreset::Mlp(mlp) = &preset
+        && !matches!(
+            mlp.network.data.source,
+            crate::math::DataSource::Drawn { .. }
+        )
+    {
         mlp.network
             .build()
             .map_err(|e| Failure::usage(format!("{path}: {e}")))?;
@@ -930,6 +937,13 @@ fn execute_mlp(
     csv: Option<&std::path::Path>,
 ) -> Result<(), Failure> {
     check_csv(csv)?;
+    if matches!(
+        preset.network.data.source,
+        crate::math::DataSource::Drawn { .. }
+    ) {
+        // A drawn set below the minimum is bad input, refused before any work.
+        preset.network.data.build().map_err(Failure::usage)?;
+    }
     let bar = progress_bar(
         preset.steps.into(),
         "steps",

@@ -1,5 +1,6 @@
 //! Labelled 2-D classification data sets for Bayesian MLP posteriors: seeded generators
-//! (two moons, circles, XOR, spirals, blobs) and CSV files, split into train and test sets.
+//! (two moons, circles, XOR, spirals, blobs), CSV files and points drawn by hand (kept inline
+//! in the preset), split into train and test sets.
 //!
 //! Generated points lie roughly within [−3, 3]², so one display grid fits every set. Each
 //! set is a pure function of its [`DataSpec`]: the points come from one private
@@ -21,6 +22,19 @@ const DATA_STREAM: u32 = 0xDA7A_5E75;
 const SPLIT_STREAM: u32 = 0xDA7A_5B17;
 /// Largest class count of any data set (CSV labels are at most `MAX_CLASSES − 1`).
 pub const MAX_CLASSES: u32 = 8;
+/// Largest class count of a drawn data set (the MLP view's class picker offers 2 to 5).
+pub const MAX_DRAWN_CLASSES: u32 = 5;
+/// Most points of a drawn data set: as many as the largest set the view generates, so any
+/// generated set can be taken over and edited, while the preset stays a file one can read.
+pub const MAX_DRAWN_POINTS: usize = 5000;
+/// Fewest points of a drawn data set that networks run on (of at least two classes).
+pub const MIN_DRAWN_POINTS: usize = 8;
+/// The area a drawn data set is drawn on, `[[x_min, x_max], [y_min, y_max]]`: the square the
+/// generated sets lie in, widened to take in any point outside it (see [`drawn_canvas`]).
+pub const DRAW_CANVAS: [[f32; 2]; 2] = [[-3.0, 3.0], [-3.0, 3.0]];
+
+/// One drawn point: `(x, y, label)`.
+pub type DrawnPoint = (f32, f32, u32);
 
 /// Where the points of a data set come from, as written in a preset:
 /// `TwoMoons`, `Blobs(classes: 3)`, `Csv(path: "my.csv")`.
@@ -51,10 +65,135 @@ pub enum DataSource {
         /// Path of the file.
         path: String,
     },
+    /// Points placed by hand in the MLP view's Draw mode, kept in the preset:
+    /// `Drawn(classes: 2, points: [(-1.2, 0.5, 0), (0.8, 1.1, 1)])`, each `(x, y, label)`.
+    /// Checked when read (see [`check_drawn`]); networks run on it from
+    /// [`MIN_DRAWN_POINTS`] points of at least two classes on (see [`drawn_shortfall`]).
+    Drawn {
+        /// Classes of the output layer, 2 to [`MAX_DRAWN_CLASSES`]; every label is below it
+        /// (a class may have no point yet).
+        #[serde(deserialize_with = "de_drawn_classes")]
+        classes: u32,
+        /// The points in the order they were drawn, at most [`MAX_DRAWN_POINTS`].
+        #[serde(default, deserialize_with = "de_drawn_points")]
+        points: Vec<DrawnPoint>,
+    },
 }
 
 fn default_blob_classes() -> u32 {
     3
+}
+
+/// Reads a drawn set's class count, 2 to [`MAX_DRAWN_CLASSES`].
+fn de_drawn_classes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let classes = u32::deserialize(d)?;
+    check_drawn_classes(classes).map_err(serde::de::Error::custom)?;
+    Ok(classes)
+}
+
+/// Reads drawn points, each checked on its own (finite, a label below
+/// [`MAX_DRAWN_CLASSES`]), and their number; labels against `classes` are checked by
+/// [`check_drawn`] once both fields are read.
+fn de_drawn_points<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<DrawnPoint>, D::Error> {
+    let points = Vec::<DrawnPoint>::deserialize(d)?;
+    check_drawn_points(&points, None).map_err(serde::de::Error::custom)?;
+    Ok(points)
+}
+
+fn check_drawn_classes(classes: u32) -> Result<(), String> {
+    if (2..=MAX_DRAWN_CLASSES).contains(&classes) {
+        Ok(())
+    } else {
+        Err(format!(
+            "classes = {classes} is out of range: a drawn data set has 2 to {MAX_DRAWN_CLASSES} \
+             classes"
+        ))
+    }
+}
+
+/// Checks a drawn set: 2 to [`MAX_DRAWN_CLASSES`] classes, at most [`MAX_DRAWN_POINTS`]
+/// points, finite coordinates and every label below `classes`. Messages name the point by
+/// its position (1 for the first) and its values.
+pub fn check_drawn(classes: u32, points: &[DrawnPoint]) -> Result<(), String> {
+    check_drawn_classes(classes)?;
+    check_drawn_points(points, Some(classes))
+}
+
+/// [`check_drawn`]'s checks of the points: labels below `classes`, or below
+/// [`MAX_DRAWN_CLASSES`] when the class count is not known yet (`None`).
+fn check_drawn_points(points: &[DrawnPoint], classes: Option<u32>) -> Result<(), String> {
+    if points.len() > MAX_DRAWN_POINTS {
+        return Err(format!(
+            "{} drawn points: a drawn data set has at most {MAX_DRAWN_POINTS}",
+            points.len()
+        ));
+    }
+    for (i, &(x, y, label)) in points.iter().enumerate() {
+        if !(x.is_finite() && y.is_finite()) {
+            return Err(format!(
+                "drawn point {} ({x}, {y}, {label}) has a coordinate that is not a finite number",
+                i + 1
+            ));
+        }
+        let limit = classes.unwrap_or(MAX_DRAWN_CLASSES);
+        if label >= limit {
+            let why = match classes {
+                Some(c) => format!("the set has classes = {c}"),
+                None => format!("a drawn data set has at most {MAX_DRAWN_CLASSES} classes"),
+            };
+            return Err(format!(
+                "drawn point {} ({x}, {y}, {label}) has label {label}, but {why} (labels 0 to \
+                 {})",
+                i + 1,
+                limit - 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What a drawn set lacks before networks can run on it — `None` from
+/// [`MIN_DRAWN_POINTS`] points of at least two classes on; otherwise what to add, as the view
+/// says it: "draw 5 more points", "add a point of a second class", or both.
+pub fn drawn_shortfall(points: &[DrawnPoint]) -> Option<String> {
+    let missing = MIN_DRAWN_POINTS.saturating_sub(points.len());
+    let two_classes = points.iter().any(|p| p.2 != points[0].2);
+    match (missing, two_classes) {
+        (0, true) => None,
+        (0, false) => Some("add a point of a second class".to_owned()),
+        (n, two) => Some(format!(
+            "draw {n} more point{}{}",
+            if n == 1 { "" } else { "s" },
+            if two {
+                ""
+            } else {
+                ", at least one of a second class"
+            }
+        )),
+    }
+}
+
+/// The area drawn points are shown and drawn on: [`DRAW_CANVAS`] widened to take in every
+/// point. A click lands inside it, so drawing never moves it (the picture stays put under
+/// the pointer); only a set taken over from a wider one makes it larger.
+pub fn drawn_canvas(points: &[DrawnPoint]) -> [[f32; 2]; 2] {
+    let mut c = DRAW_CANVAS;
+    for &(x, y, _) in points {
+        c[0] = [c[0][0].min(x), c[0][1].max(x)];
+        c[1] = [c[1][0].min(y), c[1][1].max(y)];
+    }
+    c
+}
+
+/// Drawn points as CSV, a header and one `x,y,label` line each, the format [`parse_csv`]
+/// reads: each number printed in the shortest form that reads back to the same f32, so the
+/// file loads back as `Csv(path)` with the same points in the same order.
+pub fn drawn_csv(points: &[DrawnPoint]) -> String {
+    let mut text = String::from("x,y,label\n");
+    for (x, y, label) in points {
+        text.push_str(&format!("{x},{y},{label}\n"));
+    }
+    text
 }
 
 impl DataSource {
@@ -76,22 +215,43 @@ impl DataSource {
             DataSource::Spirals => "spirals",
             DataSource::Blobs { .. } => "blobs",
             DataSource::Csv { .. } => "CSV file",
+            DataSource::Drawn { .. } => "drawn",
         }
     }
 
-    /// Whether the points are generated (not read from a file).
+    /// Whether the points are generated (not read from a file nor drawn).
     pub fn is_generated(&self) -> bool {
-        !matches!(self, DataSource::Csv { .. })
+        !matches!(self, DataSource::Csv { .. } | DataSource::Drawn { .. })
     }
 
-    /// The number of classes of a generated source; `None` for a CSV file (known only once
-    /// it is read).
+    /// The number of classes of a generated or drawn source; `None` for a CSV file (known
+    /// only once it is read).
     pub fn classes(&self) -> Option<u32> {
         match self {
-            DataSource::Blobs { classes } => Some(*classes),
+            DataSource::Blobs { classes } | DataSource::Drawn { classes, .. } => Some(*classes),
             DataSource::Csv { .. } => None,
             _ => Some(2),
         }
+    }
+
+    /// A drawn source with the points of `data` (training points, then test points), for
+    /// editing a known set by hand. Fails, saying why, on more than [`MAX_DRAWN_POINTS`]
+    /// points or more than [`MAX_DRAWN_CLASSES`] classes.
+    pub fn drawn_from(data: &Dataset) -> Result<DataSource, String> {
+        if data.classes > MAX_DRAWN_CLASSES {
+            return Err(format!(
+                "{} has {} classes: a drawn data set has at most {MAX_DRAWN_CLASSES}",
+                data.name, data.classes
+            ));
+        }
+        let points: Vec<DrawnPoint> = (data.train_x.iter().zip(&data.train_y))
+            .chain(data.test_x.iter().zip(&data.test_y))
+            .map(|(p, &y)| (p[0], p[1], y))
+            .collect();
+        let classes = data.classes.max(2);
+        check_drawn(classes, &points)
+            .map_err(|e| format!("{} cannot be drawn over: {e}", data.name))?;
+        Ok(DataSource::Drawn { classes, points })
     }
 }
 
@@ -164,14 +324,20 @@ pub struct Dataset {
     pub test_x: Vec<[f32; 2]>,
     /// Test labels.
     pub test_y: Vec<u32>,
+    /// The area the maps cover, when it is fixed rather than found from the points: a drawn
+    /// set's canvas ([`drawn_canvas`]), so that a new point does not move the picture.
+    pub canvas: Option<[[f32; 2]; 2]>,
 }
 
 impl Dataset {
     /// `[[x_min, x_max], [y_min, y_max]]` over all points (train and test) widened by 10 % of
     /// the extent on each side, in the layout of [`super::Grid2`]. An axis whose points all
     /// coincide gets ±1 around them, and an empty set gets [−1, 1]², so the bounds are never
-    /// degenerate.
+    /// degenerate. A set with a fixed [`Self::canvas`] has the canvas.
     pub fn bounds(&self) -> [[f32; 2]; 2] {
+        if let Some(canvas) = self.canvas {
+            return canvas;
+        }
         let mut lo = [f32::INFINITY; 2];
         let mut hi = [f32::NEG_INFINITY; 2];
         for p in self.train_x.iter().chain(&self.test_x) {
@@ -222,6 +388,7 @@ impl DataSpec {
     /// built in code bypasses the preset's range checks) and on unreadable or invalid files.
     pub fn build(&self) -> Result<Dataset, String> {
         ranges::TEST_FRACTION.check(f64::from(self.test_fraction))?;
+        let mut canvas = None;
         let (name, classes, points, labels) = match &self.source {
             DataSource::Csv { path } => {
                 let (points, labels) = load_csv(path)?;
@@ -230,6 +397,19 @@ impl DataSpec {
                     .file_name()
                     .map_or_else(|| path.clone(), |f| f.to_string_lossy().into_owned());
                 (name, classes, points, labels)
+            }
+            DataSource::Drawn { classes, points } => {
+                check_drawn(*classes, points)?;
+                if let Some(lack) = drawn_shortfall(points) {
+                    return Err(format!(
+                        "the drawn data set is too small: {lack} (networks run on at least \
+                         {MIN_DRAWN_POINTS} points of at least two classes)"
+                    ));
+                }
+                canvas = Some(drawn_canvas(points));
+                let (xy, labels): (Vec<[f32; 2]>, Vec<u32>) =
+                    points.iter().map(|&(x, y, l)| ([x, y], l)).unzip();
+                ("drawn".to_owned(), *classes, xy, labels)
             }
             source => {
                 ranges::DATASET_POINTS.check(f64::from(self.points))?;
@@ -242,7 +422,11 @@ impl DataSpec {
                 (source.name().to_string(), classes, points, labels)
             }
         };
-        let (train, test) = split(points.len(), self.test_fraction, self.seed);
+        let (train, test) = if canvas.is_some() {
+            stable_split(&points, &labels, self.test_fraction, self.seed)
+        } else {
+            split(points.len(), self.test_fraction, self.seed)
+        };
         let pick = |idx: &[usize]| -> (Vec<[f32; 2]>, Vec<u32>) {
             idx.iter().map(|&i| (points[i], labels[i])).unzip()
         };
@@ -255,6 +439,7 @@ impl DataSpec {
             train_y,
             test_x,
             test_y,
+            canvas,
         })
     }
 }
@@ -267,6 +452,43 @@ fn split(n: usize, test_fraction: f32, seed: u64) -> (Vec<usize>, Vec<usize>) {
     let n_test = ((n as f64 * f64::from(test_fraction)).round() as usize).min(n.saturating_sub(1));
     let test = order.split_off(n - n_test);
     (order, test)
+}
+
+/// The split of a drawn set: each point gets a key hashed from its coordinates, its label and
+/// the seed, and the round(n · fraction) points of smallest key are held out (at least one
+/// training point is kept; equal keys go by position). A drawn point's set therefore does not
+/// depend on the others: adding or removing one point moves at most one other point between
+/// the sets, where [`split`]'s shuffle would reshuffle the whole set under the pen. Each set
+/// keeps the drawing order.
+fn stable_split(
+    points: &[[f32; 2]],
+    labels: &[u32],
+    test_fraction: f32,
+    seed: u64,
+) -> (Vec<usize>, Vec<usize>) {
+    let n = points.len();
+    let n_test = ((n as f64 * f64::from(test_fraction)).round() as usize).min(n.saturating_sub(1));
+    let key = |i: usize| {
+        let [x, y] = points[i];
+        let xy = (u64::from(x.to_bits()) << 32) | u64::from(y.to_bits());
+        splitmix64(splitmix64(xy ^ splitmix64(seed)) ^ u64::from(labels[i]))
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| (key(i), i));
+    // The smallest keys are held out.
+    let mut train = order.split_off(n_test);
+    let mut test = order;
+    train.sort_unstable();
+    test.sort_unstable();
+    (train, test)
+}
+
+/// SplitMix64's finaliser: a bijective mix of 64 bits.
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// The points of a generated source, class by class with balanced counts (class k gets
@@ -336,7 +558,9 @@ fn clean_point(source: &DataSource, k: u32, classes: u32, rng: &mut SequentialRn
                 2.0 * angle.sin() + 0.3 * z[1],
             ]
         }
-        DataSource::Csv { .. } => unreachable!("CSV files are read, not generated"),
+        DataSource::Csv { .. } | DataSource::Drawn { .. } => {
+            unreachable!("CSV files are read and drawn points kept, not generated")
+        }
     }
 }
 
@@ -754,6 +978,286 @@ mod tests {
         assert!(e.contains("os error"), "{e}");
     }
 
+    /// A hand-placed XOR-like set of `n` points (labels by the sign of x·y).
+    fn drawn_points(n: usize) -> Vec<DrawnPoint> {
+        (0..n)
+            .map(|i| {
+                let t = i as f32 * 0.37;
+                let (x, y) = (2.0 * t.sin(), 2.0 * (1.7 * t).cos());
+                (x, y, u32::from(x * y > 0.0))
+            })
+            .collect()
+    }
+
+    fn drawn(classes: u32, points: Vec<DrawnPoint>) -> DataSpec {
+        DataSpec {
+            source: DataSource::Drawn { classes, points },
+            test_fraction: 0.25,
+            ..DataSpec::default()
+        }
+    }
+
+    #[test]
+    fn drawn_sets_round_trip_through_ron_and_build() {
+        let spec = drawn(3, vec![(0.5, -1.25, 2), (1e-3, 2.0, 0)]);
+        let text = ron::to_string(&spec).unwrap();
+        assert!(
+            text.contains("Drawn(classes:3,points:[(0.5,-1.25,2),(0.001,2.0,0)])"),
+            "{text}"
+        );
+        assert_eq!(ron::from_str::<DataSpec>(&text).unwrap(), spec);
+        let d: DataSpec = ron::from_str(
+            "(source: Drawn(classes: 2, points: [(1.0, 2.0, 0), (-1, -2, 1)]), test_fraction: 0.0)",
+        )
+        .unwrap();
+        assert_eq!(
+            d.source,
+            DataSource::Drawn {
+                classes: 2,
+                points: vec![(1.0, 2.0, 0), (-1.0, -2.0, 1)]
+            }
+        );
+        assert_eq!(d.source.classes(), Some(2));
+        assert!(!d.source.is_generated());
+        // No points at all is a set waiting for its points.
+        let d: DataSpec = ron::from_str("(source: Drawn(classes: 4))").unwrap();
+        assert_eq!(
+            d.source,
+            DataSource::Drawn {
+                classes: 4,
+                points: vec![]
+            }
+        );
+
+        let data = drawn(2, drawn_points(40)).build().unwrap();
+        assert_eq!(
+            (data.name.as_str(), data.classes, data.len()),
+            ("drawn", 2, 40)
+        );
+        assert_eq!((data.train_x.len(), data.test_x.len()), (30, 10));
+        // The maps cover the canvas, not the hull of the points.
+        assert_eq!(data.bounds(), DRAW_CANVAS);
+        let wide = drawn(2, vec![(5.0, 0.0, 0), (-1.0, -4.0, 1)]);
+        assert_eq!(
+            drawn_canvas(match &wide.source {
+                DataSource::Drawn { points, .. } => points,
+                _ => unreachable!(),
+            }),
+            [[-3.0, 5.0], [-4.0, 3.0]]
+        );
+    }
+
+    #[test]
+    fn drawn_sets_are_checked_when_read_with_the_reason() {
+        let cases = [
+            ("(source: Drawn(classes: 1, points: []))", "2 to 5 classes"),
+            (
+                "(source: Drawn(classes: 6, points: []))",
+                "classes = 6 is out of range",
+            ),
+            (
+                "(source: Drawn(classes: 2, points: [(1.0, NaN, 0)]))",
+                "not a finite number",
+            ),
+            (
+                "(source: Drawn(classes: 2, points: [(0, 0, 0), (inf, 0, 1)]))",
+                "drawn point 2",
+            ),
+            (
+                "(source: Drawn(classes: 2, points: [(0, 0, 7)]))",
+                "at most 5 classes",
+            ),
+            ("(source: Drawn(classes: 2, points: [(0, 0)]))", ""),
+            ("(source: Drawn(points: []))", "classes"),
+        ];
+        for (text, why) in cases {
+            let e = ron::from_str::<DataSpec>(text).unwrap_err().to_string();
+            assert!(e.contains(why), "{text}: {e}");
+        }
+        // A label the class count does not cover needs both fields: `check_drawn`.
+        let e = check_drawn(2, &[(0.0, 0.0, 0), (1.0, 1.5, 2)]).unwrap_err();
+        assert!(
+            e.contains("drawn point 2 (1, 1.5, 2) has label 2") && e.contains("labels 0 to 1"),
+            "{e}"
+        );
+        let e = drawn(2, vec![(0.0, 0.0, 2); 10]).build().unwrap_err();
+        assert!(e.contains("label 2"), "{e}");
+        let too_many = vec![(0.0, 0.0, 0); MAX_DRAWN_POINTS + 1];
+        let e = check_drawn(2, &too_many).unwrap_err();
+        assert!(e.contains("at most 5000"), "{e}");
+        let text = ron::to_string(&drawn(2, too_many)).unwrap();
+        let e = ron::from_str::<DataSpec>(&text).unwrap_err().to_string();
+        assert!(e.contains("at most 5000"), "{e}");
+    }
+
+    #[test]
+    fn drawn_sets_below_the_minimum_say_what_they_wait_for() {
+        assert_eq!(
+            drawn_shortfall(&[]).as_deref(),
+            Some("draw 8 more points, at least one of a second class")
+        );
+        let mut points = drawn_points(3);
+        assert_eq!(
+            drawn_shortfall(&points).as_deref(),
+            Some("draw 5 more points")
+        );
+        points.extend(drawn_points(7)[3..].iter().copied());
+        assert_eq!(
+            drawn_shortfall(&points).as_deref(),
+            Some("draw 1 more point")
+        );
+        let one_class = vec![(0.5, 0.5, 1); 12];
+        assert_eq!(
+            drawn_shortfall(&one_class).as_deref(),
+            Some("add a point of a second class")
+        );
+        assert_eq!(drawn_shortfall(&drawn_points(8)), None);
+        for (points, why) in [
+            (drawn_points(7), "draw 1 more point"),
+            (one_class, "add a point of a second class"),
+        ] {
+            let e = drawn(2, points).build().unwrap_err();
+            assert!(e.contains(why) && e.contains("at least 8 points"), "{e}");
+        }
+        // Eight points of two classes run, whatever the split leaves.
+        for fraction in [0.0, 0.5, 0.9] {
+            let d = DataSpec {
+                test_fraction: fraction,
+                ..drawn(2, drawn_points(8))
+            }
+            .build()
+            .unwrap();
+            assert!(!d.train_x.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_drawn_point_moves_at_most_one_other_point_between_the_sets() {
+        let mut points = drawn_points(60);
+        let test_set = |points: &[DrawnPoint]| {
+            let d = drawn(2, points.to_vec()).build().unwrap();
+            assert_eq!(
+                d.test_x.len(),
+                (points.len() as f64 * 0.25).round() as usize
+            );
+            d.test_x
+        };
+        let mut before = test_set(&points);
+        for k in 0..20 {
+            let t = 100.0 + k as f32;
+            points.push((t.sin(), t.cos(), k % 2));
+            let after = test_set(&points);
+            let left = before.iter().filter(|p| !after.contains(p)).count();
+            assert!(left <= 1, "adding point {k} moved {left} test points out");
+            before = after;
+        }
+        // Removing a point from the middle likewise.
+        points.remove(30);
+        let after = test_set(&points);
+        let joined = after.iter().filter(|p| !before.contains(p)).count();
+        assert!(
+            joined <= 1,
+            "removing moved {joined} points into the test set"
+        );
+        // Another seed, another split.
+        let other = DataSpec {
+            seed: 9,
+            ..drawn(2, points.clone())
+        }
+        .build()
+        .unwrap();
+        assert_ne!(other.test_x, after);
+    }
+
+    #[test]
+    fn exported_drawn_points_load_back_as_the_same_csv_points() {
+        let mut points = drawn_points(50);
+        // Numbers as a pointer and a quantiser leave them, and awkward ones.
+        points.push((0.1, -2.9999998, 1));
+        points.push((1.0e-7, 123.456_79, 0));
+        points.push((-0.0, 2.0 / 3.0, 1));
+        let text = drawn_csv(&points);
+        assert!(text.starts_with("x,y,label\n"), "{text}");
+        let (xy, labels) = parse_csv(&text, "drawn.csv").unwrap();
+        let back: Vec<DrawnPoint> = xy
+            .iter()
+            .zip(&labels)
+            .map(|(p, &l)| (p[0], p[1], l))
+            .collect();
+        assert_eq!(back.len(), points.len());
+        for (a, b) in back.iter().zip(&points) {
+            assert_eq!(
+                (a.0.to_bits(), a.1.to_bits(), a.2),
+                (b.0.to_bits(), b.1.to_bits(), b.2)
+            );
+        }
+        // As a data source: the same points and labels, as a set (the split differs).
+        let dir = std::env::temp_dir().join(format!("atmc-drawn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("drawn.csv");
+        std::fs::write(&path, &text).unwrap();
+        let csv = DataSpec {
+            source: DataSource::Csv {
+                path: path.display().to_string(),
+            },
+            ..drawn(2, vec![])
+        }
+        .build()
+        .unwrap();
+        let original = drawn(2, points.clone()).build().unwrap();
+        let sorted = |d: &Dataset| {
+            let mut all: Vec<(u32, u32, u32)> = (d.train_x.iter().zip(&d.train_y))
+                .chain(d.test_x.iter().zip(&d.test_y))
+                .map(|(p, &l)| (p[0].to_bits(), p[1].to_bits(), l))
+                .collect();
+            all.sort_unstable();
+            all
+        };
+        assert_eq!((csv.classes, csv.len()), (2, points.len()));
+        assert_eq!(sorted(&csv), sorted(&original));
+        // And taken over again as drawn points: the same points.
+        let DataSource::Drawn {
+            classes,
+            points: again,
+        } = DataSource::drawn_from(&csv).unwrap()
+        else {
+            panic!("not drawn");
+        };
+        assert_eq!(classes, 2);
+        let again = drawn(2, again).build().unwrap();
+        assert_eq!(sorted(&again), sorted(&original));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn generated_sets_are_taken_over_as_drawn_points_within_the_limits() {
+        let moons = DataSpec::default().build().unwrap();
+        let DataSource::Drawn { classes, points } = DataSource::drawn_from(&moons).unwrap() else {
+            panic!("not drawn");
+        };
+        assert_eq!((classes, points.len()), (2, 400));
+        assert_eq!(
+            (points[0].0, points[0].1),
+            (moons.train_x[0][0], moons.train_x[0][1])
+        );
+        let blobs = DataSpec {
+            source: DataSource::Blobs { classes: 6 },
+            ..DataSpec::default()
+        }
+        .build()
+        .unwrap();
+        let e = DataSource::drawn_from(&blobs).unwrap_err();
+        assert!(e.contains("6 classes") && e.contains("at most 5"), "{e}");
+        let big = DataSpec {
+            points: 6000,
+            ..DataSpec::default()
+        }
+        .build()
+        .unwrap();
+        let e = DataSource::drawn_from(&big).unwrap_err();
+        assert!(e.contains("6000 drawn points"), "{e}");
+    }
+
     fn assert_close(a: [[f32; 2]; 2], b: [[f32; 2]; 2]) {
         let close = a.iter().flatten().zip(b.iter().flatten());
         assert!(
@@ -771,6 +1275,7 @@ mod tests {
             train_y: vec![],
             test_x: vec![],
             test_y: vec![],
+            canvas: None,
         };
         assert_eq!(d.bounds(), [[-1.0, 1.0], [-1.0, 1.0]]);
         d.train_x = vec![[5.0, 1.0], [5.0, 3.0]];

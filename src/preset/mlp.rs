@@ -2,8 +2,9 @@
 //! 2-D preset by the name of its outer struct ([`AnyPreset`]).
 
 use super::{PresetError, SHIPPED, parse_ron, pretty_ron};
+use crate::math::datasets::check_drawn;
 use crate::math::mlp::{Architecture, MlpInit, MlpModel, MlpSpec};
-use crate::math::{Dataset, SamplerKind, SamplerSpec, ScheduleSpec, ranges};
+use crate::math::{DataSource, Dataset, SamplerKind, SamplerSpec, ScheduleSpec, ranges};
 use crate::preset::Preset;
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +60,9 @@ pub struct MlpViewHints {
     /// pictures of step N do not depend on timing).
     #[serde(default = "d_map_every", deserialize_with = "ranges::de_record_every")]
     pub map_every: u32,
+    /// Draw mode: the first map takes points drawn by hand (written only when on).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub draw: bool,
 }
 
 fn d_predictive() -> u32 {
@@ -83,6 +87,7 @@ impl Default for MlpViewHints {
             map_resolution: d_resolution(),
             steps_per_frame: d_steps_per_frame(),
             map_every: d_map_every(),
+            draw: false,
         }
     }
 }
@@ -165,6 +170,11 @@ impl MlpPreset {
             .validate()
             .map_err(|m| ("sghmc_noise_estimate", m))?;
         self.schedule.validate()?;
+        if let DataSource::Drawn { classes, points } = &self.network.data.source {
+            // Each point and the class count were checked as they were read; here the labels
+            // against the class count.
+            check_drawn(*classes, points).map_err(|m| ("classes", m))?;
+        }
         let classes = self.network.data.source.classes().unwrap_or(2);
         let arch = Architecture::new(&self.network.hidden, classes, self.network.activation)
             .map_err(|m| ("hidden", m))?;
@@ -216,15 +226,22 @@ impl MlpPreset {
     /// What going from `old` to this preset does to running networks: a new number of
     /// networks or a new network shape rebuilds them, a new seed or initial state restarts
     /// them, everything else (sampler, schedule, prior, minibatch, data, view) changes live.
-    /// (A data set with another number of classes changes the shape too: the worker finds
-    /// that out when it builds the model and rebuilds.)
+    /// A data set with another number of classes changes the output layer, so the shape:
+    /// where both sources know their classes (generated or drawn: a new drawn class) that
+    /// rebuilds here; a CSV file's classes are known only once it is read, and the worker
+    /// rebuilds when it finds them changed.
     pub fn change_from(&self, old: &MlpPreset) -> super::Change {
         use super::Change;
+        let new_classes = matches!(
+            (self.network.data.source.classes(), old.network.data.source.classes()),
+            (Some(new), Some(old)) if new != old
+        );
         if self == old {
             Change::None
         } else if self.chains != old.chains
             || self.network.hidden != old.network.hidden
             || self.network.activation != old.network.activation
+            || new_classes
         {
             Change::Reallocate
         } else if self.seed != old.seed || self.init != old.init {
@@ -457,6 +474,83 @@ mod tests {
         let (model, data) = p.build().unwrap();
         assert_eq!(model.posterior.params(), 354);
         assert_eq!(data.train_x.len() + data.test_x.len(), 400);
+    }
+
+    fn drawn_preset(classes: u32, points: Vec<(f32, f32, u32)>) -> MlpPreset {
+        let mut p = MlpPreset::default_preset();
+        p.network.data.source = DataSource::Drawn { classes, points };
+        p
+    }
+
+    #[test]
+    fn drawn_data_round_trips_through_a_saved_preset() {
+        let points: Vec<_> = (0..20)
+            .map(|i| (i as f32 * 0.25 - 2.5, (i % 7) as f32 * 0.5 - 1.0, i % 3))
+            .collect();
+        let mut p = drawn_preset(3, points);
+        p.view.draw = true;
+        let text = p.to_ron();
+        assert!(text.contains("Drawn(classes: 3, points: [("), "{text}");
+        assert!(text.contains("draw: true"), "{text}");
+        let back = MlpPreset::parse(&text, "saved.ron").unwrap();
+        assert_eq!(back, p);
+        // Draw mode off is not written: existing presets read and write as before.
+        p.view.draw = false;
+        assert!(!p.to_ron().contains("draw:"));
+        let (model, data) = back.build().unwrap();
+        assert_eq!((data.classes, data.len()), (3, 20));
+        assert_eq!(model.posterior.arch.classes(), 3);
+    }
+
+    #[test]
+    fn drawn_labels_beyond_the_classes_are_refused_where_the_classes_are() {
+        let text = "MlpPreset(sampler: (kind: Atmc), network: (data: (\n  source: Drawn(\n    \
+                    classes: 2,\n    points: [(0.0, 0.0, 0), (1.0, 1.0, 3)]))))";
+        let e = AnyPreset::parse(text, "drawn.ron").unwrap_err().to_string();
+        assert!(
+            e.starts_with("drawn.ron:3:5:") && e.contains("drawn point 2") && e.contains("label 3"),
+            "{e}"
+        );
+        let text = "MlpPreset(sampler: (kind: Atmc), network: (data: (source: Drawn(\n classes: 2,\n \
+                    points: [(0.0, 0.0, 0),\n (NaN, 1.0, 1)]))))";
+        let e = AnyPreset::parse(text, "drawn.ron").unwrap_err().to_string();
+        // Where RON read the list: its start or its end.
+        assert!(
+            (e.starts_with("drawn.ron:3:") || e.starts_with("drawn.ron:4:"))
+                && e.contains("drawn point 2")
+                && e.contains("not a finite number"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_new_drawn_class_rebuilds_the_networks_and_a_new_point_changes_live() {
+        use crate::preset::Change;
+        let points: Vec<_> = (0..10).map(|i| (i as f32 * 0.3, 0.5, i % 2)).collect();
+        let old = drawn_preset(2, points.clone());
+        let mut more = points.clone();
+        more.push((-1.0, -1.0, 1));
+        assert_eq!(drawn_preset(2, more).change_from(&old), Change::Live);
+        let mut fewer = points.clone();
+        fewer.remove(3);
+        assert_eq!(drawn_preset(2, fewer).change_from(&old), Change::Live);
+        let mut third = points.clone();
+        third.push((-1.0, -1.0, 2));
+        assert_eq!(drawn_preset(3, third).change_from(&old), Change::Reallocate);
+        // The same goes for generated sets that know their classes, not for CSV files.
+        let mut blobs = old.clone();
+        blobs.network.data.source = DataSource::Blobs { classes: 3 };
+        assert_eq!(blobs.change_from(&old), Change::Reallocate);
+        let mut csv = old.clone();
+        csv.network.data.source = DataSource::Csv {
+            path: "x.csv".into(),
+        };
+        assert_eq!(csv.change_from(&old), Change::Live);
+        // Below the minimum the preset is valid (the view waits), but it does not build.
+        let small = drawn_preset(2, points[..5].to_vec());
+        assert!(small.validate().is_ok());
+        let e = small.build().unwrap_err();
+        assert!(e.contains("draw 3 more points"), "{e}");
     }
 
     #[test]

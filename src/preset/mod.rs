@@ -253,6 +253,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../../presets/expr-sombrero.ron"),
     ),
     ("two-moons", include_str!("../../presets/two-moons.ron")),
+    ("drawn-xor", include_str!("../../presets/drawn-xor.ron")),
     (
         "thermo-quadratic",
         include_str!("../../presets/thermo-quadratic.ron"),

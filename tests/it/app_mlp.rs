@@ -6,6 +6,7 @@ use atmc_lab::app::Tab;
 use atmc_lab::app::mlp::{MlpView, ThirdMap};
 use atmc_lab::app::screenshot::{harness, run_to_step};
 use atmc_lab::engine::BackendChoice;
+use atmc_lab::math::DataSource;
 use atmc_lab::preset::{AnyPreset, MlpPreset, Preset};
 use egui::accesskit::Role;
 use egui_kittest::kittest::Queryable;
@@ -222,4 +223,133 @@ fn the_third_map_is_the_sgd_network_by_default_and_says_so() {
             > 1000,
         "the SGD network's map looks like network #0's"
     );
+}
+
+/// The shipped hand-drawn XOR, in Draw mode, with `chains` networks.
+fn drawn_xor(chains: u32) -> MlpPreset {
+    match AnyPreset::load("drawn-xor").expect("shipped preset") {
+        AnyPreset::Mlp(mut p) => {
+            p.chains = chains;
+            p.view.predictive_chains = chains;
+            assert!(p.view.draw, "drawn-xor opens in Draw mode");
+            p
+        }
+        other => panic!("drawn-xor is not an MLP preset: {other:?}"),
+    }
+}
+
+/// The view's drawn points and class count.
+fn drawn(h: &AppHarness) -> (u32, Vec<(f32, f32, u32)>) {
+    match &app(h).get::<MlpView>().unwrap().preset.network.data.source {
+        DataSource::Drawn { classes, points } => (*classes, points.clone()),
+        other => panic!("not drawn: {other:?}"),
+    }
+}
+
+/// Clicks on the canvas add points under the pointer: primary the chosen class, secondary
+/// the next; the data change live under the running networks. A point of a new class
+/// rebuilds them with another output and the view says so; Shift + click removes.
+#[test]
+fn drawing_adds_points_live_and_a_new_class_restarts_the_networks() {
+    let mut h = harness(drawn_xor(64), [1280, 720], 1.0, BackendChoice::Cpu);
+    run_to_step(&mut h, 40).unwrap();
+    assert_eq!(drawn(&h).1.len(), 48);
+    h.get_by_label("drawing canvas").click();
+    h.run_steps(2);
+    let (classes, points) = drawn(&h);
+    assert_eq!((classes, points.len()), (2, 49));
+    let (x, y, label) = points[48];
+    // The canvas is [-3, 3]²: its centre is the origin.
+    assert!(
+        x.abs() <= 0.05 && y.abs() <= 0.05 && label == 0,
+        "{:?}",
+        points[48]
+    );
+    h.get_by_label("drawing canvas").click_secondary();
+    h.run_steps(2);
+    assert_eq!(drawn(&h).1[49].2, 1);
+    // Same classes: the networks go on from step 40 on the new data.
+    run_until(&mut h, 60, "the new points under the networks", |s| {
+        s.data.as_ref().is_some_and(|d| d.len() == 50) && s.map.is_some()
+    });
+    let s = app(&h).get::<MlpView>().unwrap().session().snapshot();
+    assert_eq!(s.step, 40);
+    assert!(s.notice.is_none(), "{:?}", s.notice);
+
+    // A third class: new networks with three outputs, and the view says why.
+    h.get_by_label("● 2").click();
+    h.run_steps(1);
+    h.get_by_label("drawing canvas").click();
+    h.run_steps(2);
+    assert_eq!(drawn(&h).0, 3);
+    run_until(&mut h, 60, "networks with three outputs", |s| {
+        s.data.as_ref().is_some_and(|d| d.classes == 3) && s.map.is_some()
+    });
+    let s = app(&h).get::<MlpView>().unwrap().session().snapshot();
+    assert_eq!(s.step, 0, "the networks started over");
+    assert!(
+        s.notice
+            .as_ref()
+            .is_some_and(|n| n.contains("now has 3 classes")),
+        "{:?}",
+        s.notice
+    );
+    h.run_steps(2);
+    h.get_by_label_contains("now has 3 classes");
+
+    // Shift + click removes the three points at the centre.
+    h.get_by_label("drawing canvas")
+        .click_modifiers(egui::Modifiers::SHIFT);
+    h.run_steps(2);
+    let (classes, points) = drawn(&h);
+    assert_eq!((classes, points.len()), (3, 48));
+}
+
+/// Below eight points the networks do not run and the view says what it waits for; the
+/// eighth point starts them.
+#[test]
+fn a_drawn_set_below_the_minimum_waits_for_its_points() {
+    let mut p = drawn_xor(64);
+    let DataSource::Drawn { points, .. } = &mut p.network.data.source else {
+        unreachable!()
+    };
+    points.truncate(5);
+    let mut h = harness(p, [1280, 720], 1.0, BackendChoice::Cpu);
+    run_until(&mut h, 60, "the refusal", |s| s.error.is_some());
+    h.run_steps(2);
+    h.get_by_label_contains("Waiting for data: draw 3 more points");
+    let s = app(&h).get::<MlpView>().unwrap().session().snapshot();
+    assert!(s.map.is_none() && s.data.is_none() && s.evaluation.is_none());
+    for _ in 0..3 {
+        h.get_by_label("drawing canvas").click();
+        h.run_steps(1);
+    }
+    assert_eq!(drawn(&h).1.len(), 8);
+    run_until(&mut h, 60, "networks on eight points", |s| {
+        s.error.is_none() && s.map.is_some()
+    });
+    let s = app(&h).get::<MlpView>().unwrap().session().snapshot();
+    let e = s.evaluation.as_ref().unwrap();
+    assert!(e.ensemble.train.nll.is_finite(), "{:?}", e.ensemble.train);
+    assert!(h.query_by_label_contains("Waiting for data").is_none());
+}
+
+/// "Start from these points" takes a generated set over as drawn points; "Clear" empties it.
+#[test]
+fn a_generated_set_is_taken_over_and_cleared() {
+    let mut p = two_moons(64);
+    p.view.draw = true;
+    p.network.data.points = 100;
+    let mut h = harness(p, [1280, 720], 1.0, BackendChoice::Cpu);
+    run_to_step(&mut h, 20).unwrap();
+    h.get_by_label("Start from these points").click();
+    h.run_steps(2);
+    let (classes, points) = drawn(&h);
+    assert_eq!((classes, points.len()), (2, 100));
+    h.get_by_label("Clear").click();
+    h.run_steps(2);
+    assert_eq!(drawn(&h), (2, vec![]));
+    run_until(&mut h, 60, "the wait", |s| s.error.is_some());
+    h.run_steps(2);
+    h.get_by_label_contains("draw 8 more points, at least one of a second class");
 }

@@ -135,15 +135,17 @@ fn bad_input_exits_2_with_one_message() {
     }
 }
 
-#[test]
-fn run_an_mlp_preset_prints_its_json_line() {
+/// `run PRESET` of an MLP preset on 64 networks for `steps` steps on the CPU: its JSON line,
+/// checked to be an MLP run's.
+fn run_mlp(preset: &str, steps: u32) -> serde_json::Value {
+    let steps = steps.to_string();
     let out = atmc_lab(&[
         "run",
-        "two-moons",
+        preset,
         "--chains",
         "64",
         "--steps",
-        "200",
+        &steps,
         "--backend",
         "cpu",
     ]);
@@ -154,6 +156,12 @@ fn run_an_mlp_preset_prints_its_json_line() {
     );
     let v = last_json(&out);
     assert_eq!(v["kind"], "mlp");
+    v
+}
+
+#[test]
+fn run_an_mlp_preset_prints_its_json_line() {
+    let v = run_mlp("two-moons", 200);
     assert_eq!(v["chains"], 64);
     assert_eq!(v["steps"], 200);
     assert_eq!(v["backend"], "cpu");
@@ -179,6 +187,32 @@ fn run_an_mlp_preset_prints_its_json_line() {
             && err.lines().count() == 1,
         "{err}"
     );
+}
+
+/// Drawn data run headless from the preset, and a drawn set below the minimum is refused
+/// before any work, saying what it lacks.
+#[test]
+fn run_a_drawn_data_preset_and_refuse_one_too_small() {
+    let v = run_mlp("drawn-xor", 300);
+    let test = &v["posterior_predictive"]["test"];
+    // 12 held-out points of four clean clusters.
+    assert!(test["accuracy"].as_f64().unwrap() >= 0.75, "{test}");
+
+    let dir = common::scratch("cli", "drawn");
+    let path = dir.join("five.ron");
+    let five = "MlpPreset(sampler: (kind: Atmc), network: (data: (source: Drawn(classes: 2, \
+                points: [(1.0, 1.0, 1), (-1.0, 1.0, 0), (-1.0, -1.0, 1), (1.0, -1.0, 0), \
+                (1.5, 1.5, 1)]))))";
+    std::fs::write(&path, five).unwrap();
+    let out = atmc_lab(&["run", common::s(&path), "--backend", "cpu"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("draw 3 more points") && err.contains("at least 8 points"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -224,6 +224,47 @@ fn every_view_in_presentation_mode_has_large_uncut_text() {
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
+/// Draw mode (its tools above the maps) and a drawn set waiting for points, in presentation
+/// mode, with and without the control panel.
+#[test]
+fn draw_mode_in_presentation_mode_has_large_uncut_text() {
+    use atmc_lab::app::Opening;
+    use atmc_lab::math::DataSource;
+    use atmc_lab::preset::AnyPreset;
+    let dir = common::scratch("readability", "draw");
+    let Ok(AnyPreset::Mlp(xor)) = AnyPreset::load("drawn-xor") else {
+        unreachable!("drawn-xor is an MLP preset")
+    };
+    let mut waiting = xor.clone();
+    if let DataSource::Drawn { points, .. } = &mut waiting.network.data.source {
+        points.truncate(5);
+    }
+    let mut found = Vec::new();
+    for (what, preset) in [("draw mode", xor), ("draw mode waiting", waiting)] {
+        let mut h = harness_with_in(
+            Opening::from(AnyPreset::Mlp(preset)),
+            [1280, 720],
+            1.0,
+            BackendChoice::Cpu,
+            Appearance {
+                presentation: true,
+                light: false,
+            },
+            Folders::under(&dir),
+        );
+        run_to_step(&mut h, 20).expect("the view settles");
+        found.extend(problems(&mut h, what, MIN_TEXT_PX));
+        h.state_mut().as_mut().expect("app started").show_controls = true;
+        h.run_steps(3);
+        found.extend(problems(
+            &mut h,
+            &format!("{what} with controls"),
+            MIN_TEXT_PX,
+        ));
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
 /// Every lesson of the shipped lecture, its panel open, in `appearance` at `size`: the
 /// problems of each (text smaller than `min_px`, cut, shortened or overlapping).
 fn lesson_problems(

@@ -3,6 +3,7 @@
 //! phase portraits of a chosen weight, and accuracy, NLL and ECE against one SGD-trained
 //! network. Panels only draw and edit an [`MlpPreset`]; the networks run in [`session`].
 
+pub mod draw;
 pub mod session;
 
 use super::colormap::Colormap;
@@ -61,6 +62,8 @@ pub struct MlpView {
     colormap: Colormap,
     /// Where the maps are on screen (for panel PNG export).
     panel_rects: Vec<Rect>,
+    /// Draw mode's class and stroke.
+    pub draw: draw::DrawState,
 }
 
 impl MlpView {
@@ -85,6 +88,7 @@ impl MlpView {
             third_map: ThirdMap::Sgd,
             colormap: Colormap::inferno(),
             panel_rects: Vec::new(),
+            draw: draw::DrawState::default(),
         }
     }
 
@@ -187,9 +191,38 @@ impl MlpView {
             });
     }
 
-    /// The maps, tables, portraits and plots.
-    fn central_area(&mut self, ui: &mut Ui) {
+    /// The maps, tables, portraits and plots (in Draw mode under the drawing tools).
+    fn central_area(&mut self, ui: &mut Ui, shell: &mut Shell) {
         let snapshot = self.sim.snapshot().clone();
+        if self.preset.view.draw {
+            draw::toolbar(ui, &mut self.preset, &mut self.draw, shell);
+            if snapshot.map.is_none() || snapshot.error.is_some() {
+                // Nothing to draw over yet (too few points, or the networks start): the
+                // canvas alone, its message above it.
+                if let Some(notice) = &snapshot.notice {
+                    ui.label(
+                        RichText::new(format!("⚠ {notice}"))
+                            .color(super::palette::warning(ui.visuals())),
+                    );
+                }
+                if let Some(error) = snapshot.error.as_ref().filter(|_| {
+                    draw::waiting(&self.preset).is_none()
+                        && draw::drawn_points(&self.preset).is_none()
+                }) {
+                    ui.label(
+                        RichText::new(format!("⚠ {error}"))
+                            .color(super::palette::error(ui.visuals())),
+                    );
+                }
+                let available = ui.available_size();
+                let spacing = ui.spacing().item_spacing.x;
+                let side = ((available.x - 3.0 * spacing) / 3.0)
+                    .min(available.y * 0.6)
+                    .max(110.0);
+                draw::blank_canvas(ui, side, &mut self.preset, &mut self.draw);
+                return;
+            }
+        }
         self.draw_central(ui, &snapshot);
     }
 
@@ -200,7 +233,10 @@ impl MlpView {
                     .color(super::palette::error(ui.visuals()))
                     .strong(),
             );
-            ui.label("Fix the data set in the control panel (or load another CSV file).");
+            ui.label(
+                "Fix the data set in the control panel (or load another CSV file, or draw \
+                 points: ✏ Draw points).",
+            );
             return;
         }
         if let Some(notice) = &s.notice {
@@ -222,8 +258,14 @@ impl MlpView {
         // The maps beside the table, or (a narrow window, the lesson panel open) across the
         // whole width with the table below them: whichever gives the larger maps, so they
         // never shrink to thumbnails.
-        let beside = ((available.x - table_width - 4.0 * spacing) / 3.0).min(available.y * 0.36);
-        let across = ((available.x - 3.0 * spacing) / 3.0).min(available.y * 0.3);
+        // Draw mode shows the maps large, the table beside or under them, and nothing else:
+        // its tools take the place of the portraits, and drawing wants a large canvas.
+        let drawing = self.preset.view.draw;
+        // The largest share of the height a map may take, beside the table and across.
+        let (beside_cap, across_cap) = if drawing { (0.55, 0.55) } else { (0.36, 0.3) };
+        let beside =
+            ((available.x - table_width - 4.0 * spacing) / 3.0).min(available.y * beside_cap);
+        let across = ((available.x - 3.0 * spacing) / 3.0).min(available.y * across_cap);
         if beside >= 0.85 * across {
             let side = beside.max(110.0);
             ui.horizontal(|ui| {
@@ -255,6 +297,10 @@ impl MlpView {
                     reliability_diagram(ui, "mlp reliability", &e.reliability, width, 110.0);
                 }
             });
+        }
+        if drawing {
+            // The portraits and the time series come back when Draw mode is off.
+            return;
         }
         let rest = ui.available_size();
         let row = ((rest.y - 2.0 * spacing) * 0.5).clamp(80.0, 220.0);
@@ -365,8 +411,13 @@ impl MlpView {
                         ui.add(egui::Label::new(RichText::new(title).small()).wrap());
                     },
                 );
-                let rect = map_view(ui, side, map, &textures[k]);
-                self.panel_rects.push(rect);
+                let drawing = k == 0 && self.preset.view.draw;
+                let response = map_view(ui, side, map, &textures[k], drawing);
+                if drawing {
+                    let g = &map.grid;
+                    draw::canvas_input(ui, &response, [g.x, g.y], &mut self.preset, &mut self.draw);
+                }
+                self.panel_rects.push(response.rect);
             });
         }
     }
@@ -573,9 +624,24 @@ fn data_key(data: &Dataset) -> u64 {
     h.finish()
 }
 
-/// One map, its data drawn over it (see [`MlpView::dots_layer`]).
-fn map_view(ui: &mut Ui, side: f32, map: &MapData, texture: &egui::TextureHandle) -> Rect {
-    let (rect, response) = ui.allocate_exact_size(Vec2::splat(side), Sense::hover());
+/// One map, its data drawn over it (see [`MlpView::dots_layer`]); in Draw mode (`drawing`)
+/// the canvas that takes the pointer.
+fn map_view(
+    ui: &mut Ui,
+    side: f32,
+    map: &MapData,
+    texture: &egui::TextureHandle,
+    drawing: bool,
+) -> egui::Response {
+    let sense = if drawing {
+        Sense::click_and_drag()
+    } else {
+        Sense::hover()
+    };
+    let (rect, response) = ui.allocate_exact_size(Vec2::splat(side), sense);
+    if drawing {
+        draw::name_canvas(&response);
+    }
     ui.painter_at(rect).image(
         texture.id(),
         rect,
@@ -588,8 +654,10 @@ fn map_view(ui: &mut Ui, side: f32, map: &MapData, texture: &egui::TextureHandle
             "x ∈ [{:.2}, {:.2}], y ∈ [{:.2}, {:.2}]\nfilled: training points, rings: test points",
             g.x[0], g.x[1], g.y[0], g.y[1]
         ));
-    });
-    rect
+        if drawing {
+            ui.label(draw::HELP);
+        }
+    })
 }
 
 /// Accuracy, NLL and ECE of the posterior predictive, one network and the SGD network.
@@ -805,6 +873,13 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
 }
 
 fn data_controls(ui: &mut Ui, p: &mut MlpPreset, shell: &mut Shell) {
+    ui.toggle_value(&mut p.view.draw, "✏ Draw points")
+        .on_hover_text(format!(
+            "Draw mode: the tools and the canvas (the first map) in the central area. {} \
+             Points of the existing classes change the data live; a new class restarts the \
+             networks.",
+            draw::HELP
+        ));
     let d = &mut p.network.data;
     egui::ComboBox::from_label("data set")
         .selected_text(d.source.name())
@@ -831,6 +906,12 @@ fn data_controls(ui: &mut Ui, p: &mut MlpPreset, shell: &mut Shell) {
     if let DataSource::Csv { path } = &d.source {
         ui.small(format!("file: {path}"));
     }
+    if let DataSource::Drawn { classes, points } = &d.source {
+        ui.small(format!(
+            "{} drawn points, {classes} classes (saved in the preset)",
+            points.len()
+        ));
+    }
     if let DataSource::Blobs { classes } = &mut d.source {
         crate::app::controls::bounded(ui, classes, 2..=8, |s| s.text("classes"));
     }
@@ -842,7 +923,11 @@ fn data_controls(ui: &mut Ui, p: &mut MlpPreset, shell: &mut Shell) {
     }
     crate::app::controls::bounded(ui, &mut d.test_fraction, 0.0..=0.9, |s| {
         s.text("test fraction")
-    });
+    })
+    .on_hover_text(
+        "Held out as test points (rings). A drawn point's set depends on the point alone, so \
+         drawing one moves at most one other point between the sets.",
+    );
     ui.horizontal(|ui| {
         let label = ui.label("data seed");
         ui.add(egui::DragValue::new(&mut d.seed))
@@ -961,8 +1046,10 @@ impl View for MlpView {
         self.apply_changes(false);
     }
 
-    fn central(&mut self, ui: &mut Ui, _shell: &mut Shell) {
-        self.central_area(ui);
+    fn central(&mut self, ui: &mut Ui, shell: &mut Shell) {
+        self.central_area(ui, shell);
+        // Draw mode edits the preset here, not in the control panel.
+        self.apply_changes(false);
     }
 
     fn act(&mut self, action: Action) {
@@ -999,7 +1086,12 @@ impl View for MlpView {
         ))
     }
 
+    /// A drawn set still short of points is no error: the view shows what it waits for
+    /// (and a picture of that is a picture of the view).
     fn error(&self) -> Option<String> {
+        if draw::waiting(&self.preset).is_some() {
+            return None;
+        }
         self.session().with_snapshot(|s| s.error.clone())
     }
 

@@ -263,18 +263,27 @@ impl<R: Fn()> Worker<R> {
         }
         self.preset = preset;
         if self.engines.is_none() && change != Change::None {
-            // Nothing runs yet (say a CSV file could not be read): try again from scratch.
+            // Nothing runs yet (say a CSV file could not be read, or a drawn set is still too
+            // small): try again from scratch.
             change = Change::Reallocate;
         }
+        let old_classes = self.engines.as_ref().map(|e| e.data.classes);
         match change {
             Change::None => {}
-            Change::Reallocate => self.allocate(),
+            Change::Reallocate => {
+                self.allocate();
+                self.note_new_classes(old_classes);
+            }
             Change::Live | Change::Restart => {
                 if let Err(e) = self.update_models() {
-                    // A data set with another number of classes changes the output layer:
-                    // start over with new networks.
+                    // A data set with another number of classes changes the output layer
+                    // (a CSV file's classes are known only now): start over with new
+                    // networks. A data set that cannot be built leaves none (the error).
                     self.allocate();
-                    self.notice = Some(format!("{e}: the networks started over"));
+                    if self.engines.is_some() {
+                        self.notice = Some(format!("{e}: the networks started over"));
+                        self.note_new_classes(old_classes);
+                    }
                 } else if change == Change::Restart {
                     self.reset_networks();
                 } else {
@@ -282,6 +291,20 @@ impl<R: Fn()> Worker<R> {
                     self.map = None;
                 }
             }
+        }
+    }
+
+    /// After a rebuild: when the data set's classes changed (a new class drawn, another
+    /// generated set), the notice the view shows says so, since the networks started over.
+    fn note_new_classes(&mut self, old: Option<u32>) {
+        let new = self.engines.as_ref().map(|e| e.data.classes);
+        if let (Some(old), Some(new)) = (old, new)
+            && old != new
+        {
+            self.notice = Some(format!(
+                "the data set now has {new} classes (it had {old}): the output layer changed, \
+                 so the networks started over"
+            ));
         }
     }
 
