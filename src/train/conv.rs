@@ -1,19 +1,22 @@
-//! ResNet++'s convolutions as a burn backend extension: im2col and one GEMM per image (the
-//! `gemm` crate that burn's CPU backend already uses), forward and backward, images in
-//! parallel on rayon.
+//! ResNet++'s convolutions and SELU as a burn backend extension. A convolution is an im2col and
+//! one GEMM per image (the `gemm` crate that burn's CPU backend already uses), forward and
+//! backward, images in parallel on rayon; SELU is one pass forward and one backward.
 //!
 //! Why not burn's own `conv2d`: on the CPU backend (flex) its backward computes the weight
 //! gradient as a convolution of the inputs with the output gradient as the kernel (the batch
 //! as channels: an im2col of B·H·W columns per input channel) and the input gradient as a
 //! transposed convolution, each with its own layout conversions. Measured on ResNet++ depth 8
-//! width 16 with batch 128 on Fashion-MNIST (README, "Training speed"), the convolutions were
-//! most of a step. Here forward and backward share one layout: the columns of an image (rows
-//! (channel, kernel row, kernel column), columns output pixels) are rebuilt from the input in
-//! the backward pass instead of kept, so memory stays that of burn's convolution.
+//! width 16 with batch 128 on Fashion-MNIST (README, "Training speed"), the convolutions took
+//! 65 % of the CPU time (34 % im2col and layout copies, 31 % GEMM) and burn's `selu`, six
+//! element-wise operations forward and as many backward, 12 %. Here forward and backward share
+//! one layout: the columns of an image (rows (channel, kernel row, kernel column), columns
+//! output pixels) are rebuilt from the input in the backward pass instead of kept, so a
+//! convolution holds only one image's columns per thread.
 //!
 //! The weight gradient is summed over fixed chunks of [`CHUNK`] images, then over the chunks in
 //! order: the same numbers whatever the number of threads. Results differ from burn's
-//! convolution only by float rounding (the order of the sums).
+//! convolution only by float rounding (the order of the sums); SELU's values are burn's bit for
+//! bit.
 
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
