@@ -402,7 +402,11 @@ fn run(
         "atmc_friction_floor": (c.optimizer == OptimizerKind::Atmc)
             .then_some(trainer.config.atmc.friction_floor),
         "sgd_equivalent": trainer.sgd_equivalent(),
+        // Evaluations and checkpoints included: the run's wall time.
         "images_per_s": images as f64 / elapsed.max(1e-9),
+        // The training steps alone (what another framework's training loop measures).
+        "train_images_per_s": trainer.times.images_per_s(),
+        "step_times_s": trainer.times,
         "elapsed_s": elapsed,
     });
     Ok(super::emit(summary)?)

@@ -3,6 +3,7 @@
 
 pub mod augment;
 pub mod checkpoint;
+pub mod conv;
 pub mod data;
 pub mod optimizer;
 pub mod params;

@@ -12,11 +12,10 @@
 //! 3 epochs) ended near 20 % test accuracy. So those layers start small instead of at zero:
 //! [`BRANCH_END_SCALE`] and [`CLASSIFIER_LENGTH`].
 
+use super::conv::{conv2d, selu};
 use crate::math::rng::SequentialRng;
 use burn::module::{Module, Param};
-use burn::tensor::module::conv2d;
-use burn::tensor::ops::ConvOptions;
-use burn::tensor::{Device, Tensor, TensorData, activation};
+use burn::tensor::{Device, Tensor, TensorData};
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
@@ -145,15 +144,9 @@ impl WnConv2d {
         v / norm * self.g.val().reshape([out, 1, 1, 1])
     }
 
-    /// Applies the convolution.
+    /// Applies the convolution ([`super::conv`]: burn's `conv2d` up to float rounding).
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let (s, p) = (self.stride, self.padding);
-        conv2d(
-            x,
-            self.weight(),
-            None,
-            ConvOptions::new([s, s], [p, p], [1, 1], 1),
-        )
+        conv2d(x, self.weight(), self.stride, self.padding)
     }
 }
 
@@ -205,14 +198,14 @@ impl Block {
     fn forward(&self, x: Tensor<4>) -> Tensor<4> {
         let [b1a, b1b, b2a, b2b] = &self.biases;
         let entry = add_scalar(x.clone(), b1a);
-        let out = activation::selu(add_scalar(self.conv1.forward(entry.clone()), b1b));
+        let out = selu(add_scalar(self.conv1.forward(entry.clone()), b1b));
         let out = self.conv2.forward(add_scalar(out, b2a)) * self.scale.val().reshape([1, 1, 1, 1]);
         let out = add_scalar(out, b2b);
         let skip = match &self.shortcut {
             Some(conv) => conv.forward(entry),
             None => x,
         };
-        activation::selu(out + skip)
+        selu(out + skip)
     }
 }
 
@@ -265,7 +258,7 @@ impl ResNetPP {
 
     /// Logits `batch × classes` of images `batch × channels × height × width`.
     pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
-        let mut x = activation::selu(self.stem.forward(x));
+        let mut x = selu(self.stem.forward(x));
         for block in &self.blocks {
             x = block.forward(x);
         }

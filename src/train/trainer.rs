@@ -247,6 +247,43 @@ pub struct StepReport {
     pub epoch_done: bool,
 }
 
+/// Where the training steps' time went, in seconds summed over the steps of this process
+/// (a resumed run starts again at zero; evaluations and checkpoints are not included).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct StepTimes {
+    /// Steps timed.
+    pub steps: u64,
+    /// Images through those steps.
+    pub images: u64,
+    /// The minibatch: indices, augmentation, normalisation, labels.
+    pub batch: f64,
+    /// The flat parameters into the network's tensors, and the inputs into a tensor.
+    pub upload: f64,
+    /// Forward pass and loss.
+    pub forward: f64,
+    /// Backward pass and the gradients out of the tensors into one flat vector.
+    pub backward: f64,
+    /// The optimiser's update of the flat parameters (and ATMC's next half step).
+    pub update: f64,
+}
+
+impl StepTimes {
+    /// Seconds of all phases together.
+    pub fn total(&self) -> f64 {
+        self.batch + self.upload + self.forward + self.backward + self.update
+    }
+
+    /// Training images per second over the timed steps (0 before the first).
+    pub fn images_per_s(&self) -> f64 {
+        let total = self.total();
+        if total > 0.0 {
+            self.images as f64 / total
+        } else {
+            0.0
+        }
+    }
+}
+
 enum Opt {
     Atmc(Atmc),
     Sgd(SgdMomentum),
@@ -283,6 +320,8 @@ pub struct Trainer {
     pub diverged_at: Option<u32>,
     /// Reliability diagram of the latest evaluation (ensemble when there is one).
     pub reliability: Vec<ReliabilityBin>,
+    /// Where the training steps' time went.
+    pub times: StepTimes,
 }
 
 fn cross_entropy(logits: Tensor<2>, labels: &[u8], device: &Device) -> Tensor<1> {
@@ -412,6 +451,7 @@ impl Trainer {
             progress: Vec::new(),
             diverged_at: None,
             reliability: Vec::new(),
+            times: StepTimes::default(),
         })
     }
 
@@ -467,6 +507,13 @@ impl Trainer {
             bail!("the run is finished");
         }
         let start = std::time::Instant::now();
+        let mut clock = start;
+        let mut lap = || {
+            let now = std::time::Instant::now();
+            let seconds = (now - clock).as_secs_f64();
+            clock = now;
+            seconds
+        };
         let bs = self.config.batch_size as usize;
         let first = self.batch as usize * bs;
         let indices = self.order[first..(first + bs).min(self.order.len())].to_vec();
@@ -483,6 +530,7 @@ impl Trainer {
             .iter()
             .map(|&i| self.train.labels[i as usize])
             .collect();
+        self.times.batch += lap();
         let (c, h, w) = (self.train.channels, self.train.height, self.train.width);
         let model = unflatten(
             self.model.take().expect("model"),
@@ -494,11 +542,14 @@ impl Trainer {
             TensorData::new(inputs, [indices.len(), c, h, w]),
             &self.device,
         );
+        self.times.upload += lap();
         let loss = cross_entropy(model.forward(x), &labels, &self.device);
         let loss_value = f64::from(loss.clone().into_scalar::<f32>());
+        self.times.forward += lap();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         let mut grad = flat_gradients(&model, &grads);
         self.model = Some(model);
+        self.times.backward += lap();
         match &mut self.opt {
             Opt::Atmc(atmc) => {
                 // The posterior over the whole training set: N × the mean loss's gradient,
@@ -521,6 +572,9 @@ impl Trainer {
                 }
             }
         }
+        self.times.update += lap();
+        self.times.steps += 1;
+        self.times.images += images as u64;
         self.loss_sum += loss_value;
         self.loss_batches += 1;
         self.batch += 1;
@@ -544,7 +598,11 @@ impl Trainer {
             self.end_epoch()?;
         }
         if let Opt::Atmc(atmc) = &mut self.opt {
+            let begun = std::time::Instant::now();
             atmc.begin_next(&mut self.theta);
+            let seconds = begun.elapsed().as_secs_f64();
+            self.times.update += seconds;
+            self.epoch_seconds += seconds;
         }
         Ok(StepReport {
             loss: loss_value,
