@@ -54,7 +54,10 @@ pub struct ExprTarget {
 
 /// The cell masses of one grid, shared by clones of a target (equal targets, equal masses).
 #[derive(Clone, Debug, Default)]
-struct MassMemo(Arc<Mutex<Option<(Grid2, Arc<Vec<f64>>)>>>);
+struct MassMemo(Arc<Mutex<Option<GridMasses>>>);
+
+/// A grid and the masses of its cells.
+type GridMasses = (Grid2, Arc<Vec<f64>>);
 
 impl PartialEq for MassMemo {
     /// A memo holds nothing the target's other fields do not determine.
