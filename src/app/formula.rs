@@ -239,8 +239,10 @@ pub fn formula_controls(ui: &mut Ui, t: &mut TargetSpec) -> bool {
             .clone()
     });
     let mut editor = shared.lock().expect("formula editor");
-    // A preset loaded, a lesson chosen: the fields follow a target changed elsewhere.
-    if *t != editor.running && editor.in_flight.is_none() {
+    // A preset loaded, a lesson chosen: the fields follow a target changed elsewhere, and a
+    // check still running for an older edit is dropped (its verdict must not overwrite the
+    // new target).
+    if *t != editor.running {
         *editor = FormulaEditor::new(t);
     }
     let save = editor.ui(ui, t);
