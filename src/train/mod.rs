@@ -2,6 +2,7 @@
 //! and, built on them, the ResNet++ runs. Pure Rust here: no GPU, no UI.
 
 pub mod augment;
+pub mod background;
 pub mod checkpoint;
 pub mod conv;
 pub mod data;

@@ -4,6 +4,7 @@
 
 use crate::app::worker::{Latest, QuitCommand, WorkerHandle};
 use crate::diagnostics::classification::ReliabilityBin;
+use crate::train::background::background_pool;
 use crate::train::checkpoint::{Checkpoint, ensure_fresh};
 use crate::train::checkpoint::{FolderLock, lock_checkpoint_folder};
 use crate::train::data::load;
@@ -97,13 +98,15 @@ impl QuitCommand for TrainCommand {
 pub type TrainSession = WorkerHandle<TrainCommand, TrainSnapshot>;
 
 impl TrainSession {
-    /// Starts an idle worker.
+    /// Starts an idle worker. It trains in a pool of its own at a lower priority
+    /// ([`background_pool`]), so the window and the chains keep their frames while a
+    /// network trains.
     pub fn start(repaint: impl Fn() + Send + 'static) -> Self {
         WorkerHandle::spawn(
             "atmc-lab training",
             TrainSnapshot::default(),
             move |rx, latest| {
-                Worker {
+                let mut worker = Worker {
                     trainer: None,
                     checkpoint: None,
                     lock: None,
@@ -114,8 +117,15 @@ impl TrainSession {
                     repaint,
                     speed: (Instant::now(), 0),
                     images_per_s: 0.0,
+                };
+                match background_pool() {
+                    Ok(pool) => pool.install(move || worker.run(rx)),
+                    Err(e) => {
+                        // Training still works on the shared pool, only the window may stutter.
+                        worker.message = Some(format!("{e:#}; training at normal priority"));
+                        worker.run(rx)
+                    }
                 }
-                .run(rx)
             },
         )
     }
