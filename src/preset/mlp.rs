@@ -197,6 +197,7 @@ impl MlpPreset {
                 ),
             ));
         }
+        self.story.only_judged_on_2d()?;
         Ok(())
     }
 

@@ -339,6 +339,12 @@ impl Preset {
             .validate(self.chains)
             .map_err(|m| ("superchains", m))?;
         self.target.check().map_err(|m| ("energy", m))?;
+        self.story.validate()?;
+        if let Some(c) = &self.story.challenge
+            && c.column != 0
+        {
+            return Err(("column", "a 2-D preset has one run: the challenge's column is 0".into()));
+        }
         Ok(())
     }
 

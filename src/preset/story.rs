@@ -4,6 +4,7 @@
 
 use super::{Preset, PresetError, parse_ron, pretty_ron};
 use crate::math::SamplerSpec;
+use crate::math::challenge::ChallengeSpec;
 use serde::{Deserialize, Serialize};
 
 /// A group of controls a lesson can hide to keep a projected screen simple.
@@ -41,12 +42,45 @@ pub struct Story {
     /// lecturer (Space), so that its effect unfolds while the class watches.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub autoplay: bool,
+    /// Something for the students to do and check: a goal with a budget of steps, judged by
+    /// the diagnostics, with a hint after a failed attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub challenge: Option<ChallengeSpec>,
 }
 
 impl Story {
     /// Whether there is no lesson (no text and nothing to look at).
     pub fn is_empty(&self) -> bool {
-        self.text.is_empty() && self.look_at.is_empty() && self.hide.is_empty()
+        self.text.is_empty()
+            && self.look_at.is_empty()
+            && self.hide.is_empty()
+            && self.challenge.is_none()
+    }
+
+    /// Checks the challenge, if any (a lesson with a challenge needs a text to go with it).
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if let Some(c) = &self.challenge {
+            if self.text.trim().is_empty() {
+                return Err((
+                    "challenge",
+                    "a lesson with a challenge needs a text (story: (text: \"…\", …))".into(),
+                ));
+            }
+            c.validate()?;
+        }
+        Ok(())
+    }
+
+    /// Refuses a challenge on a preset whose runs the challenges cannot judge yet (a network,
+    /// the sphere): they are judged on 2-D presets and comparisons.
+    pub fn only_judged_on_2d(&self) -> Result<(), (&'static str, String)> {
+        match self.challenge {
+            Some(_) => Err((
+                "challenge",
+                "challenges are judged on 2-D presets (Preset) and comparisons only".into(),
+            )),
+            None => Ok(()),
+        }
     }
 }
 
@@ -112,6 +146,19 @@ impl Comparison {
             c.sampler
                 .validate()
                 .map_err(|m| ("sampler", format!("column '{}': {m}", c.label)))?;
+        }
+        self.story.validate()?;
+        if let Some(c) = &self.story.challenge
+            && c.column >= self.columns.len()
+        {
+            return Err((
+                "column",
+                format!(
+                    "the challenge judges column {} (0-based), the comparison has {}",
+                    c.column,
+                    self.columns.len()
+                ),
+            ));
         }
         self.base.validate()
     }
