@@ -44,8 +44,28 @@ pub struct Story {
     pub autoplay: bool,
     /// Something for the students to do and check: a goal with a budget of steps, judged by
     /// the diagnostics, with a hint after a failed attempt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present",
+        serialize_with = "inner"
+    )]
     pub challenge: Option<ChallengeSpec>,
+}
+
+/// Writes an optional field as its value, the way [`present`] reads it.
+fn inner<S: serde::Serializer, T: Serialize>(v: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(x) => x.serialize(s),
+        None => s.serialize_none(),
+    }
+}
+
+/// An optional field written without `Some(…)`: a lecturer writes `challenge: (…)`.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 impl Story {
@@ -215,3 +235,81 @@ impl Lecture {
 /// Lectures shipped in `presets/lectures/`, compiled in.
 pub const SHIPPED_LECTURES: &[(&str, &str)] =
     &[("atmc", include_str!("../../presets/lectures/atmc.ron"))];
+
+/// How a run of lesson text sits on the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Script {
+    /// On the line.
+    Normal,
+    /// Raised: `^{…}` or `^x`.
+    Super,
+    /// Lowered: `_{…}`.
+    Sub,
+}
+
+/// Splits lesson text into runs on, above and below the line: `^{…}` raises what the braces
+/// hold, `^x` one character, `_{…}` lowers what the braces hold (a lone `_` stays, as in
+/// `friction_sign`). Unclosed braces are kept as written. The app draws the runs with a
+/// smaller raised or lowered font, the handout as `<sup>` and `<sub>`.
+pub fn script_runs(text: &str) -> Vec<(String, Script)> {
+    let mut runs: Vec<(String, Script)> = Vec::new();
+    let mut push = |s: &str, script: Script| {
+        if s.is_empty() {
+            return;
+        }
+        match runs.last_mut() {
+            Some((last, k)) if *k == script => last.push_str(s),
+            _ => runs.push((s.to_owned(), script)),
+        }
+    };
+    let mut rest = text;
+    while let Some(i) = rest.find(['^', '_']) {
+        let (before, at) = rest.split_at(i);
+        push(before, Script::Normal);
+        let script = if at.starts_with('^') {
+            Script::Super
+        } else {
+            Script::Sub
+        };
+        let after = &at[1..];
+        if let Some(inner) = after.strip_prefix('{')
+            && let Some(end) = inner.find('}')
+        {
+            push(&inner[..end], script);
+            rest = &inner[end + 1..];
+        } else if script == Script::Super
+            && let Some(c) = after.chars().next().filter(|c| !c.is_whitespace() && *c != '{')
+        {
+            push(&after[..c.len_utf8()], script);
+            rest = &after[c.len_utf8()..];
+        } else {
+            push(&at[..1], Script::Normal);
+            rest = after;
+        }
+    }
+    push(rest, Script::Normal);
+    runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Script, script_runs};
+
+    #[test]
+    fn scripts_are_raised_and_lowered_and_the_rest_stays() {
+        let runs = script_runs("e^{+βh}, x_{k+1}, p^2, friction_sign, a^{open");
+        let expect = [
+            ("e", Script::Normal),
+            ("+βh", Script::Super),
+            (", x", Script::Normal),
+            ("k+1", Script::Sub),
+            (", p", Script::Normal),
+            ("2", Script::Super),
+            (", friction_sign, a^{open", Script::Normal),
+        ];
+        let got: Vec<_> = runs.iter().map(|(s, k)| (s.as_str(), *k)).collect();
+        assert_eq!(got, expect);
+        assert_eq!(script_runs(""), vec![]);
+        assert_eq!(script_runs("x^"), vec![("x^".to_owned(), Script::Normal)]);
+    }
+}

@@ -275,3 +275,28 @@ fn lesson_10_cyclical_steps_let_the_superchains_forget_their_starts() {
     assert!(stuck > 1.1, "{stuck}");
     assert!(mixed < 1.01, "{mixed}");
 }
+
+/// Lesson 3's challenge, judged headless as the app's Check does: the shipped sign (+1)
+/// keeps ATMC's chains bounded and fails with the hint's lesson; the printed sign (−1) makes
+/// at least 90% of them diverge within the 400-step budget and passes.
+#[test]
+fn the_friction_sign_challenge_passes_only_with_the_exploding_sign() {
+    let mut c = comparison("lesson-thermostat");
+    // Fewer chains than the lesson's 10,000 keep the test short; the verdict is the same.
+    c.base.chains = 1000;
+    let (preset, challenge) =
+        runner::challenge_run(&AnyPreset::Comparison(c.clone())).expect("a challenge");
+    assert_eq!(challenge.steps, 400);
+    assert!(challenge.hint.contains("sign"));
+    let (attempt, verdict) = runner::attempt(&preset, &challenge, BackendChoice::Cpu).unwrap();
+    assert!(!verdict.passed, "{}", verdict.line());
+    assert_eq!(attempt.diverged_fraction, 0.0);
+    assert!(verdict.line().starts_with('✖'));
+    for column in &mut c.columns {
+        column.sampler.flip_friction_sign();
+    }
+    let (preset, challenge) = runner::challenge_run(&AnyPreset::Comparison(c)).unwrap();
+    let (attempt, verdict) = runner::attempt(&preset, &challenge, BackendChoice::Cpu).unwrap();
+    assert!(verdict.passed, "{}", verdict.line());
+    assert!(attempt.diverged_fraction >= 0.9 && attempt.steps == 400);
+}
