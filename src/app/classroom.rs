@@ -31,6 +31,10 @@ pub enum KeyCommand {
     ToggleHelp,
     /// 1–9: lesson k of the lecture (0-based).
     Lesson(usize),
+    /// Page Down or N: the next lesson (every lesson of a long lecture is reachable).
+    NextLesson,
+    /// Page Up or P: the previous lesson.
+    PreviousLesson,
     /// F11: full screen.
     FullScreen,
     /// Escape: close the overlay, leave full screen.
@@ -38,13 +42,17 @@ pub enum KeyCommand {
 }
 
 /// The keys and what they do, for the overlay and the Help menu.
-pub const KEYS: [(&str, &str); 11] = [
+pub const KEYS: [(&str, &str); 12] = [
     ("Space", "play / pause"),
     ("→", "one step (while paused)"),
     ("R", "reset the chains"),
     ("F", "flip the friction sign (+1 correct ↔ −1 as printed)"),
     ("+ / −", "faster / slower, down to one step per second"),
     ("1 – 9", "jump to a lesson of the lecture"),
+    (
+        "PgDn / N, PgUp / P",
+        "next / previous lesson (any number of lessons)",
+    ),
     ("S", "screenshot of the window"),
     ("?", "show or hide this list"),
     ("F11", "full screen"),
@@ -84,6 +92,10 @@ pub fn key_commands(ctx: &egui::Context) -> Vec<KeyCommand> {
             (Key::Questionmark, KeyCommand::ToggleHelp),
             (Key::F11, KeyCommand::FullScreen),
             (Key::Escape, KeyCommand::Escape),
+            (Key::PageDown, KeyCommand::NextLesson),
+            (Key::N, KeyCommand::NextLesson),
+            (Key::PageUp, KeyCommand::PreviousLesson),
+            (Key::P, KeyCommand::PreviousLesson),
         ];
         for (k, command) in table {
             if key(k) {
@@ -253,6 +265,13 @@ impl Classroom {
         egui::Frame::group(ui.style()).show(ui, |ui| {
             ui.label(RichText::new("Challenge").strong());
             ui.label(formula_text(ui, &c.task));
+            ui.label(
+                RichText::new(format!(
+                    "Goal: {}",
+                    crate::diagnostics::challenge::goal_text(c)
+                ))
+                .small(),
+            );
             ui.horizontal_wrapped(|ui| {
                 let checking = self.attempt == AttemptState::Checking;
                 check = ui

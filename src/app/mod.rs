@@ -105,6 +105,8 @@ pub enum Opening {
     Sweep(PathBuf),
     /// A preset in a chosen tab (a 2-D preset in the thermodynamics view).
     InTab(Tab, Box<AnyPreset>),
+    /// A lecture, at its first lesson.
+    Lecture(Box<Lecture>),
 }
 
 impl From<AnyPreset> for Opening {
@@ -155,7 +157,8 @@ pub struct AtmcApp {
     /// The control panel is shown (presentation mode may hide it).
     pub show_controls: bool,
     /// The verdict of a challenge's attempt running in the background, when one runs.
-    attempt: Option<std::sync::mpsc::Receiver<Result<crate::diagnostics::challenge::Verdict, String>>>,
+    attempt:
+        Option<std::sync::mpsc::Receiver<Result<crate::diagnostics::challenge::Verdict, String>>>,
 }
 
 /// The red banner of a momentum explosion with its reset button; true when it was clicked.
@@ -260,6 +263,11 @@ impl AtmcApp {
             Opening::Sweep(path) => {
                 let mut app = Self::new(ctx, Preset::default_preset(), backend, folders, false);
                 app.open_sweep(ctx, &path);
+                app
+            }
+            Opening::Lecture(lecture) => {
+                let mut app = Self::new(ctx, Preset::default_preset(), backend, folders, false);
+                app.start_lecture(ctx, *lecture);
                 app
             }
             Opening::InTab(tab, preset) => {
@@ -436,22 +444,44 @@ impl AtmcApp {
         let Some(l) = &mut self.classroom.lecture else {
             return;
         };
-        let Some(name) = l.lecture.steps.get(k).cloned() else {
+        // Every step was read and checked when the lecture was: nothing can fail here.
+        let Some(step) = l.lecture.steps.get(k) else {
             return;
         };
+        let p = step.preset.clone();
         l.step = k;
         self.classroom.panel_closed = false;
-        match AnyPreset::load(&name) {
-            Ok(p) => {
-                // It opens at step 0 and waits for Space, unless its story plays at once.
-                let runs = p.story().is_some_and(|s| s.autoplay);
-                self.load_any(ctx, p);
-                if runs {
-                    self.active_mut().act(Action::Play);
-                }
+        // It opens at step 0 and waits for Space, unless its story plays at once.
+        let runs = p.story().is_some_and(|s| s.autoplay);
+        self.load_any(ctx, p);
+        if runs {
+            self.active_mut().act(Action::Play);
+        }
+    }
+
+    /// Opens a lecture file or folder ([`Lecture::load`]) at its first lesson; a bad one is
+    /// refused with its file:line:column in the status bar, and what was shown stays.
+    pub fn open_lecture(&mut self, ctx: &egui::Context, path: &Path) {
+        match Lecture::load(&path.to_string_lossy()) {
+            Ok(lecture) => {
+                self.shell.status = Some(Status::ok(format!(
+                    "opened the lecture \"{}\" ({} lessons)",
+                    lecture.name,
+                    lecture.steps.len()
+                )));
+                self.start_lecture(ctx, lecture);
             }
             Err(e) => self.shell.status = Some(Status::error(e.to_string())),
         }
+    }
+
+    /// The lesson `delta` away from the one shown (next: +1, previous: −1), when a lecture
+    /// runs and that lesson exists.
+    fn lesson_by(&self, delta: isize) -> Option<usize> {
+        let l = self.classroom.lecture.as_ref()?;
+        l.step
+            .checked_add_signed(delta)
+            .filter(|&k| k < l.lecture.steps.len())
     }
 
     /// Carries out the keys pressed this frame.
@@ -474,6 +504,16 @@ impl AtmcApp {
                     )));
                 }
                 KeyCommand::Lesson(k) => self.go_to_lesson(ctx, k),
+                KeyCommand::NextLesson | KeyCommand::PreviousLesson => {
+                    let delta = if command == KeyCommand::NextLesson {
+                        1
+                    } else {
+                        -1
+                    };
+                    if let Some(k) = self.lesson_by(delta) {
+                        self.go_to_lesson(ctx, k);
+                    }
+                }
                 KeyCommand::FullScreen => self.toggle_full_screen(ctx),
                 KeyCommand::Escape => {
                     self.classroom.show_keys = false;

@@ -48,6 +48,41 @@ fn percent(x: f64) -> String {
     format!("{:.0}%", 100.0 * x)
 }
 
+/// The goal and budget in words, for an exercise sheet ("at least 90% of the chains
+/// diverge within 400 steps").
+pub fn goal_text(challenge: &ChallengeSpec) -> String {
+    let within = format!("within {} steps", challenge.steps);
+    match &challenge.goal {
+        Goal::Diverge { share } => {
+            format!(
+                "at least {} of the chains diverge {within}",
+                percent(*share)
+            )
+        }
+        Goal::ModesPerChain { modes, share } => format!(
+            "at least {} of the chains each visit ≥ {modes} modes {within}",
+            percent(*share)
+        ),
+        Goal::LargestStep {
+            ratio,
+            reference,
+            tolerance,
+            sweep,
+        } => format!(
+            "the energy distance within {ratio}× its exact-sample baseline over {} steps, at \
+             the largest such h (judged against {}{} within ±{})",
+            challenge.steps,
+            short_number(*reference),
+            if sweep.is_empty() {
+                String::new()
+            } else {
+                format!(", from the sweep {sweep},")
+            },
+            percent(*tolerance)
+        ),
+    }
+}
+
 /// Judges `attempt` against `challenge`'s goal. An attempt of fewer steps than the budget
 /// is judged as it stands (the app checks at the budget).
 pub fn judge(challenge: &ChallengeSpec, attempt: &Attempt) -> Verdict {
@@ -76,7 +111,12 @@ pub fn judge(challenge: &ChallengeSpec, attempt: &Attempt) -> Verdict {
             let mean = if n == 0 {
                 0.0
             } else {
-                attempt.modes_per_chain.iter().map(|&m| f64::from(m)).sum::<f64>() / n as f64
+                attempt
+                    .modes_per_chain
+                    .iter()
+                    .map(|&m| f64::from(m))
+                    .sum::<f64>()
+                    / n as f64
             };
             Verdict {
                 passed: n > 0 && fraction >= share,

@@ -110,9 +110,7 @@ impl ChallengeSpec {
                 ranges::STEP_SIZE
                     .check(reference)
                     .map_err(|m| ("reference", format!("reference {m}")))?;
-                TOLERANCE
-                    .check(tolerance)
-                    .map_err(|m| ("tolerance", m))?;
+                TOLERANCE.check(tolerance).map_err(|m| ("tolerance", m))?;
             }
         }
         Ok(())

@@ -1,6 +1,7 @@
 //! Headless runs: a preset driven through an engine block by block, recorded by the
 //! diagnostics. The command line's `run` and the tests share this.
 
+use crate::diagnostics::challenge::{Attempt, Verdict, judge};
 use crate::diagnostics::movement::{MOVEMENT_CHAINS, Movement};
 use crate::diagnostics::{
     ModeVisits, RunInfo, RunRecorder, SeriesRow, Summary, TRACE_CHAINS, TRUTH_SAMPLES,
@@ -8,9 +9,8 @@ use crate::diagnostics::{
 use crate::diagnostics::{SERIES_DISTANCE_CHAINS, Truth};
 use crate::engine::ChainStates;
 use crate::engine::{BackendChoice, HistogramSpec, create_engine};
-use crate::math::{NoiseMass, SamplerSpec, XiUpdate};
-use crate::diagnostics::challenge::{Attempt, Verdict, judge};
 use crate::math::challenge::ChallengeSpec;
+use crate::math::{NoiseMass, SamplerSpec, XiUpdate};
 use crate::preset::{AnyPreset, Preset};
 use std::time::Instant;
 
@@ -263,7 +263,10 @@ fn run_keeping(
     );
     summary.first_divergence_step = all.diverged_at.iter().copied().filter(|&d| d > 0).min();
     summary.modes_visited = first.modes.as_ref().map(ModeVisits::mean);
-    summary.modes_per_chain = first.modes.as_ref().map_or_else(Vec::new, ModeVisits::per_chain);
+    summary.modes_per_chain = first
+        .modes
+        .as_ref()
+        .map_or_else(Vec::new, ModeVisits::per_chain);
     let movement = Movement::between(
         &starts,
         &all,
