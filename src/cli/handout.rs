@@ -78,6 +78,7 @@ pub fn handout(args: &HandoutArgs) -> Result<(), Failure> {
     let mut pictures = Vec::with_capacity(lecture.steps.len());
     for (k, step) in lecture.steps.iter().enumerate() {
         let steps = lesson_steps(step, args.max_steps);
+        let started = std::time::Instant::now();
         let image = crate::app::screenshot::render_offscreen(
             step.preset.clone(),
             steps,
@@ -90,6 +91,9 @@ pub fn handout(args: &HandoutArgs) -> Result<(), Failure> {
         let name = picture_name(k);
         crate::app::screenshot::save_png(&image, &args.out.join(&name))?;
         pictures.push((name, steps, image.width(), image.height()));
+        // Which lessons cost the time: a lecturer caps them with `handout_steps`.
+        let seconds = started.elapsed().as_secs_f64();
+        bar.suspend(|| eprintln!("lesson {} ({step}): {steps} steps in {seconds:.1} s", k + 1));
         bar.inc(1);
     }
     bar.finish_and_clear();
