@@ -50,7 +50,7 @@ pub struct Story {
         deserialize_with = "present",
         serialize_with = "inner"
     )]
-    pub challenge: Option<ChallengeSpec>,
+    pub challenge: Option<Box<ChallengeSpec>>,
     /// Steps the handout's picture of this lesson is taken after (the preset's own steps,
     /// capped by `handout --max-steps`, when absent).
     #[serde(

@@ -51,9 +51,9 @@ pub fn run_comparison(
 /// by the challenge; None for other kinds or a preset without a challenge.
 pub fn challenge_run(preset: &AnyPreset) -> Option<(Preset, ChallengeSpec)> {
     let (p, c) = match preset {
-        AnyPreset::Toy(p) => (p.clone(), p.story.challenge.clone()?),
+        AnyPreset::Toy(p) => (p.clone(), *p.story.challenge.clone()?),
         AnyPreset::Comparison(c) => {
-            let challenge = c.story.challenge.clone()?;
+            let challenge = *c.story.challenge.clone()?;
             (c.column_preset(challenge.column), challenge)
         }
         _ => return None,
