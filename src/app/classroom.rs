@@ -223,14 +223,14 @@ impl Classroom {
         if let Some((title, story)) = &self.lesson {
             ui.label(RichText::new(title).heading().strong());
             ui.add_space(4.0);
-            ui.label(formula_text(ui, &story.text));
+            ui.label(formula_text(ui, self.presentation, &story.text));
             if !story.look_at.is_empty() {
                 ui.add_space(6.0);
                 ui.label(RichText::new("What to look at").strong());
                 for line in &story.look_at {
                     ui.horizontal_wrapped(|ui| {
                         ui.label("•");
-                        ui.label(formula_text(ui, line));
+                        ui.label(formula_text(ui, self.presentation, line));
                     });
                 }
             }
@@ -264,7 +264,7 @@ impl Classroom {
         let mut check = false;
         egui::Frame::group(ui.style()).show(ui, |ui| {
             ui.label(RichText::new("Challenge").strong());
-            ui.label(formula_text(ui, &c.task));
+            ui.label(formula_text(ui, self.presentation, &c.task));
             ui.label(
                 RichText::new(format!(
                     "Goal: {}",
@@ -297,7 +297,7 @@ impl Classroom {
                     ui.label(RichText::new(v.line()).color(color).strong());
                     if !v.passed {
                         ui.label(RichText::new("Hint").strong());
-                        ui.label(formula_text(ui, &c.hint));
+                        ui.label(formula_text(ui, self.presentation, &c.hint));
                     }
                 }
                 AttemptState::Failed(e) => {
@@ -331,19 +331,25 @@ impl Classroom {
 }
 
 /// Lesson text with its formulas set: `^{…}` raised and `_{…}` lowered in a smaller font
-/// ([`script_runs`]), the rest in the body font of `ui`.
-pub fn formula_text(ui: &Ui, text: &str) -> egui::text::LayoutJob {
+/// ([`script_runs`]), the rest in the body font of `ui`. In presentation mode no glyph may
+/// shrink below the size a back row reads: a raised run keeps the full size and is lifted
+/// in a taller line, a lowered one stays on the line.
+pub fn formula_text(ui: &Ui, presentation: bool, text: &str) -> egui::text::LayoutJob {
     let font = egui::TextStyle::Body.resolve(ui.style());
     let color = ui.visuals().text_color();
-    let small = egui::FontId::new(0.7 * font.size, font.family.clone());
+    let scale = if presentation { 1.0 } else { 0.7 };
+    let small = egui::FontId::new(scale * font.size, font.family.clone());
     let mut job = egui::text::LayoutJob::default();
     for (run, script) in script_runs(text) {
         let format = match script {
             Script::Normal => egui::TextFormat::simple(font.clone(), color),
             Script::Super => egui::TextFormat {
                 valign: egui::Align::TOP,
+                // A taller line centres the run in it while the rest sits at the bottom.
+                line_height: presentation.then_some(1.8 * font.size),
                 ..egui::TextFormat::simple(small.clone(), color)
             },
+            Script::Sub if presentation => egui::TextFormat::simple(font.clone(), color),
             Script::Sub => egui::TextFormat {
                 valign: egui::Align::BOTTOM,
                 ..egui::TextFormat::simple(small.clone(), color)
