@@ -29,7 +29,7 @@ pub struct HandoutArgs {
     /// Pixels per point.
     #[arg(long, default_value_t = 1.0, value_parser = in_range(SCALE))]
     scale: f64,
-    /// Backend of the engine (the pictures are the same on every backend up to rounding).
+    /// Backend of the engine.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
     /// The light theme (prints better).

@@ -450,6 +450,7 @@ fn completions_and_man_pages_name_every_command() {
         "run",
         "app",
         "screenshot",
+        "handout",
         "sweep",
         "thermo",
         "completions",
