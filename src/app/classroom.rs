@@ -2,6 +2,8 @@
 //! the steps of a lecture), the keyboard, presentation mode (large type, thick lines, light
 //! or dark, full screen) and the overlay that lists the keys.
 
+use crate::diagnostics::challenge::Verdict;
+use crate::preset::story::{Script, script_runs};
 use crate::preset::{Lecture, Story};
 use egui::{Key, Modifiers, RichText, Ui};
 
@@ -29,6 +31,10 @@ pub enum KeyCommand {
     ToggleHelp,
     /// 1–9: lesson k of the lecture (0-based).
     Lesson(usize),
+    /// Page Down or N: the next lesson (every lesson of a long lecture is reachable).
+    NextLesson,
+    /// Page Up or P: the previous lesson.
+    PreviousLesson,
     /// F11: full screen.
     FullScreen,
     /// Escape: close the overlay, leave full screen.
@@ -36,13 +42,17 @@ pub enum KeyCommand {
 }
 
 /// The keys and what they do, for the overlay and the Help menu.
-pub const KEYS: [(&str, &str); 11] = [
+pub const KEYS: [(&str, &str); 12] = [
     ("Space", "play / pause"),
     ("→", "one step (while paused)"),
     ("R", "reset the chains"),
     ("F", "flip the friction sign (+1 correct ↔ −1 as printed)"),
     ("+ / −", "faster / slower, down to one step per second"),
     ("1 – 9", "jump to a lesson of the lecture"),
+    (
+        "PgDn / N, PgUp / P",
+        "next / previous lesson (any number of lessons)",
+    ),
     ("S", "screenshot of the window"),
     ("?", "show or hide this list"),
     ("F11", "full screen"),
@@ -82,6 +92,10 @@ pub fn key_commands(ctx: &egui::Context) -> Vec<KeyCommand> {
             (Key::Questionmark, KeyCommand::ToggleHelp),
             (Key::F11, KeyCommand::FullScreen),
             (Key::Escape, KeyCommand::Escape),
+            (Key::PageDown, KeyCommand::NextLesson),
+            (Key::N, KeyCommand::NextLesson),
+            (Key::PageUp, KeyCommand::PreviousLesson),
+            (Key::P, KeyCommand::PreviousLesson),
         ];
         for (k, command) in table {
             if key(k) {
@@ -126,6 +140,22 @@ pub struct Classroom {
     /// The lesson panel was closed: the lecture goes on (keys 1–9 still choose its lessons
     /// and show the panel again), only the panel is folded away.
     pub panel_closed: bool,
+    /// The challenge of the lesson shown: an attempt being checked, or its verdict.
+    pub attempt: AttemptState,
+}
+
+/// Where the lesson's challenge stands.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum AttemptState {
+    /// Not checked yet (or the lesson changed).
+    #[default]
+    None,
+    /// An attempt runs in the background.
+    Checking,
+    /// The verdict of the last attempt.
+    Done(Verdict),
+    /// The attempt could not run.
+    Failed(String),
 }
 
 /// How the app looks: presentation mode and theme (for the menu, the command line's
@@ -145,6 +175,8 @@ pub enum LessonRequest {
     Go(usize),
     /// Fold the panel away (the lecture goes on: keys 1–9 still choose its lessons).
     Close,
+    /// Check the lesson's challenge on the run as it is set now.
+    Check,
 }
 
 impl Classroom {
@@ -191,16 +223,19 @@ impl Classroom {
         if let Some((title, story)) = &self.lesson {
             ui.label(RichText::new(title).heading().strong());
             ui.add_space(4.0);
-            ui.label(&story.text);
+            ui.label(formula_text(ui, self.presentation, &story.text));
             if !story.look_at.is_empty() {
                 ui.add_space(6.0);
                 ui.label(RichText::new("What to look at").strong());
                 for line in &story.look_at {
                     ui.horizontal_wrapped(|ui| {
                         ui.label("•");
-                        ui.label(line);
+                        ui.label(formula_text(ui, self.presentation, line));
                     });
                 }
+            }
+            if story.challenge.is_some() && self.challenge_panel(ui, story) {
+                request = Some(LessonRequest::Check);
             }
         }
         ui.add_space(8.0);
@@ -217,6 +252,61 @@ impl Classroom {
             request = Some(LessonRequest::Close);
         }
         request
+    }
+
+    /// The challenge of `story` (it has one): the task, the Check button, the verdict and,
+    /// after a failed attempt, the hint. True when Check was clicked.
+    fn challenge_panel(&self, ui: &mut Ui, story: &Story) -> bool {
+        let Some(c) = &story.challenge else {
+            return false;
+        };
+        ui.add_space(8.0);
+        let mut check = false;
+        egui::Frame::group(ui.style()).show(ui, |ui| {
+            ui.label(RichText::new("Challenge").strong());
+            ui.label(formula_text(ui, self.presentation, &c.task));
+            ui.label(
+                RichText::new(format!(
+                    "Goal: {}",
+                    crate::diagnostics::challenge::goal_text(c)
+                ))
+                .small(),
+            );
+            ui.horizontal_wrapped(|ui| {
+                let checking = self.attempt == AttemptState::Checking;
+                check = ui
+                    .add_enabled(!checking, egui::Button::new("Check"))
+                    .on_hover_text(format!(
+                        "Runs the lesson as it is set now for {} steps in the background and \
+                         judges it",
+                        c.steps
+                    ))
+                    .clicked();
+                if checking {
+                    ui.spinner();
+                    ui.label(format!("running {} steps…", c.steps));
+                }
+            });
+            match &self.attempt {
+                AttemptState::Done(v) => {
+                    let color = if v.passed {
+                        super::palette::good(ui.visuals())
+                    } else {
+                        super::palette::error(ui.visuals())
+                    };
+                    ui.label(RichText::new(v.line()).color(color).strong());
+                    if !v.passed {
+                        ui.label(RichText::new("Hint").strong());
+                        ui.label(formula_text(ui, self.presentation, &c.hint));
+                    }
+                }
+                AttemptState::Failed(e) => {
+                    ui.label(RichText::new(e).color(super::palette::error(ui.visuals())));
+                }
+                AttemptState::None | AttemptState::Checking => {}
+            }
+        });
+        check
     }
 
     /// The overlay that lists the keys; false once the user closed it.
@@ -238,6 +328,36 @@ impl Classroom {
             });
         open
     }
+}
+
+/// Lesson text with its formulas set: `^{…}` raised and `_{…}` lowered in a smaller font
+/// ([`script_runs`]), the rest in the body font of `ui`. In presentation mode no glyph may
+/// shrink below the size a back row reads: a raised run keeps the full size and is lifted
+/// in a taller line, a lowered one stays on the line.
+pub fn formula_text(ui: &Ui, presentation: bool, text: &str) -> egui::text::LayoutJob {
+    let font = egui::TextStyle::Body.resolve(ui.style());
+    let color = ui.visuals().text_color();
+    let scale = if presentation { 1.0 } else { 0.7 };
+    let small = egui::FontId::new(scale * font.size, font.family.clone());
+    let mut job = egui::text::LayoutJob::default();
+    for (run, script) in script_runs(text) {
+        let format = match script {
+            Script::Normal => egui::TextFormat::simple(font.clone(), color),
+            Script::Super => egui::TextFormat {
+                valign: egui::Align::TOP,
+                // A taller line centres the run in it while the rest sits at the bottom.
+                line_height: presentation.then_some(1.8 * font.size),
+                ..egui::TextFormat::simple(small.clone(), color)
+            },
+            Script::Sub if presentation => egui::TextFormat::simple(font.clone(), color),
+            Script::Sub => egui::TextFormat {
+                valign: egui::Align::BOTTOM,
+                ..egui::TextFormat::simple(small.clone(), color)
+            },
+        };
+        job.append(&run, 0.0, format);
+    }
+    job
 }
 
 /// The words of the pause badge at `step`: a lesson waiting at its start asks for Space.

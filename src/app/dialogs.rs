@@ -27,6 +27,9 @@ impl AtmcApp {
             // A sweep file picked as a preset opens in the Sweeps tab rather than failing.
             FileRequest::OpenPreset => self.open_file(ctx, &path),
             FileRequest::OpenSweep => self.open_sweep(ctx, &path),
+            FileRequest::OpenLecture | FileRequest::OpenLectureFolder => {
+                self.open_lecture(ctx, &path);
+            }
             FileRequest::SavePreset => self.save_preset(&path),
             FileRequest::ExportCsv => self.export_csv(&path),
             FileRequest::ExportDraws => self.export_draws(&path),

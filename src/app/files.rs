@@ -29,6 +29,10 @@ pub enum FileRequest {
     OpenPreset,
     /// File → Open sweep, or the Sweeps tab's open button: results or a sweep file.
     OpenSweep,
+    /// File → Open lecture: a lecture file.
+    OpenLecture,
+    /// File → Open lecture folder: a folder holding `lecture.ron`.
+    OpenLectureFolder,
     /// File → Save preset.
     SavePreset,
     /// File → Export time series (CSV).
@@ -68,6 +72,10 @@ impl FileRequest {
             FileRequest::OpenPreset => DialogSpec::new("Open preset", Open)
                 .filter("atmc-lab preset", &["ron"])
                 .directory("presets"),
+            FileRequest::OpenLecture => DialogSpec::new("Open lecture", Open)
+                .filter("atmc-lab lecture", &["ron"])
+                .directory("presets/lectures"),
+            FileRequest::OpenLectureFolder => DialogSpec::new("Open lecture folder", Folder),
             FileRequest::OpenSweep => DialogSpec::new("Open sweep", Open)
                 .filter("sweep results or sweep file", &["jsonl", "ron"]),
             FileRequest::SavePreset => DialogSpec::new("Save preset", Save)

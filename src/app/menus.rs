@@ -153,6 +153,22 @@ impl AtmcApp {
             self.ask(ui.ctx(), FileRequest::OpenPreset);
         }
         if ui
+            .button("Open lecture…")
+            .on_hover_text("A lecture file (.ron): its lessons by name, by file or inline")
+            .clicked()
+        {
+            ui.close();
+            self.ask(ui.ctx(), FileRequest::OpenLecture);
+        }
+        if ui
+            .button("Open lecture folder…")
+            .on_hover_text("A folder holding lecture.ron with its presets and data")
+            .clicked()
+        {
+            ui.close();
+            self.ask(ui.ctx(), FileRequest::OpenLectureFolder);
+        }
+        if ui
             .button("Open sweep…")
             .on_hover_text("merged.jsonl from `atmc-lab sweep`, or a sweep file to run here")
             .clicked()

@@ -39,7 +39,7 @@ pub mod worker;
 
 use crate::engine::BackendChoice;
 use crate::preset::{AnyPreset, Comparison, Lecture, MlpPreset, Preset};
-use classroom::{Classroom, KeyCommand, LectureState, LessonRequest};
+use classroom::{AttemptState, Classroom, KeyCommand, LectureState, LessonRequest};
 use egui::{Color32, RichText};
 use std::path::{Path, PathBuf};
 pub use tabs::Tab;
@@ -105,6 +105,8 @@ pub enum Opening {
     Sweep(PathBuf),
     /// A preset in a chosen tab (a 2-D preset in the thermodynamics view).
     InTab(Tab, Box<AnyPreset>),
+    /// A lecture, at its first lesson.
+    Lecture(Box<Lecture>),
 }
 
 impl From<AnyPreset> for Opening {
@@ -154,6 +156,9 @@ pub struct AtmcApp {
     pub classroom: Classroom,
     /// The control panel is shown (presentation mode may hide it).
     pub show_controls: bool,
+    /// The verdict of a challenge's attempt running in the background, when one runs.
+    attempt:
+        Option<std::sync::mpsc::Receiver<Result<crate::diagnostics::challenge::Verdict, String>>>,
 }
 
 /// The red banner of a momentum explosion with its reset button; true when it was clicked.
@@ -239,6 +244,7 @@ impl AtmcApp {
             reproducible: false,
             classroom: Classroom::default(),
             show_controls: true,
+            attempt: None,
         }
         .with_lesson_of(&preset_story)
     }
@@ -257,6 +263,11 @@ impl AtmcApp {
             Opening::Sweep(path) => {
                 let mut app = Self::new(ctx, Preset::default_preset(), backend, folders, false);
                 app.open_sweep(ctx, &path);
+                app
+            }
+            Opening::Lecture(lecture) => {
+                let mut app = Self::new(ctx, Preset::default_preset(), backend, folders, false);
+                app.start_lecture(ctx, *lecture);
                 app
             }
             Opening::InTab(tab, preset) => {
@@ -347,6 +358,9 @@ impl AtmcApp {
     /// panel.
     pub fn load_any(&mut self, ctx: &egui::Context, preset: AnyPreset) {
         let tab = Tab::of(&preset);
+        // A new lesson: an attempt at the old one's challenge is no longer wanted.
+        self.attempt = None;
+        self.classroom.attempt = AttemptState::None;
         self.classroom.lesson = preset
             .story()
             .map(|s| (preset.name().to_owned(), s.clone()));
@@ -430,22 +444,44 @@ impl AtmcApp {
         let Some(l) = &mut self.classroom.lecture else {
             return;
         };
-        let Some(name) = l.lecture.steps.get(k).cloned() else {
+        // Every step was read and checked when the lecture was: nothing can fail here.
+        let Some(step) = l.lecture.steps.get(k) else {
             return;
         };
+        let p = step.preset.clone();
         l.step = k;
         self.classroom.panel_closed = false;
-        match AnyPreset::load(&name) {
-            Ok(p) => {
-                // It opens at step 0 and waits for Space, unless its story plays at once.
-                let runs = p.story().is_some_and(|s| s.autoplay);
-                self.load_any(ctx, p);
-                if runs {
-                    self.active_mut().act(Action::Play);
-                }
+        // It opens at step 0 and waits for Space, unless its story plays at once.
+        let runs = p.story().is_some_and(|s| s.autoplay);
+        self.load_any(ctx, p);
+        if runs {
+            self.active_mut().act(Action::Play);
+        }
+    }
+
+    /// Opens a lecture file or folder ([`Lecture::load`]) at its first lesson; a bad one is
+    /// refused with its file:line:column in the status bar, and what was shown stays.
+    pub fn open_lecture(&mut self, ctx: &egui::Context, path: &Path) {
+        match Lecture::load(&path.to_string_lossy()) {
+            Ok(lecture) => {
+                self.shell.status = Some(Status::ok(format!(
+                    "opened the lecture \"{}\" ({} lessons)",
+                    lecture.name,
+                    lecture.steps.len()
+                )));
+                self.start_lecture(ctx, lecture);
             }
             Err(e) => self.shell.status = Some(Status::error(e.to_string())),
         }
+    }
+
+    /// The lesson `delta` away from the one shown (next: +1, previous: −1), when a lecture
+    /// runs and that lesson exists.
+    fn lesson_by(&self, delta: isize) -> Option<usize> {
+        let l = self.classroom.lecture.as_ref()?;
+        l.step
+            .checked_add_signed(delta)
+            .filter(|&k| k < l.lecture.steps.len())
     }
 
     /// Carries out the keys pressed this frame.
@@ -468,6 +504,16 @@ impl AtmcApp {
                     )));
                 }
                 KeyCommand::Lesson(k) => self.go_to_lesson(ctx, k),
+                KeyCommand::NextLesson | KeyCommand::PreviousLesson => {
+                    let delta = if command == KeyCommand::NextLesson {
+                        1
+                    } else {
+                        -1
+                    };
+                    if let Some(k) = self.lesson_by(delta) {
+                        self.go_to_lesson(ctx, k);
+                    }
+                }
                 KeyCommand::FullScreen => self.toggle_full_screen(ctx),
                 KeyCommand::Escape => {
                     self.classroom.show_keys = false;
@@ -543,6 +589,7 @@ impl AtmcApp {
         self.active_mut().refresh();
         self.record_frame(ui.ctx());
         self.poll_writer();
+        self.poll_attempt();
         self.handle_keys(ui.ctx());
         self.path_prompt(ui.ctx());
         // Presentation mode scales everything for a projector; at a desk, a large window
@@ -608,6 +655,7 @@ impl AtmcApp {
         self.notice_ui(ui.ctx());
         match request {
             Some(LessonRequest::Go(k)) => self.go_to_lesson(ui.ctx(), k),
+            Some(LessonRequest::Check) => self.check_challenge(ui.ctx()),
             Some(LessonRequest::Close) => {
                 self.classroom.panel_closed = true;
                 if self.classroom.lecture.is_some() {
@@ -619,6 +667,60 @@ impl AtmcApp {
             }
             None => {}
         }
+    }
+
+    /// Starts an attempt at the shown lesson's challenge: the shown view's preset as it is
+    /// set now, run headless on the CPU for the challenge's budget in the background, then
+    /// judged by the diagnostics ([`crate::runner::attempt`]).
+    pub fn check_challenge(&mut self, ctx: &egui::Context) {
+        let Some((preset, challenge)) = self
+            .active()
+            .preset()
+            .as_ref()
+            .and_then(crate::runner::challenge_run)
+        else {
+            self.classroom.attempt =
+                AttemptState::Failed("this view's run has no challenge to check".into());
+            return;
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ctx = ctx.clone();
+        std::thread::spawn(move || {
+            let verdict = crate::runner::attempt(&preset, &challenge, BackendChoice::Cpu)
+                .map(|(_, v)| v)
+                .map_err(|e| format!("the attempt could not run: {e}"));
+            // The lesson may have changed meanwhile: then nobody listens, and that is fine.
+            let _ = tx.send(verdict);
+            ctx.request_repaint();
+        });
+        self.attempt = Some(rx);
+        self.classroom.attempt = AttemptState::Checking;
+    }
+
+    /// Takes the verdict of a finished attempt.
+    fn poll_attempt(&mut self) {
+        let Some(rx) = &self.attempt else {
+            return;
+        };
+        match rx.try_recv() {
+            Ok(result) => {
+                self.classroom.attempt = match result {
+                    Ok(v) => AttemptState::Done(v),
+                    Err(e) => AttemptState::Failed(e),
+                };
+                self.attempt = None;
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => {}
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                self.classroom.attempt = AttemptState::Failed("the attempt stopped".into());
+                self.attempt = None;
+            }
+        }
+    }
+
+    /// Whether an attempt at a challenge is running (tests wait for its verdict).
+    pub fn checking(&self) -> bool {
+        self.attempt.is_some()
     }
 
     /// Switches presentation mode and the theme.

@@ -13,6 +13,8 @@
 
 mod bench;
 #[cfg(feature = "gui")]
+mod handout;
+#[cfg(feature = "gui")]
 mod render;
 mod sweep_command;
 mod thermo_command;
@@ -66,6 +68,14 @@ enum Command {
     /// Record the UI offscreen (not in this build: it needs the `gui` feature).
     #[cfg(not(feature = "gui"))]
     Record(Unavailable),
+    /// A lecture as one HTML page for a course website: every lesson rendered offscreen
+    /// after its steps (PNG files beside index.html), its text, and its challenges as
+    /// exercises.
+    #[cfg(feature = "gui")]
+    Handout(Box<handout::HandoutArgs>),
+    /// A lecture's handout (not in this build: it needs the `gui` feature).
+    #[cfg(not(feature = "gui"))]
+    Handout(Unavailable),
     /// Train ResNet++ on CIFAR-10 or Fashion-MNIST with ATMC or SGD (JSON summary last).
     #[cfg(feature = "train")]
     Train(Box<train::TrainArgs>),
@@ -432,6 +442,10 @@ pub fn main() -> ExitCode {
         Some(Command::Record(args)) => render::record(&args),
         #[cfg(not(feature = "gui"))]
         Some(Command::Record(_)) => Err(Failure::missing_feature("gui", "record")),
+        #[cfg(feature = "gui")]
+        Some(Command::Handout(args)) => handout::handout(&args),
+        #[cfg(not(feature = "gui"))]
+        Some(Command::Handout(_)) => Err(Failure::missing_feature("gui", "handout")),
         #[cfg(feature = "train")]
         Some(Command::Train(args)) => train::train(&args),
         #[cfg(not(feature = "train"))]

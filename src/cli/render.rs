@@ -11,8 +11,12 @@ use std::path::PathBuf;
 pub struct AppArgs {
     /// Preset file (RON), shipped preset name, or a sweep (its merged.jsonl, or a sweep file
     /// to run in the Sweeps tab).
-    #[arg(default_value = "default")]
+    #[arg(default_value = "default", conflicts_with = "lecture")]
     preset: String,
+    /// Open a lecture at its first lesson: a shipped lecture's name (`atmc`), a lecture file,
+    /// or a lecture folder (holding lecture.ron).
+    #[arg(long, value_name = "LECTURE")]
+    lecture: Option<String>,
     /// Backend of the engine.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
@@ -114,7 +118,12 @@ pub fn open_app(args: Option<&AppArgs>) -> Result<(), Failure> {
     let (preset, backend, frame_stats) = args.map_or(("default", BackendChoice::Auto, None), |a| {
         (a.preset.as_str(), a.backend, a.frame_stats)
     });
-    let opening = load_opening(preset)?;
+    let opening = match args.and_then(|a| a.lecture.as_deref()) {
+        Some(lecture) => crate::app::Opening::Lecture(Box::new(
+            crate::preset::Lecture::load(lecture).map_err(|e| Failure::usage(e.to_string()))?,
+        )),
+        None => load_opening(preset)?,
+    };
     crate::app::run_native(opening, backend, frame_stats).map_err(|e| {
         Failure::runtime(format!(
             "{e:#}\n(no display? run under `xvfb-run -a atmc-lab`, or use `atmc-lab run` headless)"
@@ -139,7 +148,7 @@ fn load_opening(path: &str) -> Result<crate::app::Opening, Failure> {
 }
 
 /// The value parser of `--size`: WIDTHxHEIGHT, each side in [200, 8192].
-fn parse_size(text: &str) -> Result<[u32; 2], String> {
+pub(super) fn parse_size(text: &str) -> Result<[u32; 2], String> {
     let bad = || format!("--size '{text}': expected WIDTHxHEIGHT, e.g. 1280x720");
     let (w, h) = text.split_once(['x', 'X']).ok_or_else(bad)?;
     let w: u32 = w.trim().parse().map_err(|_| bad())?;

@@ -5,6 +5,7 @@
 //! [`classification`] scores classifiers (accuracy, NLL, calibration).
 
 pub mod bounded;
+pub mod challenge;
 pub mod classification;
 pub mod convergence;
 pub mod draws;
@@ -302,6 +303,11 @@ impl ModeVisits {
         }
         let total: u32 = self.visited.iter().map(|b| b.count_ones()).sum();
         f64::from(total) / self.visited.len() as f64
+    }
+
+    /// Distinct modes each tracked chain has visited.
+    pub fn per_chain(&self) -> Vec<u32> {
+        self.visited.iter().map(|b| b.count_ones()).collect()
     }
 
     /// How many modes the target has.
@@ -602,6 +608,10 @@ pub struct Summary {
     /// On a mixture target: the mean number of distinct modes the first 500 chains visited
     /// (entered the disc holding 99% of a component's mass) at any step.
     pub modes_visited: Option<f64>,
+    /// Distinct modes each of those chains visited (for a challenge's per-chain goal; left
+    /// out of the JSON line, which keeps the mean).
+    #[serde(skip)]
+    pub modes_per_chain: Vec<u32>,
     /// Wall-clock seconds spent advancing chains.
     pub elapsed_s: f64,
     /// Chain-steps per second of the engine.
@@ -892,6 +902,7 @@ impl RunRecorder {
             ksd_baseline,
             ksd_baseline_sd,
             modes_visited: None,
+            modes_per_chain: Vec::new(),
             warnings: Vec::new(),
             elapsed_s: run.elapsed_s,
             chain_steps_per_s: run.chain_steps_per_s,

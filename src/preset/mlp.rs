@@ -197,6 +197,7 @@ impl MlpPreset {
                 ),
             ));
         }
+        self.story.only_judged_on_2d()?;
         Ok(())
     }
 
@@ -269,7 +270,7 @@ impl MlpPreset {
 /// What a preset command says of a lecture file: what it is, and how to open it.
 fn lecture_message(text: &str, origin: &str) -> String {
     let lessons = super::Lecture::parse(text, origin)
-        .map(|l| l.steps)
+        .map(|l| l.steps.into_iter().map(|s| s.source).collect::<Vec<_>>())
         .unwrap_or_default();
     let first = lessons.first().map_or("lesson-langevin", String::as_str);
     format!(
@@ -348,6 +349,16 @@ impl AnyPreset {
             AnyPreset::Mlp(p) => &p.description,
             AnyPreset::Comparison(p) => &p.description,
             AnyPreset::Sphere(p) => &p.description,
+        }
+    }
+
+    /// Steps of a headless run.
+    pub fn steps(&self) -> u32 {
+        match self {
+            AnyPreset::Toy(p) => p.steps,
+            AnyPreset::Mlp(p) => p.steps,
+            AnyPreset::Comparison(p) => p.base.steps,
+            AnyPreset::Sphere(p) => p.steps,
         }
     }
 

@@ -9,7 +9,7 @@ pub mod story;
 pub mod sweep_file;
 
 pub use mlp::{AnyPreset, MlpPreset};
-pub use story::{Column, Comparison, ControlGroup, Lecture, Story};
+pub use story::{Column, Comparison, ControlGroup, Lecture, Step, Story};
 
 use crate::math::{InitSpec, Model, NoiseSpec, SamplerSpec, ScheduleSpec, TargetSpec, ranges};
 use serde::{Deserialize, Serialize};
@@ -339,6 +339,15 @@ impl Preset {
             .validate(self.chains)
             .map_err(|m| ("superchains", m))?;
         self.target.check().map_err(|m| ("energy", m))?;
+        self.story.validate()?;
+        if let Some(c) = &self.story.challenge
+            && c.column != 0
+        {
+            return Err((
+                "column",
+                "a 2-D preset has one run: the challenge's column is 0".into(),
+            ));
+        }
         Ok(())
     }
 
@@ -379,8 +388,8 @@ impl Preset {
 
 /// Parses RON text into a preset of either kind and checks it with `validate`; a problem is
 /// reported at its line and column (`validate` names the field to point at).
-fn parse_ron<T: serde::de::DeserializeOwned>(
-    text: &str,
+fn parse_ron<'a, T: Deserialize<'a>>(
+    text: &'a str,
     origin: &str,
     validate: impl FnOnce(&T) -> Result<(), (&'static str, String)>,
 ) -> Result<T, PresetError> {
@@ -474,7 +483,7 @@ pub(crate) fn preset_source(path: &str) -> Result<(String, String), PresetError>
 }
 
 /// The shipped presets' names, comma-separated.
-fn shipped_names() -> String {
+pub(crate) fn shipped_names() -> String {
     SHIPPED
         .iter()
         .map(|(n, _)| *n)

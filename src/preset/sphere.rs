@@ -66,7 +66,7 @@ impl Default for SpherePreset {
 impl SpherePreset {
     /// Parses and checks RON text.
     pub fn parse(text: &str, origin: &str) -> Result<SpherePreset, PresetError> {
-        parse_ron(text, origin, |_: &SpherePreset| Ok(()))
+        parse_ron(text, origin, |p: &SpherePreset| p.story.only_judged_on_2d())
     }
 
     /// RON text that parses back to the same preset.

@@ -1,6 +1,7 @@
 //! Headless runs: a preset driven through an engine block by block, recorded by the
 //! diagnostics. The command line's `run` and the tests share this.
 
+use crate::diagnostics::challenge::{Attempt, Verdict, judge};
 use crate::diagnostics::movement::{MOVEMENT_CHAINS, Movement};
 use crate::diagnostics::{
     ModeVisits, RunInfo, RunRecorder, SeriesRow, Summary, TRACE_CHAINS, TRUTH_SAMPLES,
@@ -8,8 +9,9 @@ use crate::diagnostics::{
 use crate::diagnostics::{SERIES_DISTANCE_CHAINS, Truth};
 use crate::engine::ChainStates;
 use crate::engine::{BackendChoice, HistogramSpec, create_engine};
+use crate::math::challenge::ChallengeSpec;
 use crate::math::{NoiseMass, SamplerSpec, XiUpdate};
-use crate::preset::Preset;
+use crate::preset::{AnyPreset, Preset};
 use std::time::Instant;
 
 /// Everything a finished run produced.
@@ -43,6 +45,42 @@ pub fn run_comparison(
             Ok((comparison.columns[k].label.clone(), outcome))
         })
         .collect()
+}
+
+/// The run a challenge judges in `preset`: a 2-D preset itself, a comparison's column named
+/// by the challenge; None for other kinds or a preset without a challenge.
+pub fn challenge_run(preset: &AnyPreset) -> Option<(Preset, ChallengeSpec)> {
+    let (p, c) = match preset {
+        AnyPreset::Toy(p) => (p.clone(), *p.story.challenge.clone()?),
+        AnyPreset::Comparison(c) => {
+            let challenge = *c.story.challenge.clone()?;
+            (c.column_preset(challenge.column), challenge)
+        }
+        _ => return None,
+    };
+    Some((p, c))
+}
+
+/// An attempt at `challenge`: `preset` as the student set it, run for the challenge's budget
+/// of steps on `backend`, measured and judged by the diagnostics.
+pub fn attempt(
+    preset: &Preset,
+    challenge: &ChallengeSpec,
+    backend: BackendChoice,
+) -> anyhow::Result<(Attempt, Verdict)> {
+    let mut p = preset.clone();
+    p.steps = challenge.steps;
+    let s = run(&p, backend, &mut |_| {})?.summary;
+    let measured = Attempt {
+        steps: p.steps,
+        h: p.sampler.h,
+        diverged_fraction: s.diverged_fraction,
+        energy_distance: s.energy_distance,
+        energy_distance_baseline: s.energy_distance_baseline,
+        modes_per_chain: s.modes_per_chain,
+    };
+    let verdict = judge(challenge, &measured);
+    Ok((measured, verdict))
 }
 
 /// The first `chains` chains of `preset` at every step of its run, replayed on the CPU (the
@@ -225,6 +263,10 @@ fn run_keeping(
     );
     summary.first_divergence_step = all.diverged_at.iter().copied().filter(|&d| d > 0).min();
     summary.modes_visited = first.modes.as_ref().map(ModeVisits::mean);
+    summary.modes_per_chain = first
+        .modes
+        .as_ref()
+        .map_or_else(Vec::new, ModeVisits::per_chain);
     let movement = Movement::between(
         &starts,
         &all,

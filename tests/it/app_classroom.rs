@@ -216,3 +216,77 @@ fn presets_travel_through_the_clipboard() {
     assert_eq!(posterior(&h).preset, printed);
     h.get_by_label_contains("pasted text:1:");
 }
+
+/// A lesson's challenge in the panel: Check runs the lesson as set now and shows the verdict;
+/// a failed attempt shows the hint, and after the friction sign is flipped (F) Check passes.
+#[test]
+fn a_challenge_is_checked_with_its_verdict_and_hint() {
+    let AnyPreset::Comparison(mut c) = AnyPreset::load("lesson-thermostat").unwrap() else {
+        panic!("a comparison")
+    };
+    // Fewer chains keep the attempts short; the verdicts are the same.
+    c.base.chains = 1000;
+    let mut h = harness(c, [1280, 800], 1.0, BackendChoice::Cpu);
+    h.run_steps(3);
+    h.get_by_label("Challenge");
+    h.get_by_label_contains("at least 90% of the chains diverge within 400 steps");
+    assert!(h.query_by_label("Hint").is_none());
+    h.get_by_label("Check").click();
+    h.run_steps(2);
+    wait(&mut h, 300, "the first verdict", |a| !a.checking());
+    h.run_steps(2);
+    h.get_by_label_contains("✖ 0% of the chains diverged within 400 steps");
+    h.get_by_label("Hint");
+    h.get_by_label_contains("Which sign of φ");
+    // The printed sign: the chains explode, and the verdict says so.
+    h.key_press(Key::F);
+    h.run_steps(2);
+    h.get_by_label("Check").click();
+    h.run_steps(2);
+    wait(&mut h, 300, "the second verdict", |a| !a.checking());
+    h.run_steps(2);
+    h.get_by_label_contains("✔");
+    assert!(h.query_by_label("Hint").is_none());
+}
+
+/// Page Down and N go to the next lesson, Page Up and P back: lessons past nine are
+/// reachable from the keyboard.
+#[test]
+fn page_keys_reach_every_lesson() {
+    let mut p = Preset::default_preset();
+    small(&mut p);
+    let mut h = harness(p, [1280, 720], 1.0, BackendChoice::Cpu);
+    let lecture = atmc_lab::preset::Lecture::load("atmc").unwrap();
+    let n = lecture.steps.len();
+    let ctx = h.ctx.clone();
+    h.state_mut().as_mut().unwrap().start_lecture(&ctx, lecture);
+    h.run_steps(2);
+    for k in 1..n {
+        h.key_press(if k % 2 == 0 { Key::PageDown } else { Key::N });
+        h.run_steps(2);
+        h.get_by_label(&format!("lesson {} of {n}", k + 1));
+    }
+    // Past the end nothing happens; back with P and Page Up.
+    h.key_press(Key::PageDown);
+    h.run_steps(2);
+    h.get_by_label(&format!("lesson {n} of {n}"));
+    h.key_press(Key::P);
+    h.run_steps(2);
+    h.key_press(Key::PageUp);
+    h.run_steps(2);
+    h.get_by_label(&format!("lesson {} of {n}", n - 2));
+    // A bad lecture file is refused with its place, and the lecture shown stays.
+    let bad = crate::common::scratch("app_classroom", "bad-lecture").join("bad.ron");
+    std::fs::write(&bad, "Lecture(\n    name: \"Bad\",\n    steps: [],\n)\n").unwrap();
+    let before = app(&h).classroom.lecture.clone();
+    h.state_mut().as_mut().unwrap().open_lecture(&ctx, &bad);
+    h.run_steps(2);
+    assert_eq!(app(&h).classroom.lecture, before);
+    let status = app(&h).status_message().unwrap();
+    assert!(
+        status.error && status.text.contains(&format!("{}:3:5: ", bad.display())),
+        "{}",
+        status.text
+    );
+    h.get_by_label(&format!("lesson {} of {n}", n - 2));
+}

@@ -396,6 +396,7 @@ fn a_headless_build_refuses_the_window_commands_naming_the_feature() {
         (vec!["app", "default"], "`gui`"),
         (vec!["screenshot", "default", "--out", "x.png"], "`gui`"),
         (vec!["record", "default", "--out", "x.gif"], "`gui`"),
+        (vec!["handout", "atmc", "--out", "x"], "`gui`"),
         (vec!["bench", "--ui", "--seconds", "1"], "`gui`"),
     ]
     .into_iter()
@@ -449,6 +450,7 @@ fn completions_and_man_pages_name_every_command() {
         "run",
         "app",
         "screenshot",
+        "handout",
         "sweep",
         "thermo",
         "completions",

@@ -82,8 +82,10 @@ fn the_lecture_has_ten_lessons_with_stories() {
     let lecture = Lecture::parse(text, name).unwrap();
     assert_eq!(lecture.steps.len(), 10);
     for step in &lecture.steps {
-        let p = AnyPreset::load(step).unwrap_or_else(|e| panic!("{e}"));
-        let story = p.story().unwrap_or_else(|| panic!("{step} has no story"));
+        let story = step
+            .preset
+            .story()
+            .unwrap_or_else(|| panic!("{step} has no story"));
         assert!(
             story.text.len() > 100 && !story.look_at.is_empty(),
             "{step}"
@@ -274,4 +276,91 @@ fn lesson_10_cyclical_steps_let_the_superchains_forget_their_starts() {
     eprintln!("nested R-hat: SGLD {stuck:.3}, cyclical {mixed:.4} (level {level:.4})");
     assert!(stuck > 1.1, "{stuck}");
     assert!(mixed < 1.01, "{mixed}");
+}
+
+/// Lesson 3's challenge, judged headless as the app's Check does: the shipped sign (+1)
+/// keeps ATMC's chains bounded and fails with the hint's lesson; the printed sign (−1) makes
+/// at least 90% of them diverge within the 400-step budget and passes.
+#[test]
+fn the_friction_sign_challenge_passes_only_with_the_exploding_sign() {
+    let mut c = comparison("lesson-thermostat");
+    // Fewer chains than the lesson's 10,000 keep the test short; the verdict is the same.
+    c.base.chains = 1000;
+    let (preset, challenge) =
+        runner::challenge_run(&AnyPreset::Comparison(c.clone())).expect("a challenge");
+    assert_eq!(challenge.steps, 400);
+    assert!(challenge.hint.contains("sign"));
+    let (attempt, verdict) = runner::attempt(&preset, &challenge, BackendChoice::Cpu).unwrap();
+    assert!(!verdict.passed, "{}", verdict.line());
+    assert_eq!(attempt.diverged_fraction, 0.0);
+    assert!(verdict.line().starts_with('✖'));
+    for column in &mut c.columns {
+        column.sampler.flip_friction_sign();
+    }
+    let (preset, challenge) = runner::challenge_run(&AnyPreset::Comparison(c)).unwrap();
+    let (attempt, verdict) = runner::attempt(&preset, &challenge, BackendChoice::Cpu).unwrap();
+    assert!(verdict.passed, "{}", verdict.line());
+    assert!(attempt.diverged_fraction >= 0.9 && attempt.steps == 400);
+}
+
+/// The step-size challenge of the test lecture is judged against the shipped sweep
+/// `atmc-step-and-floor`: its reference is the largest h of the sweep's grid at D = 1 whose
+/// energy distance stays within 2× the exact-sample baseline; an attempt there passes, the
+/// grid's next larger h fails the bound, and the next smaller h (safe, but not the largest)
+/// fails with the reason.
+#[test]
+fn the_step_size_challenge_is_judged_against_the_shipped_sweep() {
+    use atmc_lab::math::challenge::Goal;
+    use atmc_lab::preset::Lecture;
+    use atmc_lab::preset::sweep_file::{SHIPPED_SWEEPS, Sweep};
+    let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lectures/small");
+    let lecture = Lecture::load(folder).unwrap();
+    let AnyPreset::Toy(p) = &lecture.steps[1].preset else {
+        panic!("a 2-D preset")
+    };
+    let challenge = p.story.challenge.as_deref().unwrap().clone();
+    let Goal::LargestStep {
+        ratio,
+        reference,
+        ref sweep,
+        ..
+    } = challenge.goal
+    else {
+        panic!("a step-size challenge")
+    };
+    let (_, text) = SHIPPED_SWEEPS.iter().find(|(n, _)| n == sweep).unwrap();
+    let sweep = Sweep::parse(text, sweep, std::path::Path::new(".")).unwrap();
+    // The sweep's run at D = 1 is the challenge's preset.
+    let AnyPreset::Toy(base) = &sweep.base else {
+        panic!("a 2-D base")
+    };
+    assert!(sweep.axis_values[1].iter().any(|&d| (d - 1.0).abs() < 1e-9));
+    assert_eq!((p.chains, p.steps, p.seed), (4000, 2000, base.seed));
+    assert_eq!(
+        (p.target.clone(), p.noise),
+        (base.target.clone(), base.noise)
+    );
+    let at = |h: f64| {
+        let mut q = p.clone();
+        q.sampler.h = h;
+        runner::attempt(&q, &challenge, BackendChoice::Cpu).unwrap()
+    };
+    let hs = &sweep.axis_values[0];
+    let best = hs
+        .iter()
+        .rposition(|&h| (h / reference - 1.0).abs() < 1e-3)
+        .expect("the reference is a point of the sweep");
+    let (a, v) = at(hs[best]);
+    assert!(v.passed, "{}", v.line());
+    assert!(a.energy_distance <= ratio * a.energy_distance_baseline);
+    let (a, v) = at(hs[best + 1]);
+    assert!(!v.passed, "{}", v.line());
+    assert!(a.energy_distance > ratio * a.energy_distance_baseline);
+    let (a, v) = at(hs[best - 1]);
+    assert!(a.energy_distance <= ratio * a.energy_distance_baseline);
+    assert!(
+        !v.passed && v.measured.contains("a larger h also is"),
+        "{}",
+        v.line()
+    );
 }

@@ -18,6 +18,7 @@ mod expression;
 mod fuzz;
 mod gpu;
 mod gpu_rng;
+mod handout;
 mod icon;
 mod layering;
 mod layout;
