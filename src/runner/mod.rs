@@ -225,6 +225,7 @@ fn run_keeping(
     );
     summary.first_divergence_step = all.diverged_at.iter().copied().filter(|&d| d > 0).min();
     summary.modes_visited = first.modes.as_ref().map(ModeVisits::mean);
+    summary.modes_visited_ensemble = first.modes.as_ref().map(|m| m.ensemble() as f64);
     let movement = Movement::between(
         &starts,
         &all,

@@ -14,6 +14,23 @@ fn gpu_engine(p: &atmc_lab::preset::Preset) -> GpuEngine {
         .expect("engine")
 }
 
+/// The largest deviation, relative to 1 + |CPU value|, of θ and of a second field (p or ξ)
+/// between the CPU's chains `a` and the GPU's `b`, over both coordinates of every chain.
+fn worst_relative_deviation(
+    a: &[atmc_lab::math::Chain2],
+    b: &[atmc_lab::math::Chain2],
+    second: fn(&atmc_lab::math::Chain2) -> [f32; 2],
+) -> f32 {
+    let relative = |x: f32, y: f32| (x - y).abs() / (1.0 + x.abs());
+    a.iter()
+        .zip(b)
+        .flat_map(|(x, y)| {
+            let (sx, sy) = (second(x), second(y));
+            (0..2).map(move |c| relative(x.theta[c], y.theta[c]).max(relative(sx[c], sy[c])))
+        })
+        .fold(0.0f32, f32::max)
+}
+
 /// Same seed, same trajectories: 100 steps of corrected ATMC on the correlated Gaussian over
 /// 10,000 chains agree to 1e-3 (the RNG streams agree bit for bit; only float rounding of
 /// exp/log/sin/cos differs).
@@ -130,17 +147,7 @@ fn gpu_matches_cpu_with_the_thermostat_running_while_exploring() {
             gpu.advance(90, &[]).unwrap();
             let a = cpu.read_chains(0, p.chains).unwrap();
             let b = gpu.read_chains(0, p.chains).unwrap();
-            let worst = a
-                .chains
-                .iter()
-                .zip(&b.chains)
-                .flat_map(|(x, y)| {
-                    (0..2).map(move |c| {
-                        ((x.theta[c] - y.theta[c]).abs() / (1.0 + x.theta[c].abs()))
-                            .max((x.xi[c] - y.xi[c]).abs() / (1.0 + x.xi[c].abs()))
-                    })
-                })
-                .fold(0.0f32, f32::max);
+            let worst = worst_relative_deviation(&a.chains, &b.chains, |c| c.xi);
             if worst > 1e-3 || a.diverged_at != b.diverged_at {
                 problems.push(format!(
                     "{kind:?}, thermostat {thermostat_while_exploring:?}: worst relative deviation {worst}"
@@ -214,17 +221,7 @@ fn gpu_follows_live_changes_of_every_specialised_feature() {
             gpu.advance(20, &[]).unwrap();
             let a = cpu.read_chains(0, p.chains).unwrap();
             let b = gpu.read_chains(0, p.chains).unwrap();
-            let worst = a
-                .chains
-                .iter()
-                .zip(&b.chains)
-                .flat_map(|(x, y)| {
-                    (0..2).map(move |c| {
-                        ((x.theta[c] - y.theta[c]).abs() / (1.0 + x.theta[c].abs()))
-                            .max((x.p[c] - y.p[c]).abs() / (1.0 + x.p[c].abs()))
-                    })
-                })
-                .fold(0.0f32, f32::max);
+            let worst = worst_relative_deviation(&a.chains, &b.chains, |c| c.p);
             if worst > 1e-3 {
                 problems.push(format!(
                     "{name} {}: worst relative deviation {worst}",

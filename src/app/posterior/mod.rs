@@ -352,10 +352,8 @@ impl PosteriorView {
                     };
                 }
             }
-            if let Some((mean, modes)) = self.sim.snapshot().modes_visited {
-                ui.label(format!(
-                    "highlighted chains visited {mean:.1} of {modes} modes on average"
-                ));
+            if let Some(coverage) = self.sim.snapshot().modes_visited {
+                ui.label(format!("highlighted chains, {coverage}"));
             }
         });
     }
