@@ -346,11 +346,12 @@ pub struct ModeCoverage {
 }
 
 impl std::fmt::Display for ModeCoverage {
-    /// "modes visited: per chain 1.0 of 25 on average · all 64 chains together 25 of 25".
+    /// "modes per chain 1.0 of 25 · all 64 chains 25 of 25": the mean over chains of the
+    /// modes each visited, then the modes all of them visited together.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "modes visited: per chain {:.1} of {} on average · all {} chains together {} of {}",
+            "modes per chain {:.1} of {} · all {} chains {} of {}",
             self.per_chain, self.modes, self.chains, self.ensemble, self.modes
         )
     }

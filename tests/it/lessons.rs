@@ -79,16 +79,8 @@ fn the_lecture_has_ten_lessons_with_stories() {
     use atmc_lab::preset::Lecture;
     use atmc_lab::preset::story::SHIPPED_LECTURES;
     let (name, text) = SHIPPED_LECTURES[0];
-    let lecture = Lecture::parse(text, name).unwrap();
-    assert_eq!(lecture.steps.len(), 10);
-    for step in &lecture.steps {
-        let p = AnyPreset::load(step).unwrap_or_else(|e| panic!("{e}"));
-        let story = p.story().unwrap_or_else(|| panic!("{step} has no story"));
-        assert!(
-            story.text.len() > 100 && !story.look_at.is_empty(),
-            "{step}"
-        );
-    }
+    assert_eq!(Lecture::parse(text, name).unwrap().steps.len(), 10);
+    crate::lessons_course::lessons_have_stories(name, 10);
 }
 
 /// Lesson 1: SGLD's chains fill the correlated Gaussian: the distance to exact samples falls
@@ -184,14 +176,6 @@ fn cyclical_sgmcmc_visits_the_modes() {
     for run in &runs {
         assert_eq!(run.summary.modes_visited_ensemble, Some(25.0));
     }
-    // The distance to truth scores the ensemble: SGLD's, spread from the start, ends lower.
-    let distance = |k: usize| runs[k].summary.energy_distance;
-    eprintln!(
-        "distance to truth: cyclical {}, SGLD {}",
-        distance(0),
-        distance(1)
-    );
-    assert!(distance(1) < distance(0));
     // On screen only the 64 highlighted chains are counted: SGLD's cover 15 or more modes.
     let mut highlighted = c.column_preset(1);
     highlighted.chains = c.base.view.highlighted_chains;

@@ -20,7 +20,7 @@ fn lecture(name: &str) -> Lecture {
 
 /// Every lesson of a lecture is a shipped preset with a story: a paragraph and something to
 /// look at.
-fn lessons_have_stories(name: &str, at_least: usize) {
+pub(crate) fn lessons_have_stories(name: &str, at_least: usize) {
     let lecture = lecture(name);
     assert!(
         lecture.steps.len() >= at_least,
@@ -376,10 +376,11 @@ fn gain_of_averaging_one_chain(
 }
 
 /// Cyclical 7 (and Bayesian DL 4): averaging one chain's six cycle-end networks lowers its
-/// test NLL by at least twice as much as averaging six networks a constant-step ATMC chain
-/// (h = 0.02, lesson 2's) holds at the same times; over 32 chains, and no network diverges.
+/// test NLL against its last network alone by more than 0.05 (over 32 chains); a
+/// constant-step ATMC chain (h = 0.02, lesson 2's) gains more from the same averaging, as the
+/// story says, so the gain is not specific to cycles on this network.
 #[test]
-fn cyclical_7_one_chain_makes_an_ensemble_across_modes() {
+fn cyclical_7_one_chain_makes_an_ensemble_over_its_cycles() {
     let p = mlp("cyclical-7-mlp");
     let atmc_lab::math::ScheduleSpec::Cyclical { cycles, .. } = p.schedule else {
         panic!("cyclical-7-mlp has a cyclical schedule")
@@ -390,12 +391,11 @@ fn cyclical_7_one_chain_makes_an_ensemble_across_modes() {
     constant.sampler.h = 0.02;
     let constant = gain_of_averaging_one_chain(&constant, 32, cycles);
     eprintln!(
-        "test NLL gain of averaging one chain's {cycles} networks: cyclical {cyclical:.4}, constant {constant:.4}"
+        "test NLL gain of averaging one chain's {cycles} networks: cyclical {cyclical:.4}, \
+         constant {constant:.4}"
     );
-    assert!(
-        cyclical > 2.0 * constant && cyclical > 0.0,
-        "{cyclical} vs {constant}"
-    );
+    assert!(cyclical > 0.05, "{cyclical}");
+    assert!(constant > cyclical, "{cyclical} vs {constant}");
 }
 
 #[test]
@@ -450,8 +450,8 @@ fn bayesian_dl_3_the_printed_sampler_explodes_on_a_network() {
 }
 
 /// Bayesian DL 5: ResNet++ (depth 8, width 4) on a CI-sized image set (horizontal against
-/// vertical stripes, 1,024 images, 4 epochs): SGD and ATMC both learn it; the test ECE of
-/// SGD's network and of ATMC's posterior predictive are printed and compared.
+/// vertical stripes, 1,024 images, 4 epochs): SGD and ATMC both learn it perfectly, and SGD's
+/// network (ECE ≈ 0) is better calibrated than ATMC's posterior predictive of 4 samples.
 #[cfg(feature = "train")]
 #[test]
 fn bayesian_dl_5_resnet_atmc_against_sgd_calibration_on_a_ci_sized_run() {
@@ -466,8 +466,13 @@ fn bayesian_dl_5_resnet_atmc_against_sgd_calibration_on_a_ci_sized_run() {
         "SGD {sgd:?}\nATMC one network {:?}\nATMC posterior predictive of {} samples {ensemble:?}",
         last.single, last.samples
     );
-    assert!(sgd.accuracy > 0.75 && ensemble.accuracy > 0.75);
-    assert!(ensemble.ece.is_finite() && sgd.ece.is_finite());
+    // Both learn the stripes perfectly; SGD's sure network is then better calibrated than
+    // ATMC's posterior predictive, which the story says: no benefit shows on a task this easy.
+    assert!(sgd.accuracy > 0.99 && ensemble.accuracy > 0.99);
+    assert!(
+        sgd.ece < 0.01 && ensemble.ece > sgd.ece,
+        "{sgd:?} {ensemble:?}"
+    );
 }
 
 /// The shipped `cyclical-gmm25` (h₀ = 0.05, below the modes' stability limit 0.06): every

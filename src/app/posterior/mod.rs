@@ -353,7 +353,8 @@ impl PosteriorView {
                 }
             }
             if let Some(coverage) = self.sim.snapshot().modes_visited {
-                ui.label(format!("highlighted chains, {coverage}"));
+                ui.label(coverage.to_string())
+                    .on_hover_text("Highlighted chains: modes visited per chain (on average), and by all of them together");
             }
         });
     }
