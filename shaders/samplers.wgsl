@@ -10,25 +10,34 @@
 // run-time tests.
 
 // One step of the schedule: `StepPhase` in src/math/samplers.rs. While a cyclical schedule
-// explores, no noise is injected and the thermostat is frozen (MATH.md §3).
+// explores, no noise is injected and the thermostat is frozen, unless FLAG_THERMOSTAT_RUNNING
+// lets it run toward temperature 0 (the ratchet of MATH.md §3.1).
 struct StepPhase {
     h: f32,
     temperature: f32,
     noise_temperature: f32,
     exploring: bool,
+    thermostat_frozen: bool,
 }
 
 // `SamplerParams::phase`.
 fn step_phase(step: u32) -> StepPhase {
     if (!MAY_BE_CYCLICAL || sampler_params.cycle_len == 0u) {
         let t = sampler_params.temperature;
-        return StepPhase(sampler_params.h, t, t, false);
+        return StepPhase(sampler_params.h, t, t, false, false);
     }
     let r = f32(step % sampler_params.cycle_len) / f32(sampler_params.cycle_len);
     let h = 0.5 * sampler_params.h * (cos(3.14159274 * r) + 1.0);
     let exploring = r < sampler_params.explore_fraction;
+    let running = (sampler_params.flags & FLAG_THERMOSTAT_RUNNING) != 0u;
     let t = sampler_params.temperature;
-    return StepPhase(h, t, select(t, 0.0, exploring), exploring);
+    return StepPhase(
+        h,
+        select(t, 0.0, exploring && running),
+        select(t, 0.0, exploring),
+        exploring,
+        exploring && !running,
+    );
 }
 
 fn one_minus_exp_neg_over_x(x: f32, exp_neg_x: f32) -> f32 {
@@ -62,7 +71,7 @@ struct Coord {
 }
 
 fn thermostat_half_step(xi: f32, k: Kinetic, phase: StepPhase) -> f32 {
-    if (phase.exploring) {
+    if (phase.thermostat_frozen) {
         return xi;
     }
     let heat = sampler_params.mass * (k.k1 * k.k1 - phase.temperature * k.k2);
@@ -143,7 +152,7 @@ fn sgnht_update(c: Coord, g: f32, z: f32, phase: StepPhase) -> Coord {
 }
 
 fn sgnht_thermostat(xi: f32, heat: f32, phase: StepPhase) -> f32 {
-    if (phase.exploring) {
+    if (phase.thermostat_frozen) {
         return xi;
     }
     return xi + phase.h * heat;

@@ -3,8 +3,8 @@
 //! and the view's worker carries it out.
 
 use crate::math::{
-    Kinetic, NoiseMass, NoiseSpec, SamplerKind, SamplerSpec, ScheduleSpec, TargetSpec, XiUpdate,
-    ranges, targets::TARGET_NAMES,
+    ExploringThermostat, Kinetic, NoiseMass, NoiseSpec, SamplerKind, SamplerSpec, ScheduleSpec,
+    TargetSpec, XiUpdate, ranges, targets::TARGET_NAMES,
 };
 use crate::preset::{ControlGroup, Preset};
 use egui::{RichText, Slider, Ui};
@@ -750,6 +750,7 @@ pub fn schedule_controls(ui: &mut Ui, s: &mut ScheduleSpec, steps: u32) {
                 total_steps: steps.max(100),
                 cycles: 4,
                 explore_fraction: 0.8,
+                thermostat_while_exploring: ExploringThermostat::Frozen,
             }
         }
         (ScheduleSpec::Cyclical { .. }, false) => *s = ScheduleSpec::Constant,
@@ -758,6 +759,7 @@ pub fn schedule_controls(ui: &mut Ui, s: &mut ScheduleSpec, steps: u32) {
                 total_steps,
                 cycles,
                 explore_fraction,
+                thermostat_while_exploring,
             },
             true,
         ) => {
@@ -779,10 +781,22 @@ pub fn schedule_controls(ui: &mut Ui, s: &mut ScheduleSpec, steps: u32) {
             ) {
                 *explore_fraction = f;
             }
-            ui.small(
-                "While exploring, no noise is injected and the thermostat ξ is frozen; \
-                 statistics use the sampling stage only.",
-            );
+            ui.horizontal(|ui| {
+                ui.label("thermostat while exploring:");
+                for (choice, name) in ExploringThermostat::ALL {
+                    ui.selectable_value(thermostat_while_exploring, choice, name);
+                }
+            });
+            ui.small(match thermostat_while_exploring {
+                ExploringThermostat::Frozen => {
+                    "While exploring, no noise is injected and the thermostat ξ is frozen; \
+                     statistics use the sampling stage only."
+                }
+                ExploringThermostat::Running => {
+                    "Running: while exploring, ξ keeps heating toward T = 0 and ratchets up \
+                     cycle by cycle (MATH.md §3.1); the chains end up too cold."
+                }
+            });
         }
         (ScheduleSpec::Constant, false) => {}
     }

@@ -314,6 +314,53 @@ impl ModeVisits {
     pub fn modes(&self) -> usize {
         self.centres.len()
     }
+
+    /// How many distinct modes the tracked chains have visited together: the ensemble's
+    /// coverage, as opposed to a single chain's ([`Self::mean`]).
+    pub fn ensemble(&self) -> usize {
+        self.visited
+            .iter()
+            .fold(0u64, |all, b| all | b)
+            .count_ones() as usize
+    }
+
+    /// Per-chain and ensemble coverage together.
+    pub fn coverage(&self) -> ModeCoverage {
+        ModeCoverage {
+            per_chain: self.mean(),
+            ensemble: self.ensemble(),
+            modes: self.modes(),
+            chains: self.visited.len(),
+        }
+    }
+}
+
+/// How many modes of a mixture the tracked chains have visited, per chain and as an ensemble.
+/// The two answer different questions: an ensemble of chains that each stay in their first
+/// mode covers every mode when they start spread out, while a chain that itself crosses the
+/// barriers samples the mode weights.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModeCoverage {
+    /// Mean number of distinct modes one tracked chain has visited.
+    pub per_chain: f64,
+    /// Distinct modes visited by any tracked chain.
+    pub ensemble: usize,
+    /// Modes of the target.
+    pub modes: usize,
+    /// Tracked chains.
+    pub chains: usize,
+}
+
+impl std::fmt::Display for ModeCoverage {
+    /// "modes per chain 1.0 of 25 · all 64 chains 25 of 25": the mean over chains of the
+    /// modes each visited, then the modes all of them visited together.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "modes per chain {:.1} of {} · all {} chains {} of {}",
+            self.per_chain, self.modes, self.chains, self.ensemble, self.modes
+        )
+    }
 }
 
 /// One row of the time series, recorded after each block of steps.
@@ -612,6 +659,9 @@ pub struct Summary {
     /// out of the JSON line, which keeps the mean).
     #[serde(skip)]
     pub modes_per_chain: Vec<u32>,
+    /// On a mixture target: how many distinct modes those chains visited together (the
+    /// ensemble's coverage, beside the per-chain `modes_visited`).
+    pub modes_visited_ensemble: Option<f64>,
     /// Wall-clock seconds spent advancing chains.
     pub elapsed_s: f64,
     /// Chain-steps per second of the engine.
@@ -903,6 +953,7 @@ impl RunRecorder {
             ksd_baseline_sd,
             modes_visited: None,
             modes_per_chain: Vec::new(),
+            modes_visited_ensemble: None,
             warnings: Vec::new(),
             elapsed_s: run.elapsed_s,
             chain_steps_per_s: run.chain_steps_per_s,

@@ -10,9 +10,10 @@
 
 use super::shader_interface::{
     self, BindingSpace, CHAIN_PARTIALS, CHAIN_WORKGROUP, Chain2Binding, ChainPartial,
-    FLAG_SGNHT_SHARED, FLAG_XI_OVERWRITE, GpuChain, GpuChain2Params, GpuSamplerParams,
-    HIST_AXIS_SHIFT, MAY_BE_CYCLICAL, MAY_BE_HYPERBOLIC, MAY_HAVE_GRADIENT_NOISE, MAY_OVERWRITE_XI,
-    Program, ProgramBindings, SPECIALISED_SAMPLER, SPECIALISED_TARGET, SUPERCHAIN_FIELDS,
+    FLAG_SGNHT_SHARED, FLAG_THERMOSTAT_RUNNING, FLAG_XI_OVERWRITE, GpuChain, GpuChain2Params,
+    GpuSamplerParams, HIST_AXIS_SHIFT, MAY_BE_CYCLICAL, MAY_BE_HYPERBOLIC, MAY_HAVE_GRADIENT_NOISE,
+    MAY_OVERWRITE_XI, Program, ProgramBindings, SPECIALISED_SAMPLER, SPECIALISED_TARGET,
+    SUPERCHAIN_FIELDS,
 };
 use super::{
     BackendInfo, ChainStates, Engine, HistogramSpec, InitSpec, MAX_HISTOGRAMS, Moments, Report,
@@ -103,6 +104,10 @@ impl GpuSamplerParams {
                 0
             }) | (if sp.sgnht_shared_xi {
                 FLAG_SGNHT_SHARED
+            } else {
+                0
+            }) | (if schedule.thermostat_running {
+                FLAG_THERMOSTAT_RUNNING
             } else {
                 0
             }),

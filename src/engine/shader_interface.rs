@@ -452,6 +452,9 @@ const _: () = assert!(
 pub const FLAG_XI_OVERWRITE: u32 = 1 << 0;
 /// `GpuSamplerParams::flags`: SGNHT with one ξ shared by all coordinates.
 pub const FLAG_SGNHT_SHARED: u32 = 1 << 1;
+/// `GpuSamplerParams::flags`: the thermostat keeps running while a cyclical schedule explores
+/// (the ratchet of MATH.md §3.1) instead of being frozen.
+pub const FLAG_THERMOSTAT_RUNNING: u32 = 1 << 2;
 
 /// Invocations per workgroup of the 2-D engine (`CHAIN_WORKGROUP`).
 pub const CHAIN_WORKGROUP: u32 = 256;
@@ -713,6 +716,7 @@ pub fn constants() -> Vec<WgslConst> {
     }
     push("FLAG_XI_OVERWRITE".into(), FLAG_XI_OVERWRITE);
     push("FLAG_SGNHT_SHARED".into(), FLAG_SGNHT_SHARED);
+    push("FLAG_THERMOSTAT_RUNNING".into(), FLAG_THERMOSTAT_RUNNING);
     for kind in TargetKind::ALL {
         push(format!("TARGET_{}", target_name(kind)), kind.gpu_code());
     }

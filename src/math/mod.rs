@@ -28,5 +28,5 @@ pub use samplers::{
     Chain2, ChainOf, Kinetic, Model, NoiseMass, SamplerKind, SamplerParams, SamplerSpec, StepPhase,
     XiUpdate,
 };
-pub use schedule::{Schedule, ScheduleSpec};
+pub use schedule::{ExploringThermostat, Schedule, ScheduleSpec};
 pub use targets::{Target, TargetSpec};

@@ -301,13 +301,16 @@ impl SamplerSpec {
 pub struct StepPhase {
     /// Step size h of this step.
     pub h: f32,
-    /// Temperature T the thermostats drive the kinetic temperature to.
+    /// Temperature the thermostats drive the kinetic temperature to: T, or 0 while a cyclical
+    /// schedule explores with its thermostat running (the ratchet of MATH.md §3.1).
     pub temperature: f32,
     /// Temperature of the injected noise: T while sampling, 0 while a cyclical schedule
     /// explores.
     pub noise_temperature: f32,
-    /// A cyclical schedule's exploration stage: no injected noise, thermostat frozen.
+    /// A cyclical schedule's exploration stage: no injected noise.
     pub exploring: bool,
+    /// The thermostat ξ is not updated: while exploring, unless the schedule lets it run.
+    pub thermostat_frozen: bool,
 }
 
 /// Sampler parameters in the f32 form both engines use.
@@ -354,15 +357,19 @@ pub struct SamplerParams {
 impl SamplerParams {
     /// The step size, temperatures and thermostat state at global step `step` (MATH.md §3):
     /// in a cyclical schedule's exploration stage no noise is injected and the thermostat is
-    /// frozen (a T = 0 passed into the thermostat would ratchet ξ up every cycle).
+    /// frozen. With [`Schedule::thermostat_running`] the thermostat instead keeps running
+    /// toward the stage's temperature 0, which ratchets ξ up every cycle (MATH.md §3.1: the
+    /// switch shows what goes wrong).
     #[inline(always)]
     pub fn phase(&self, schedule: &Schedule, step: u32) -> StepPhase {
         let (h, exploring) = schedule.at(self.h, step);
+        let running = exploring && schedule.thermostat_running;
         StepPhase {
             h,
-            temperature: self.temperature,
+            temperature: if running { 0.0 } else { self.temperature },
             noise_temperature: if exploring { 0.0 } else { self.temperature },
             exploring,
+            thermostat_frozen: exploring && !schedule.thermostat_running,
         }
     }
 
@@ -412,10 +419,10 @@ impl SamplerParams {
     }
 
     /// Half a thermostat step, ξ += (h/2) m (K'² − T K''), or the printed overwrite
-    /// ξ = h m (K'² − T K''); ξ unchanged while a cyclical schedule explores.
+    /// ξ = h m (K'² − T K''); ξ unchanged while the phase freezes the thermostat.
     #[inline(always)]
     fn thermostat_half_step<R: Real>(&self, xi: R, k1: R, k2: R, phase: StepPhase) -> R {
-        if phase.exploring {
+        if phase.thermostat_frozen {
             return xi;
         }
         let heat = (k1 * k1 - k2 * phase.temperature) * self.mass;
@@ -434,6 +441,7 @@ impl SamplerParams {
             temperature: self.temperature,
             noise_temperature: self.temperature,
             exploring: false,
+            thermostat_frozen: false,
         };
         let (mut theta, mut xi) = (0.0f32, xi);
         self.atmc_first_half(&mut theta, p, &mut xi, phase);
@@ -481,10 +489,10 @@ impl SamplerParams {
         *p * *p * self.inv_mass - phase.temperature
     }
 
-    /// SGNHT's thermostat: ξ ← ξ + h · heat; unchanged while a cyclical schedule explores.
+    /// SGNHT's thermostat: ξ ← ξ + h · heat; unchanged while the phase freezes it.
     #[inline(always)]
     pub fn sgnht_thermostat<R: Real>(&self, xi: R, heat: R, phase: StepPhase) -> R {
-        if phase.exploring {
+        if phase.thermostat_frozen {
             xi
         } else {
             xi + heat * phase.h
@@ -737,6 +745,7 @@ mod tests {
             total_steps: 100,
             cycles: 2,
             explore_fraction: 0.5,
+            thermostat_while_exploring: crate::math::ExploringThermostat::Frozen,
         }
         .schedule();
         for kind in [
@@ -778,6 +787,49 @@ mod tests {
                 if kind.has_thermostat() {
                     assert_eq!(a.2 == 0.3, exploring, "{kind:?} at step {step}: ξ {}", a.2);
                 }
+            }
+        }
+    }
+
+    /// MATH.md §3.1: with the thermostat left running while exploring, ξ still moves in the
+    /// exploration stage, toward temperature 0, so it can only grow (the ratchet); no noise
+    /// is injected either way, and the sampling stage is unchanged by the switch.
+    #[test]
+    fn a_running_thermostat_ratchets_up_while_exploring() {
+        use crate::math::ExploringThermostat;
+        let spec = |thermostat_while_exploring| crate::math::ScheduleSpec::Cyclical {
+            total_steps: 100,
+            cycles: 2,
+            explore_fraction: 0.5,
+            thermostat_while_exploring,
+        };
+        let running = spec(ExploringThermostat::Running).schedule();
+        let frozen = spec(ExploringThermostat::Frozen).schedule();
+        for kind in [SamplerKind::Atmc, SamplerKind::Sgnht] {
+            let sp = SamplerSpec::new(kind).params();
+            for (step, exploring) in [(3, true), (30, false)] {
+                let phase = sp.phase(&running, step);
+                assert_eq!(phase.exploring, exploring);
+                assert!(!phase.thermostat_frozen);
+                assert_eq!(phase.temperature, if exploring { 0.0 } else { 1.0 });
+                if !exploring {
+                    assert_eq!(phase, sp.phase(&frozen, step));
+                }
+                // A cold momentum (p² < T): a thermostat aiming at T = 1 would lower ξ.
+                let run = |z: f32| {
+                    let (mut theta, mut p, mut xi) = (0.4f32, 0.5f32, 0.3f32);
+                    if kind == SamplerKind::Atmc {
+                        let s = sp.atmc_first_half(&mut theta, p, &mut xi, phase);
+                        sp.atmc_second_half(&mut theta, &mut p, &mut xi, s, 0.7, z, phase);
+                    } else {
+                        let heat = sp.sgnht_update(&mut theta, &mut p, xi, 0.7, z, phase);
+                        xi = sp.sgnht_thermostat(xi, heat, phase);
+                    }
+                    (theta, p, xi)
+                };
+                let (a, b) = (run(1.0), run(-1.0));
+                assert_eq!(a == b, exploring, "{kind:?} at step {step}");
+                assert_eq!(a.2 > 0.3, exploring, "{kind:?} at step {step}: ξ {}", a.2);
             }
         }
     }

@@ -22,7 +22,38 @@ pub enum ScheduleSpec {
             deserialize_with = "crate::math::ranges::de_fraction"
         )]
         explore_fraction: f64,
+        /// What the thermostat ξ does while exploring: frozen (correct, the default) or
+        /// running toward the exploration stage's temperature 0, which ratchets ξ up from
+        /// cycle to cycle (MATH.md §3.1). Left out of the serialised preset when frozen, so
+        /// that presets and sweep hashes written before the switch existed are unchanged.
+        #[serde(default, skip_serializing_if = "ExploringThermostat::is_frozen")]
+        thermostat_while_exploring: ExploringThermostat,
     },
+}
+
+/// What a thermostat (ATMC's, SGNHT's ξ) does during a cyclical schedule's exploration stage
+/// (MATH.md §3.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ExploringThermostat {
+    /// ξ is not updated while exploring (correct).
+    #[default]
+    Frozen,
+    /// ξ keeps being updated while exploring, toward the stage's temperature 0 (no noise is
+    /// injected): dξ = m K'(p)² ≥ 0, the ratchet MATH.md §3.1 warns of.
+    Running,
+}
+
+impl ExploringThermostat {
+    /// Both choices with the names the controls show.
+    pub const ALL: [(ExploringThermostat, &'static str); 2] = [
+        (ExploringThermostat::Frozen, "frozen"),
+        (ExploringThermostat::Running, "running"),
+    ];
+
+    /// Whether this is the correct, default choice (serde's `skip_serializing_if`).
+    pub fn is_frozen(&self) -> bool {
+        *self == ExploringThermostat::Frozen
+    }
 }
 
 fn default_explore() -> f64 {
@@ -36,6 +67,9 @@ pub struct Schedule {
     pub cycle_len: u32,
     /// Exploration fraction.
     pub explore_fraction: f32,
+    /// The thermostat keeps running while exploring (the ratchet of MATH.md §3.1) instead of
+    /// being frozen.
+    pub thermostat_running: bool,
 }
 
 impl ScheduleSpec {
@@ -74,22 +108,25 @@ impl ScheduleSpec {
             ScheduleSpec::Constant => Schedule {
                 cycle_len: 0,
                 explore_fraction: 0.0,
+                thermostat_running: false,
             },
             ScheduleSpec::Cyclical {
                 total_steps,
                 cycles,
                 explore_fraction,
+                thermostat_while_exploring,
             } => Schedule {
                 cycle_len: total_steps.div_ceil(cycles.max(1)).max(1),
                 explore_fraction: explore_fraction as f32,
+                thermostat_running: thermostat_while_exploring == ExploringThermostat::Running,
             },
         }
     }
 }
 
 impl Schedule {
-    /// Step size and whether the step explores (no injected noise, thermostat frozen: see
-    /// `SamplerParams::phase`) at global step index `step` (0-based; the paper's k = step + 1).
+    /// Step size and whether the step explores (no injected noise, thermostat frozen unless
+    /// [`Self::thermostat_running`]: see `SamplerParams::phase`) at global step index `step` (0-based; the paper's k = step + 1).
     #[inline(always)]
     pub fn at(&self, h0: f32, step: u32) -> (f32, bool) {
         if self.cycle_len == 0 {
@@ -111,6 +148,7 @@ mod tests {
             total_steps: 1000,
             cycles: 4,
             explore_fraction: 0.8,
+            thermostat_while_exploring: ExploringThermostat::Frozen,
         }
         .schedule();
         assert_eq!(s.cycle_len, 250);

@@ -303,6 +303,70 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "spirals-printed",
         include_str!("../../presets/spirals-printed.ron"),
     ),
+    (
+        "cyclical-1-stuck",
+        include_str!("../../presets/cyclical-1-stuck.ron"),
+    ),
+    (
+        "cyclical-2-large-small",
+        include_str!("../../presets/cyclical-2-large-small.ron"),
+    ),
+    (
+        "cyclical-3-stages",
+        include_str!("../../presets/cyclical-3-stages.ron"),
+    ),
+    (
+        "cyclical-4-thermostat",
+        include_str!("../../presets/cyclical-4-thermostat.ron"),
+    ),
+    (
+        "cyclical-6-cycles",
+        include_str!("../../presets/cyclical-6-cycles.ron"),
+    ),
+    (
+        "cyclical-8-nested",
+        include_str!("../../presets/cyclical-8-nested.ron"),
+    ),
+    (
+        "free-energy-1-quadratic",
+        include_str!("../../presets/free-energy-1-quadratic.ron"),
+    ),
+    (
+        "free-energy-2-large-eta",
+        include_str!("../../presets/free-energy-2-large-eta.ron"),
+    ),
+    (
+        "free-energy-3-gibbs",
+        include_str!("../../presets/free-energy-3-gibbs.ron"),
+    ),
+    (
+        "free-energy-4-collapse",
+        include_str!("../../presets/free-energy-4-collapse.ron"),
+    ),
+    (
+        "free-energy-5-batch",
+        include_str!("../../presets/free-energy-5-batch.ron"),
+    ),
+    (
+        "free-energy-6-circular",
+        include_str!("../../presets/free-energy-6-circular.ron"),
+    ),
+    (
+        "cyclical-7-mlp",
+        include_str!("../../presets/cyclical-7-mlp.ron"),
+    ),
+    (
+        "bayesian-dl-2-calibration",
+        include_str!("../../presets/bayesian-dl-2-calibration.ron"),
+    ),
+    (
+        "bayesian-dl-3-printed",
+        include_str!("../../presets/bayesian-dl-3-printed.ron"),
+    ),
+    (
+        "bayesian-dl-5-resnet",
+        include_str!("../../presets/bayesian-dl-5-resnet.ron"),
+    ),
 ];
 
 impl Preset {

@@ -412,8 +412,21 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// Lectures shipped in `presets/lectures/`, compiled in.
-pub const SHIPPED_LECTURES: &[(&str, &str)] =
-    &[("atmc", include_str!("../../presets/lectures/atmc.ron"))];
+pub const SHIPPED_LECTURES: &[(&str, &str)] = &[
+    ("atmc", include_str!("../../presets/lectures/atmc.ron")),
+    (
+        "cyclical",
+        include_str!("../../presets/lectures/cyclical.ron"),
+    ),
+    (
+        "free-energy",
+        include_str!("../../presets/lectures/free-energy.ron"),
+    ),
+    (
+        "bayesian-dl",
+        include_str!("../../presets/lectures/bayesian-dl.ron"),
+    ),
+];
 
 /// How a run of lesson text sits on the line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -267,6 +267,7 @@ fn run_keeping(
         .modes
         .as_ref()
         .map_or_else(Vec::new, ModeVisits::per_chain);
+    summary.modes_visited_ensemble = first.modes.as_ref().map(|m| m.ensemble() as f64);
     let movement = Movement::between(
         &starts,
         &all,

@@ -976,7 +976,11 @@ pub fn statistic_label(name: &str) -> String {
         ("energy_distance", "energy distance"),
         ("energy_distance_baseline", "energy distance of exact draws"),
         ("tv_histogram", "histogram total variation"),
-        ("modes_visited", "modes visited"),
+        ("modes_visited", "modes visited per chain"),
+        (
+            "modes_visited_ensemble",
+            "modes visited by all chains together",
+        ),
         ("chain_steps_per_s", "chain-steps per second"),
         ("elapsed_s", "seconds"),
         ("pooled_states", "pooled states"),

@@ -217,6 +217,7 @@ mod tests {
                 total_steps: 40,
                 cycles: 2,
                 explore_fraction: 0.3,
+                thermostat_while_exploring: crate::math::ExploringThermostat::Frozen,
             }
             .schedule();
             let curvature = [1.0f32, 0.5, 3.0, 2.0, 0.1, 1.5, 0.8];

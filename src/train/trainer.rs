@@ -398,6 +398,7 @@ impl Trainer {
                         total_steps: total.max(1),
                         cycles: config.cycles,
                         explore_fraction: config.explore_fraction,
+                        thermostat_while_exploring: crate::math::ExploringThermostat::Frozen,
                     }
                 } else {
                     ScheduleSpec::Constant

@@ -14,6 +14,23 @@ fn gpu_engine(p: &atmc_lab::preset::Preset) -> GpuEngine {
         .expect("engine")
 }
 
+/// The largest deviation, relative to 1 + |CPU value|, of θ and of a second field (p or ξ)
+/// between the CPU's chains `a` and the GPU's `b`, over both coordinates of every chain.
+fn worst_relative_deviation(
+    a: &[atmc_lab::math::Chain2],
+    b: &[atmc_lab::math::Chain2],
+    second: fn(&atmc_lab::math::Chain2) -> [f32; 2],
+) -> f32 {
+    let relative = |x: f32, y: f32| (x - y).abs() / (1.0 + x.abs());
+    a.iter()
+        .zip(b)
+        .flat_map(|(x, y)| {
+            let (sx, sy) = (second(x), second(y));
+            (0..2).map(move |c| relative(x.theta[c], y.theta[c]).max(relative(sx[c], sy[c])))
+        })
+        .fold(0.0f32, f32::max)
+}
+
 /// Same seed, same trajectories: 100 steps of corrected ATMC on the correlated Gaussian over
 /// 10,000 chains agree to 1e-3 (the RNG streams agree bit for bit; only float rounding of
 /// exp/log/sin/cos differs).
@@ -67,6 +84,7 @@ fn gpu_matches_cpu_for_every_sampler_and_target() {
                     total_steps: 50,
                     cycles: 2,
                     explore_fraction: 0.5,
+                    thermostat_while_exploring: atmc_lab::math::ExploringThermostat::Frozen,
                 };
                 p.noise = atmc_lab::math::NoiseSpec::StateDependent {
                     sigma: 0.5,
@@ -101,6 +119,63 @@ fn gpu_matches_cpu_for_every_sampler_and_target() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The switch "thermostat while exploring: running" (MATH.md §3.1) reaches the WGSL: ATMC and
+/// SGNHT under a cyclical schedule with the thermostat left running stay on the CPU's
+/// trajectories (ξ included) over three cycles, and their ξ differs from the frozen run's, so
+/// a GPU that ignored the switch would fail.
+#[test]
+fn gpu_matches_cpu_with_the_thermostat_running_while_exploring() {
+    use atmc_lab::math::{ExploringThermostat, ScheduleSpec};
+    let mut problems = Vec::new();
+    for kind in [SamplerKind::Atmc, SamplerKind::Sgnht] {
+        let mut xi_means = Vec::new();
+        for thermostat_while_exploring in
+            [ExploringThermostat::Running, ExploringThermostat::Frozen]
+        {
+            let mut p = preset(kind, "gaussian", 1.0);
+            p.chains = 1000;
+            p.sampler.h = 0.05;
+            p.schedule = ScheduleSpec::Cyclical {
+                total_steps: 90,
+                cycles: 3,
+                explore_fraction: 0.5,
+                thermostat_while_exploring,
+            };
+            let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
+            let mut gpu = gpu_engine(&p);
+            cpu.advance(90, &[]).unwrap();
+            gpu.advance(90, &[]).unwrap();
+            let a = cpu.read_chains(0, p.chains).unwrap();
+            let b = gpu.read_chains(0, p.chains).unwrap();
+            let worst = worst_relative_deviation(&a.chains, &b.chains, |c| c.xi);
+            if worst > 1e-3 || a.diverged_at != b.diverged_at {
+                problems.push(format!(
+                    "{kind:?}, thermostat {thermostat_while_exploring:?}: worst relative deviation {worst}"
+                ));
+            }
+            let mean_xi = |chains: &[atmc_lab::math::Chain2]| {
+                chains
+                    .iter()
+                    .map(|c| f64::from(c.xi[0] + c.xi[1]))
+                    .sum::<f64>()
+                    / (2 * chains.len()) as f64
+            };
+            xi_means.push((mean_xi(&a.chains), mean_xi(&b.chains)));
+        }
+        let ((running_cpu, running_gpu), (frozen_cpu, frozen_gpu)) = (xi_means[0], xi_means[1]);
+        eprintln!(
+            "{kind:?} mean ξ after 3 cycles: running CPU {running_cpu:.4} GPU {running_gpu:.4}, \
+             frozen CPU {frozen_cpu:.4} GPU {frozen_gpu:.4}"
+        );
+        if running_gpu <= frozen_gpu + 0.1 {
+            problems.push(format!(
+                "{kind:?}: the running thermostat's ξ {running_gpu} is not above the frozen one's {frozen_gpu} on the GPU"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// One GPU engine follows live changes of the features its pipelines are specialised on
 /// (gradient noise, hyperbolic kinetic energy, overwritten thermostat, cyclical schedule: each
 /// compiled out when off), switching each on and off again, in step with the CPU engine.
@@ -129,6 +204,7 @@ fn gpu_follows_live_changes_of_every_specialised_feature() {
                 total_steps: 40,
                 cycles: 2,
                 explore_fraction: 0.5,
+                thermostat_while_exploring: atmc_lab::math::ExploringThermostat::Frozen,
             };
         }),
     ];
@@ -145,17 +221,7 @@ fn gpu_follows_live_changes_of_every_specialised_feature() {
             gpu.advance(20, &[]).unwrap();
             let a = cpu.read_chains(0, p.chains).unwrap();
             let b = gpu.read_chains(0, p.chains).unwrap();
-            let worst = a
-                .chains
-                .iter()
-                .zip(&b.chains)
-                .flat_map(|(x, y)| {
-                    (0..2).map(move |c| {
-                        ((x.theta[c] - y.theta[c]).abs() / (1.0 + x.theta[c].abs()))
-                            .max((x.p[c] - y.p[c]).abs() / (1.0 + x.p[c].abs()))
-                    })
-                })
-                .fold(0.0f32, f32::max);
+            let worst = worst_relative_deviation(&a.chains, &b.chains, |c| c.p);
             if worst > 1e-3 {
                 problems.push(format!(
                     "{name} {}: worst relative deviation {worst}",

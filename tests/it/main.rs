@@ -23,6 +23,7 @@ mod icon;
 mod layering;
 mod layout;
 mod lessons;
+mod lessons_course;
 mod mlp_engines;
 mod mlp_posterior;
 mod presets;

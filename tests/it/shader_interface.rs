@@ -356,6 +356,10 @@ fn constants_workgroups_and_validation() {
     for (name, value) in [
         ("FLAG_XI_OVERWRITE", shader_interface::FLAG_XI_OVERWRITE),
         ("FLAG_SGNHT_SHARED", shader_interface::FLAG_SGNHT_SHARED),
+        (
+            "FLAG_THERMOSTAT_RUNNING",
+            shader_interface::FLAG_THERMOSTAT_RUNNING,
+        ),
         ("HIST_AXIS_SHIFT", shader_interface::HIST_AXIS_SHIFT),
         ("CHAIN_WORKGROUP", CHAIN_WORKGROUP),
         ("CHAIN_PARTIALS", shader_interface::CHAIN_PARTIALS),

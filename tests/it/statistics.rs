@@ -176,6 +176,7 @@ pub fn cyclical_atmc_keeps_its_thermostat(backend: BackendChoice) {
         total_steps: 5000,
         cycles: 10,
         explore_fraction: 0.5,
+        thermostat_while_exploring: atmc_lab::math::ExploringThermostat::Frozen,
     };
     p.chains = 4000;
     p.steps = 5000;

@@ -40,7 +40,8 @@ fn stripes(n: usize, seed: u64) -> ImageSet {
     }
 }
 
-fn data() -> Arc<ImageData> {
+/// The stripes as a data set: 1,024 training and 256 test images (also the ResNet++ lesson's).
+pub(crate) fn data() -> Arc<ImageData> {
     Arc::new(ImageData {
         kind: DatasetKind::FashionMnist,
         train: stripes(1024, 1),
@@ -49,7 +50,8 @@ fn data() -> Arc<ImageData> {
     })
 }
 
-fn config(optimizer: OptimizerKind) -> TrainConfig {
+/// A small, fast ResNet++ configuration that learns the stripes in four epochs.
+pub(crate) fn config(optimizer: OptimizerKind) -> TrainConfig {
     let mut c = TrainConfig::new(
         DatasetKind::FashionMnist,
         PathBuf::from("generated"),
@@ -73,7 +75,8 @@ fn config(optimizer: OptimizerKind) -> TrainConfig {
     c
 }
 
-fn train(mut t: Trainer) -> Trainer {
+/// Runs a trainer to the end.
+pub(crate) fn train(mut t: Trainer) -> Trainer {
     while !t.finished() {
         t.step().unwrap();
     }

@@ -298,8 +298,8 @@ impl CompareView {
                 super::axes::short(s.moments.mean_xi())
             ));
         }
-        if let Some((mean, modes)) = s.modes_visited {
-            state.push(format!("{mean:.1} of {modes} modes visited"));
+        if let Some(coverage) = s.modes_visited {
+            state.push(coverage.to_string());
         }
         lines.push(RichText::new(state.join(" · ")).small());
         lines

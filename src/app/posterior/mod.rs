@@ -352,10 +352,9 @@ impl PosteriorView {
                     };
                 }
             }
-            if let Some((mean, modes)) = self.sim.snapshot().modes_visited {
-                ui.label(format!(
-                    "highlighted chains visited {mean:.1} of {modes} modes on average"
-                ));
+            if let Some(coverage) = self.sim.snapshot().modes_visited {
+                ui.label(coverage.to_string())
+                    .on_hover_text("Highlighted chains: modes visited per chain (on average), and by all of them together");
             }
         });
     }

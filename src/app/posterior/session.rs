@@ -95,8 +95,8 @@ pub struct Snapshot {
     pub growth: Arc<Vec<GrowthRow>>,
     /// Robust extents of the chains (with the highlighted ones): portraits follow them.
     pub extents: Option<Extents>,
-    /// On a mixture: the mean number of modes the tracked chains have visited.
-    pub modes_visited: Option<(f64, usize)>,
+    /// On a mixture: how many modes the tracked chains have visited, per chain and together.
+    pub modes_visited: Option<crate::diagnostics::ModeCoverage>,
     /// How fast ln|p| of the tracked chains grew before they diverged, against the O-step's
     /// prediction.
     pub growth_rate: Option<GrowthRate>,
@@ -497,7 +497,7 @@ impl<R: Fn()> Worker<R> {
             history,
             growth,
             extents,
-            modes_visited: self.modes.as_ref().map(|m| (m.mean(), m.modes())),
+            modes_visited: self.modes.as_ref().map(ModeVisits::coverage),
             growth_rate,
             far_from_target,
             convergence: self.convergence.clone(),
