@@ -686,7 +686,8 @@ impl AtmcApp {
         let (tx, rx) = std::sync::mpsc::channel();
         let ctx = ctx.clone();
         std::thread::spawn(move || {
-            let verdict = crate::runner::attempt(&preset, &challenge, BackendChoice::Cpu)
+            let verdict = preset
+                .attempt(&challenge, BackendChoice::Cpu)
                 .map(|(_, v)| v)
                 .map_err(|e| format!("the attempt could not run: {e}"));
             // The lesson may have changed meanwhile: then nobody listens, and that is fine.

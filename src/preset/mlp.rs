@@ -197,7 +197,8 @@ impl MlpPreset {
                 ),
             ));
         }
-        self.story.only_judged_on_2d()?;
+        self.story.validate()?;
+        self.story.only_divergence_on_networks()?;
         Ok(())
     }
 

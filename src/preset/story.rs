@@ -106,15 +106,35 @@ impl Story {
         Ok(())
     }
 
-    /// Refuses a challenge on a preset whose runs the challenges cannot judge yet (a network,
-    /// the sphere): they are judged on 2-D presets and comparisons.
+    /// Refuses a challenge on a preset whose runs the challenges cannot judge yet (the
+    /// sphere): they are judged on 2-D presets, comparisons and (divergence only) networks.
     pub fn only_judged_on_2d(&self) -> Result<(), (&'static str, String)> {
         match self.challenge {
             Some(_) => Err((
                 "challenge",
-                "challenges are judged on 2-D presets (Preset) and comparisons only".into(),
+                "challenges are judged on 2-D presets (Preset), comparisons and networks \
+                 (MlpPreset) only"
+                    .into(),
             )),
             None => Ok(()),
+        }
+    }
+
+    /// Refuses a challenge on networks other than a divergence goal: a network's run has no
+    /// exact samples to measure a distance against and no modes to count.
+    pub fn only_divergence_on_networks(&self) -> Result<(), (&'static str, String)> {
+        match self.challenge.as_deref() {
+            Some(c) if !matches!(c.goal, crate::math::challenge::Goal::Diverge { .. }) => Err((
+                "challenge",
+                "on networks (MlpPreset) a challenge's goal is Diverge(share: …): they have no \
+                 exact samples to measure a distance against and no modes to count"
+                    .into(),
+            )),
+            Some(c) if c.column != 0 => Err((
+                "challenge",
+                "a network preset has one run: the challenge's column is 0".into(),
+            )),
+            _ => Ok(()),
         }
     }
 }

@@ -47,18 +47,48 @@ pub fn run_comparison(
         .collect()
 }
 
+/// The run a challenge judges: a 2-D run (a 2-D preset, or a comparison's column) or a
+/// network preset's.
+#[derive(Clone, Debug)]
+pub enum ChallengeRun {
+    /// A 2-D preset as the student set it.
+    Chains(Preset),
+    /// Networks as the student set them (divergence goals only).
+    Networks(Box<crate::preset::MlpPreset>),
+}
+
+impl ChallengeRun {
+    /// Runs the attempt for the challenge's budget on `backend` and judges it.
+    pub fn attempt(
+        &self,
+        challenge: &ChallengeSpec,
+        backend: BackendChoice,
+    ) -> anyhow::Result<(Attempt, Verdict)> {
+        match self {
+            ChallengeRun::Chains(p) => attempt(p, challenge, backend),
+            ChallengeRun::Networks(p) => attempt_networks(p, challenge, backend),
+        }
+    }
+}
+
 /// The run a challenge judges in `preset`: a 2-D preset itself, a comparison's column named
-/// by the challenge; None for other kinds or a preset without a challenge.
-pub fn challenge_run(preset: &AnyPreset) -> Option<(Preset, ChallengeSpec)> {
-    let (p, c) = match preset {
-        AnyPreset::Toy(p) => (p.clone(), *p.story.challenge.clone()?),
+/// by the challenge, a network preset; None for the sphere or a preset without a challenge.
+pub fn challenge_run(preset: &AnyPreset) -> Option<(ChallengeRun, ChallengeSpec)> {
+    Some(match preset {
+        AnyPreset::Toy(p) => (ChallengeRun::Chains(p.clone()), *p.story.challenge.clone()?),
         AnyPreset::Comparison(c) => {
             let challenge = *c.story.challenge.clone()?;
-            (c.column_preset(challenge.column), challenge)
+            (
+                ChallengeRun::Chains(c.column_preset(challenge.column)),
+                challenge,
+            )
         }
-        _ => return None,
-    };
-    Some((p, c))
+        AnyPreset::Mlp(p) => (
+            ChallengeRun::Networks(Box::new(p.clone())),
+            *p.story.challenge.clone()?,
+        ),
+        AnyPreset::Sphere(_) => return None,
+    })
 }
 
 /// An attempt at `challenge`: `preset` as the student set it, run for the challenge's budget
@@ -78,6 +108,29 @@ pub fn attempt(
         energy_distance: s.energy_distance,
         energy_distance_baseline: s.energy_distance_baseline,
         modes_per_chain: s.modes_per_chain,
+    };
+    let verdict = judge(challenge, &measured);
+    Ok((measured, verdict))
+}
+
+/// An attempt at `challenge` on networks: `preset` as the student set it, run for the
+/// challenge's budget; only the share of diverged networks is measured (the goals a network
+/// preset may carry are divergence goals, checked when it loads).
+pub fn attempt_networks(
+    preset: &crate::preset::MlpPreset,
+    challenge: &ChallengeSpec,
+    backend: BackendChoice,
+) -> anyhow::Result<(Attempt, Verdict)> {
+    let mut p = preset.clone();
+    p.steps = challenge.steps;
+    let s = mlp::run_mlp(&p, backend, &mut |_| {})?.summary;
+    let measured = Attempt {
+        steps: p.steps,
+        h: p.sampler.h,
+        diverged_fraction: s.diverged_fraction,
+        energy_distance: f64::NAN,
+        energy_distance_baseline: f64::NAN,
+        modes_per_chain: Vec::new(),
     };
     let verdict = judge(challenge, &measured);
     Ok((measured, verdict))

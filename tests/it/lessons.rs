@@ -291,7 +291,7 @@ fn the_friction_sign_challenge_passes_only_with_the_exploding_sign() {
         runner::challenge_run(&AnyPreset::Comparison(c.clone())).expect("a challenge");
     assert_eq!(challenge.steps, 400);
     assert!(challenge.hint.contains("sign"));
-    let (attempt, verdict) = runner::attempt(&preset, &challenge, BackendChoice::Cpu).unwrap();
+    let (attempt, verdict) = preset.attempt(&challenge, BackendChoice::Cpu).unwrap();
     assert!(!verdict.passed, "{}", verdict.line());
     assert_eq!(attempt.diverged_fraction, 0.0);
     assert!(verdict.line().starts_with('✖'));
@@ -299,7 +299,7 @@ fn the_friction_sign_challenge_passes_only_with_the_exploding_sign() {
         column.sampler.flip_friction_sign();
     }
     let (preset, challenge) = runner::challenge_run(&AnyPreset::Comparison(c)).unwrap();
-    let (attempt, verdict) = runner::attempt(&preset, &challenge, BackendChoice::Cpu).unwrap();
+    let (attempt, verdict) = preset.attempt(&challenge, BackendChoice::Cpu).unwrap();
     assert!(verdict.passed, "{}", verdict.line());
     assert!(attempt.diverged_fraction >= 0.9 && attempt.steps == 400);
 }

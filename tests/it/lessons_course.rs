@@ -489,3 +489,94 @@ fn cyclical_gmm25_keeps_one_mode_per_chain() {
     assert_eq!(per_chain, 1.0);
     assert!(ensemble > 1.0);
 }
+
+/// The challenge of a lesson and the run it judges, as the app's Check button finds them.
+fn challenge_of(
+    preset: AnyPreset,
+) -> (
+    runner::ChallengeRun,
+    atmc_lab::math::challenge::ChallengeSpec,
+) {
+    runner::challenge_run(&preset).expect("the lesson carries a challenge")
+}
+
+/// Cyclical 1's challenge: as shipped (SGLD at h = 0.01) no chain leaves its mode and the
+/// attempt fails with the hint; cyclical SGLD with h₀ = 0.07 and 50 cycles passes, with 10 cycles it does not.
+#[test]
+fn the_modes_per_chain_challenge_needs_restarts() {
+    let mut p = toy("cyclical-1-stuck");
+    // The judged chains are the first 500 tracked ones.
+    p.chains = 500;
+    let (run, challenge) = challenge_of(AnyPreset::Toy(p.clone()));
+    let (_, verdict) = run.attempt(&challenge, BackendChoice::Cpu).unwrap();
+    assert!(!verdict.passed, "{}", verdict.line());
+    assert!(verdict.line().starts_with('✖'));
+    p.sampler.h = 0.07;
+    p.schedule = atmc_lab::math::ScheduleSpec::Cyclical {
+        total_steps: 5000,
+        cycles: 50,
+        explore_fraction: 0.8,
+        thermostat_while_exploring: Default::default(),
+    };
+    let (run, challenge) = challenge_of(AnyPreset::Toy(p.clone()));
+    let (attempt, verdict) = run.attempt(&challenge, BackendChoice::Cpu).unwrap();
+    eprintln!("{}", verdict.line());
+    assert!(verdict.passed, "{}", verdict.line());
+    assert_eq!(attempt.modes_per_chain.len(), 500);
+    // Not a formality: ten cycles in the same budget restart too rarely.
+    if let atmc_lab::math::ScheduleSpec::Cyclical { cycles, .. } = &mut p.schedule {
+        *cycles = 10;
+    }
+    let (run, challenge) = challenge_of(AnyPreset::Toy(p));
+    let (_, verdict) = run.attempt(&challenge, BackendChoice::Cpu).unwrap();
+    eprintln!("{}", verdict.line());
+    assert!(!verdict.passed, "{}", verdict.line());
+}
+
+/// Free energy 2's challenge: η = 1.8 (as shipped) is stable and fails; past 2/λ SGD's
+/// chains diverge and the attempt passes.
+#[test]
+fn the_largest_learning_rate_challenge_passes_past_two_over_lambda() {
+    let mut c = comparison("free-energy-2-large-eta");
+    c.base.chains = 1000;
+    let (run, challenge) = challenge_of(AnyPreset::Comparison(c.clone()));
+    let (attempt, verdict) = run.attempt(&challenge, BackendChoice::Cpu).unwrap();
+    assert!(!verdict.passed, "{}", verdict.line());
+    assert_eq!(attempt.diverged_fraction, 0.0);
+    c.columns[2].sampler.h = 2.5;
+    let (run, challenge) = challenge_of(AnyPreset::Comparison(c));
+    let (attempt, verdict) = run.attempt(&challenge, BackendChoice::Cpu).unwrap();
+    assert!(verdict.passed, "{}", verdict.line());
+    assert!(attempt.h == 2.5 && attempt.diverged_fraction >= 0.9);
+}
+
+/// Bayesian DL 2's challenge, judged on networks: the corrected sampler loses none and
+/// fails; the printed friction sign alone makes the networks diverge and passes.
+#[test]
+fn the_printed_defect_challenge_is_judged_on_networks() {
+    let mut p = mlp("bayesian-dl-2-calibration");
+    p.chains = 256;
+    let (run, challenge) = challenge_of(AnyPreset::Mlp(p.clone()));
+    let (attempt, verdict) = run.attempt(&challenge, BackendChoice::Cpu).unwrap();
+    assert!(!verdict.passed, "{}", verdict.line());
+    assert_eq!(attempt.diverged_fraction, 0.0);
+    p.sampler.friction_sign = -1.0;
+    let (run, challenge) = challenge_of(AnyPreset::Mlp(p));
+    let (attempt, verdict) = run.attempt(&challenge, BackendChoice::Cpu).unwrap();
+    eprintln!("{}", verdict.line());
+    assert!(verdict.passed, "{}", verdict.line());
+    assert!(attempt.diverged_fraction >= 0.9);
+}
+
+/// A network preset carries divergence goals only: any other is refused where it is written.
+#[test]
+fn a_network_challenge_other_than_divergence_is_refused() {
+    let text = atmc_lab::preset::SHIPPED
+        .iter()
+        .find(|(n, _)| *n == "bayesian-dl-2-calibration")
+        .unwrap()
+        .1
+        .replace("goal: Diverge(share: 0.9)", "goal: ModesPerChain(modes: 3)");
+    let e = AnyPreset::parse(&text, "bad.ron").unwrap_err().to_string();
+    assert!(e.contains("Diverge") && e.contains("bad.ron:"), "{e}");
+}
