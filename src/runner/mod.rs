@@ -52,7 +52,7 @@ pub fn run_comparison(
 #[derive(Clone, Debug)]
 pub enum ChallengeRun {
     /// A 2-D preset as the student set it.
-    Chains(Preset),
+    Chains(Box<Preset>),
     /// Networks as the student set them (divergence goals only).
     Networks(Box<crate::preset::MlpPreset>),
 }
@@ -75,11 +75,14 @@ impl ChallengeRun {
 /// by the challenge, a network preset; None for the sphere or a preset without a challenge.
 pub fn challenge_run(preset: &AnyPreset) -> Option<(ChallengeRun, ChallengeSpec)> {
     Some(match preset {
-        AnyPreset::Toy(p) => (ChallengeRun::Chains(p.clone()), *p.story.challenge.clone()?),
+        AnyPreset::Toy(p) => (
+            ChallengeRun::Chains(Box::new(p.clone())),
+            *p.story.challenge.clone()?,
+        ),
         AnyPreset::Comparison(c) => {
             let challenge = *c.story.challenge.clone()?;
             (
-                ChallengeRun::Chains(c.column_preset(challenge.column)),
+                ChallengeRun::Chains(Box::new(c.column_preset(challenge.column))),
                 challenge,
             )
         }
