@@ -539,20 +539,39 @@ pub(crate) fn preset_source(path: &str) -> Result<(String, String), PresetError>
             column: 1,
             message: format!(
                 "a folder, not a preset file (give a .ron file, or a shipped preset: {})",
-                shipped_names()
+                shipped_names(path)
             ),
         });
     }
     Ok((read_preset_file(path)?, path.to_owned()))
 }
 
-/// The shipped presets' names, comma-separated.
-pub(crate) fn shipped_names() -> String {
-    SHIPPED
+/// Where to find the shipped presets, for `asked`, a name that is none of them: the closest
+/// names (by edit distance, at most three) and the command that lists them all. The whole
+/// list (some fifty names with the lectures' lessons) no longer fits an error's one line.
+pub(crate) fn shipped_names(asked: &str) -> String {
+    let stem = std::path::Path::new(asked)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or(asked);
+    let mut near: Vec<(f64, &str)> = SHIPPED
         .iter()
-        .map(|(n, _)| *n)
-        .collect::<Vec<_>>()
-        .join(", ")
+        .map(|(n, _)| (strsim::normalized_damerau_levenshtein(stem, n), *n))
+        .filter(|(score, _)| *score >= 0.5)
+        .collect();
+    near.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let all = format!("`atmc-lab presets` lists all {}", SHIPPED.len());
+    match near.len() {
+        0 => all,
+        _ => format!(
+            "did you mean {}? {all}",
+            near.iter()
+                .take(3)
+                .map(|(_, n)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// Reads a preset file, naming the shipped presets when it cannot.
@@ -563,7 +582,7 @@ fn read_preset_file(path: &str) -> Result<String, PresetError> {
         column: 1,
         message: format!(
             "cannot read the preset: {e} (shipped presets: {})",
-            shipped_names()
+            shipped_names(path)
         ),
     })
 }
@@ -639,7 +658,24 @@ impl Overrides {
 
 #[cfg(test)]
 mod tests {
-    use super::{AnyPreset, Overrides};
+    use super::{AnyPreset, Overrides, SHIPPED, shipped_names};
+
+    /// A mistyped name gets the closest shipped names, a name like none of them only the
+    /// command that lists them; either way one short line.
+    #[test]
+    fn an_unknown_name_points_to_the_closest_shipped_presets() {
+        let near = shipped_names("cyclical-gmm");
+        assert!(near.starts_with("did you mean cyclical-gmm25"), "{near}");
+        assert!(
+            near.ends_with(&format!("lists all {}", SHIPPED.len())),
+            "{near}"
+        );
+        assert_eq!(
+            shipped_names("nope"),
+            format!("`atmc-lab presets` lists all {}", SHIPPED.len())
+        );
+        assert!(shipped_names("some/folder/two-moon.ron").contains("two-moons"));
+    }
 
     #[test]
     fn overrides_set_what_is_given_in_range_for_every_kind() {

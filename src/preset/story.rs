@@ -415,8 +415,8 @@ fn resolve_step(
         None => String::new(),
     };
     Err(format!(
-        "step \"{name}\": {looked}no shipped preset of that name (shipped: {})",
-        super::shipped_names()
+        "step \"{name}\": {looked}no shipped preset of that name ({})",
+        super::shipped_names(name)
     ))
 }
 
