@@ -263,13 +263,16 @@ fn loading_a_missing_file_names_it_and_the_shipped_presets() {
         msg.starts_with("/no/such/preset.ron:1:1: cannot read"),
         "{msg}"
     );
-    assert!(msg.contains("default"), "{msg}");
+    // Where the shipped presets are: the command that lists them, and the closest names to
+    // a mistyped one.
+    assert!(msg.contains("`atmc-lab presets` lists all"), "{msg}");
     assert!(Preset::load("printed").is_ok());
-    let err = AnyPreset::load("/no/such/preset.ron")
+    let err = AnyPreset::load("/no/such/two-moon.ron")
         .unwrap_err()
         .to_string();
     assert!(
-        err.starts_with("/no/such/preset.ron:1:1: cannot read") && err.contains("two-moons"),
+        err.starts_with("/no/such/two-moon.ron:1:1: cannot read")
+            && err.contains("did you mean two-moons"),
         "{err}"
     );
     assert!(matches!(
