@@ -5,7 +5,7 @@
 use super::{Failure, in_range, progress_bar, whole_in_range};
 use crate::diagnostics::challenge::goal_text;
 use crate::engine::BackendChoice;
-use crate::math::ranges::{self, Range};
+use crate::math::ranges;
 use crate::preset::Lecture;
 use crate::preset::story::{Script, script_runs};
 use std::fmt::Write as _;
@@ -27,7 +27,7 @@ pub struct HandoutArgs {
     #[arg(long, default_value = "1280x720", value_name = "WIDTHxHEIGHT", value_parser = super::render::parse_size)]
     size: [u32; 2],
     /// Pixels per point.
-    #[arg(long, default_value_t = 1.0, value_parser = in_range(SCALE))]
+    #[arg(long, default_value_t = 1.0, value_parser = in_range(super::render::SCALE))]
     scale: f64,
     /// Backend of the engine.
     #[arg(long, value_enum, default_value = "auto")]
@@ -36,9 +36,6 @@ pub struct HandoutArgs {
     #[arg(long)]
     light: bool,
 }
-
-/// Pixels per point of a handout's pictures.
-const SCALE: Range = Range::closed_range("pixels per point", 0.5, 4.0);
 
 /// Steps before lesson `k`'s picture: its `handout_steps`, else its own steps up to `cap`.
 fn lesson_steps(step: &crate::preset::Step, cap: u32) -> u32 {

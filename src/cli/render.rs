@@ -56,7 +56,7 @@ struct RenderArgs {
 }
 
 /// Pixels per point of an offscreen picture.
-const SCALE: Range = Range::closed_range("pixels per point", 0.5, 4.0);
+pub(super) const SCALE: Range = Range::closed_range("pixels per point", 0.5, 4.0);
 
 impl RenderArgs {
     /// The theme and type size asked for.
