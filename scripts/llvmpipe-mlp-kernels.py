@@ -25,30 +25,16 @@ dispatch includes the driver's compile (Mesa caches it on disk: clear
 """
 import argparse
 import json
+import pathlib
+import re
 import time
 
 import numpy as np
 import wgpu
 
-# The same rational tanh as `tanh_rational` in shaders/common.wgsl.
-TANH = """
-fn tanh_rational(a: f32) -> f32 {
-    let x = clamp(a, -7.905311, 7.905311);
-    let x2 = x * x;
-    var p = -2.7607685e-16;
-    p = p * x2 + 2.000188e-13;
-    p = p * x2 - 8.604672e-11;
-    p = p * x2 + 5.122297e-8;
-    p = p * x2 + 1.4857224e-5;
-    p = p * x2 + 6.3726193e-4;
-    p = p * x2 + 4.8935246e-3;
-    var q = 1.1982584e-6;
-    q = q * x2 + 1.1853471e-4;
-    q = q * x2 + 2.2684346e-3;
-    q = q * x2 + 4.893525e-3;
-    return x * p / q;
-}
-"""
+# The rational tanh of the shaders, read from shaders/common.wgsl (one copy of its constants).
+_COMMON = pathlib.Path(__file__).resolve().parent.parent / "shaders" / "common.wgsl"
+TANH = re.search(r"fn tanh_rational\(.*?\n}\n", _COMMON.read_text(), re.S).group(0)
 
 
 def layers_of(sizes):
