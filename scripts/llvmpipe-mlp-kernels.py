@@ -115,7 +115,7 @@ def kernel(sizes, lanes, theta, reduction, chunk):
     w.append("  }")
     if reduction == "none":
         checksum = " + ".join(f"g{k}" for k in range(params))
-        w.append(f"  state[({params}u + lane) * chains + net] = {checksum};")
+        w.append(f"  state[({2 * params}u + lane) * chains + net] = {checksum};")
     for first in range(0, params, chunk) if reduction != "none" else []:
         end = min(params, first + chunk)
         if first > 0:
@@ -173,7 +173,8 @@ def measure(sizes, lanes, theta, reduction, networks, points, repeats):
         layout="auto", compute={"module": module, "entry_point": "main"}
     )
     rng = np.random.default_rng(1)
-    state = (rng.standard_normal(2 * params * networks) * 0.5).astype(np.float32)
+    # θ, the gradient, and one checksum row per invocation for `--reduction none`.
+    state = (rng.standard_normal((2 * params + lanes) * networks) * 0.5).astype(np.float32)
     data = np.zeros((points, 4), np.float32)
     data[:, :2] = rng.standard_normal((points, 2))
     data[:, 2] = rng.integers(0, sizes[-1], points)
@@ -210,7 +211,7 @@ def measure(sizes, lanes, theta, reduction, networks, points, repeats):
         # Network 0's gradient against numpy (np.tanh: the rational tanh is within 1e-6).
         out = np.frombuffer(device.queue.read_buffer(state_buffer), np.float32)
         theta0 = state[: params * networks].reshape(params, networks)[:, 0]
-        got = out[params * networks :].reshape(params, networks)[:, 0]
+        got = out[params * networks : 2 * params * networks].reshape(params, networks)[:, 0]
         worst = float(np.max(np.abs(got - reference(sizes, theta0, data))))
     dispatch(repeats)
     seconds = time.time() - compiled
