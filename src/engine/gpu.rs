@@ -16,8 +16,8 @@ use super::shader_interface::{
     SUPERCHAIN_FIELDS,
 };
 use super::{
-    BackendInfo, ChainStates, Engine, HistogramSpec, InitSpec, MAX_HISTOGRAMS, Moments, Report,
-    SuperchainMoments,
+    BackendInfo, ChainStates, Engine, HistogramSpec, InitSpec, LOOP_BUDGET, MAX_HISTOGRAMS,
+    Moments, Report, SuperchainMoments,
 };
 use crate::math::init::MAX_SUPERCHAINS;
 use crate::math::{Chain2, Model, SamplerParams, Schedule, Target};
@@ -35,17 +35,7 @@ pub static SHADER_SOURCE: LazyLock<String> =
 /// The engine's WGSL with `expression` (a function `expression_gradient`, written by
 /// `math::expr::wgsl`) in front of the target code that calls it.
 pub fn engine_source(expression: &str) -> String {
-    shader_interface::compose(
-        Program::Chain2,
-        &[
-            ("rng.wgsl", include_str!("../../shaders/rng.wgsl")),
-            ("expression (generated)", expression),
-            ("targets.wgsl", include_str!("../../shaders/targets.wgsl")),
-            ("samplers.wgsl", include_str!("../../shaders/samplers.wgsl")),
-            ("chain2.wgsl", include_str!("../../shaders/chain2.wgsl")),
-            ("engine.wgsl", include_str!("../../shaders/engine.wgsl")),
-        ],
-    )
+    shader_interface::compose(Program::Chain2, &[("expression (generated)", expression)])
 }
 
 /// Parses and validates WGSL with naga, as wgpu would, so that a generated shader is refused
@@ -67,10 +57,6 @@ pub fn validate_wgsl(source: &str) -> anyhow::Result<()> {
 const PARTIAL_FIELDS: usize = CHAIN_PARTIALS as usize;
 /// Longest dispatch: keeps each submission short enough for display watchdogs.
 const MAX_STEPS_PER_DISPATCH: u32 = 1024;
-/// Loop iterations one invocation may run: llvmpipe (lavapipe) ends an invocation after
-/// 65,535 loop iterations in all (LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of the
-/// shader), silently. Dispatches are cut to stay below it.
-const LOOP_BUDGET: u32 = 50_000;
 
 /// An upper bound on the loop iterations of one step of `model`: Philox rounds, the mixture's
 /// components, the logistic minibatch with its Philox draws. An expression target's gradient
@@ -832,36 +818,12 @@ impl GpuEngine {
     }
 }
 
-impl Engine for GpuEngine {
-    fn backend(&self) -> BackendInfo {
-        BackendInfo {
-            kind: "gpu",
-            device: self.ctx.describe(),
-        }
-    }
-
-    fn chains(&self) -> u32 {
-        self.chains
-    }
-
-    fn steps_done(&self) -> u32 {
-        self.step
-    }
-
-    fn model(&self) -> &Model {
-        &self.model
-    }
-
-    fn set_model(&mut self, model: Model) {
-        let data_changed = self.model.target != model.target;
-        self.model = model;
-        if data_changed {
-            self.data = Self::data_buffer(&self.ctx.device, &self.model.target);
-            self.rebind();
-        }
-    }
-
-    fn advance(&mut self, steps: u32, histograms: &[HistogramSpec]) -> anyhow::Result<Report> {
+impl GpuEngine {
+    /// Everything `advance` needs before it dispatches: the histogram buffer large enough,
+    /// the pipeline of the model's sampler, target and features (an expression target's
+    /// shader compiled once per formula), the superchains' reduction. Returns the pipeline's
+    /// key and the histograms' slots.
+    fn prepare(&mut self, histograms: &[HistogramSpec]) -> anyhow::Result<(PipelineKey, u32)> {
         if histograms.len() > MAX_HISTOGRAMS {
             bail!("at most {MAX_HISTOGRAMS} histograms per advance");
         }
@@ -913,6 +875,12 @@ impl Engine for GpuEngine {
                 &key.constants(),
             )?);
         }
+        Ok((key, slots))
+    }
+
+    /// Writes the parameters and submits the steps in dispatches cut to the loop budget; the
+    /// last one bins the histograms and reduces the superchains.
+    fn encode(&mut self, key: &PipelineKey, steps: u32, histograms: &[HistogramSpec]) {
         let per_dispatch =
             (LOOP_BUDGET / loop_iterations_per_step(&self.model)).clamp(1, MAX_STEPS_PER_DISPATCH);
         let chunks = steps.div_ceil(per_dispatch).max(1);
@@ -943,7 +911,7 @@ impl Engine for GpuEngine {
             }
             {
                 let mut pass = encoder.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&self.pipelines[&key]);
+                pass.set_pipeline(&self.pipelines[key]);
                 pass.set_bind_group(0, &self.bind_group, &[]);
                 let [gx, gy] = self.buffers.groups;
                 pass.dispatch_workgroups(gx, gy, 1);
@@ -958,6 +926,11 @@ impl Engine for GpuEngine {
             done += n;
         }
         self.step = self.step.wrapping_add(steps);
+    }
+
+    /// Reads the partial sums, the histograms and the superchains' sums back in one copy and
+    /// one map, and sums them into the report.
+    fn decode(&mut self, histograms: &[HistogramSpec], slots: u32) -> anyhow::Result<Report> {
         // The partial sums, the histograms and the superchains' sums in one copy and one map.
         let superchain_bytes = u64::from(4 * SUPERCHAIN_FIELDS * self.superchains);
         let raw = self.readback.read(
@@ -1012,6 +985,45 @@ impl Engine for GpuEngine {
             histograms: result,
             superchains,
         })
+    }
+}
+
+impl Engine for GpuEngine {
+    fn backend(&self) -> BackendInfo {
+        BackendInfo {
+            kind: "gpu",
+            device: self.ctx.describe(),
+        }
+    }
+
+    fn chains(&self) -> u32 {
+        self.chains
+    }
+
+    fn steps_done(&self) -> u32 {
+        self.step
+    }
+
+    fn model(&self) -> &Model {
+        &self.model
+    }
+
+    fn set_model(&mut self, model: Model) {
+        let data_changed = self.model.target != model.target;
+        self.model = model;
+        if data_changed {
+            self.data = Self::data_buffer(&self.ctx.device, &self.model.target);
+            self.rebind();
+        }
+    }
+
+    fn advance(&mut self, steps: u32, histograms: &[HistogramSpec]) -> anyhow::Result<Report> {
+        // As the wgpu examples keep setup apart from per-frame work: buffers and pipelines
+        // once (and again only when the model or the histograms outgrow them), then the
+        // dispatches, then one readback decoded into the report.
+        let (key, slots) = self.prepare(histograms)?;
+        self.encode(&key, steps, histograms);
+        self.decode(histograms, slots)
     }
 
     fn read_chains(&mut self, first: u32, count: u32) -> anyhow::Result<ChainStates> {

@@ -13,6 +13,11 @@ pub use moments::{Moments, SuperchainMoments};
 use crate::math::{Chain2, Grid2, InitSpec, Model};
 use serde::{Deserialize, Serialize};
 
+/// Loop iterations one GPU invocation may run, for every engine: llvmpipe (lavapipe) ends an
+/// invocation after 65,535 loop iterations in all (LP_MAX_TGSI_LOOP_ITERATIONS, shared by
+/// every loop of the shader), silently. Dispatches are cut to stay below it.
+pub const LOOP_BUDGET: u32 = 50_000;
+
 /// Which backend runs the chains, and on what.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct BackendInfo {

@@ -193,32 +193,38 @@ fn exp_poly(x: f32) -> f32 {
     if x.is_nan() { x } else { y }
 }
 
+/// Where [`tanh_rational`] reaches ±1 in f32: it clamps its argument to ±this.
+pub const TANH_RATIONAL_CLAMP: f32 = 7.905_311;
+/// The numerator of [`tanh_rational`], in x², lowest power first.
+pub const TANH_RATIONAL_ALPHA: [f32; 7] = [
+    4.893_524_6e-3,
+    6.372_619_3e-4,
+    1.485_722_4e-5,
+    5.122_297e-8,
+    -8.604_672e-11,
+    2.000_188e-13,
+    -2.760_768_5e-16,
+];
+/// The denominator of [`tanh_rational`], in x², lowest power first.
+pub const TANH_RATIONAL_BETA: [f32; 4] =
+    [4.893_525e-3, 2.268_434_6e-3, 1.185_347_1e-4, 1.198_258_4e-6];
+
 /// tanh x as an odd rational function p(x)/q(x) (degree 13 over degree 6) on [−c, c],
 /// c ≈ 7.905, where it reaches 1 in f32, and ±1 beyond: relative error below 5e-7
 /// everywhere (tested against f64), with no exponential and no branch. The library's
 /// `f32::tanh` costs a call to `expm1` per activation, most of what the MLP samplers spent.
-/// Same coefficients in `shaders/common.wgsl`.
+/// The WGSL twin is generated from the same constants (`engine::shader_interface`), in the
+/// same Horner order.
 #[inline(always)]
 pub fn tanh_rational(x: f32) -> f32 {
-    const CLAMP: f32 = 7.905_311;
-    const ALPHA: [f32; 7] = [
-        4.893_524_6e-3,
-        6.372_619_3e-4,
-        1.485_722_4e-5,
-        5.122_297e-8,
-        -8.604_672e-11,
-        2.000_188e-13,
-        -2.760_768_5e-16,
-    ];
-    const BETA: [f32; 4] = [4.893_525e-3, 2.268_434_6e-3, 1.185_347_1e-4, 1.198_258_4e-6];
-    let x = x.clamp(-CLAMP, CLAMP);
+    let x = x.clamp(-TANH_RATIONAL_CLAMP, TANH_RATIONAL_CLAMP);
     let x2 = x * x;
-    let mut p = ALPHA[6];
-    for &a in ALPHA[..6].iter().rev() {
+    let mut p = TANH_RATIONAL_ALPHA[6];
+    for &a in TANH_RATIONAL_ALPHA[..6].iter().rev() {
         p = p * x2 + a;
     }
-    let mut q = BETA[3];
-    for &b in BETA[..3].iter().rev() {
+    let mut q = TANH_RATIONAL_BETA[3];
+    for &b in TANH_RATIONAL_BETA[..3].iter().rev() {
         q = q * x2 + b;
     }
     x * p / q

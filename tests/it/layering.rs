@@ -295,3 +295,193 @@ fn the_check_catches_a_forbidden_import_in_each_form_it_can_take() {
         "diagnostics , math "
     );
 }
+
+/// ARCHITECTURE.md's section from the heading `start` up to the next heading of the same level.
+fn architecture_section(start: &str) -> String {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let level = start.chars().take_while(|c| *c == '#').count();
+    let mut lines = text.lines().skip_while(|l| *l != start);
+    assert!(
+        lines.next().is_some(),
+        "ARCHITECTURE.md has no heading {start:?}"
+    );
+    lines
+        .take_while(|l| {
+            let hashes = l.chars().take_while(|c| *c == '#').count();
+            !(hashes > 0 && hashes <= level && l[hashes..].starts_with(' '))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every source file is named in the code map, in the section of its top-level folder: a file
+/// as `name.rs` (or its path below that folder), a nested module's `mod.rs` by its folder
+/// (`expr/`). A file added without a word in the map fails here.
+#[test]
+fn every_source_file_is_in_the_code_map() {
+    let map = architecture_section("## Code Map");
+    let mut missing = Vec::new();
+    for file in rust_files(&root().join("src")) {
+        let relative = file.strip_prefix(root().join("src")).expect("below src/");
+        let parts: Vec<String> = relative
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let (section, names) = match parts.as_slice() {
+            // main.rs, lib.rs, fsutil.rs: anywhere in the map.
+            [file] => (map.clone(), vec![file.clone()]),
+            [top, rest @ ..] => {
+                let section = architecture_section(&format!("### `src/{top}/`"));
+                let below = rest.join("/");
+                // A top-level folder's `mod.rs` is named by its section's heading.
+                if rest == ["mod.rs"] {
+                    continue;
+                }
+                let names = if rest.len() > 1 && rest.last().is_some_and(|f| f == "mod.rs") {
+                    vec![format!("{}/", rest[..rest.len() - 1].join("/"))]
+                } else {
+                    vec![below.clone(), rest.last().expect("a file").clone()]
+                };
+                (section, names)
+            }
+            [] => unreachable!("a file has a name"),
+        };
+        if !names.iter().any(|n| section.contains(n.as_str())) {
+            missing.push(format!(
+                "src/{} (as {})",
+                relative.display(),
+                names.join(" or ")
+            ));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's code map does not name:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// Every WGSL function has its row in the twin table ("Every WGSL function has a Rust twin"),
+/// written as `` `name` ``: a shader function added without saying what it mirrors fails here.
+#[test]
+fn every_wgsl_function_is_in_the_twin_table() {
+    let table = architecture_section("### Every WGSL function has a Rust twin");
+    let mut missing = Vec::new();
+    let mut shaders: Vec<PathBuf> = std::fs::read_dir(root().join("shaders"))
+        .expect("shaders/")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wgsl"))
+        .collect();
+    shaders.sort();
+    assert!(!shaders.is_empty(), "no WGSL files in shaders/");
+    for shader in shaders {
+        let source = std::fs::read_to_string(&shader).expect("a readable shader");
+        for line in source.lines() {
+            let Some(rest) = line.trim_start().strip_prefix("fn ") else {
+                continue;
+            };
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !table.contains(&format!("`{name}`")) {
+                missing.push(format!(
+                    "{}: fn {name}",
+                    shader.file_name().expect("a file").to_string_lossy()
+                ));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's twin table misses:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// The dependencies of Cargo.toml, by the name code uses (`-` read as `_`).
+fn dependency_names() -> BTreeSet<String> {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).expect("Cargo.toml");
+    manifest
+        .lines()
+        .skip_while(|l| l.trim() != "[dependencies]")
+        .skip(1)
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| {
+            let name = l.split('=').next()?.trim();
+            (!name.is_empty() && !name.starts_with('#')).then(|| name.replace('-', "_"))
+        })
+        .collect()
+}
+
+/// The code of a file before its test module (the crate writes `#[cfg(test)]` modules last).
+fn code_before_tests(source: &str) -> String {
+    let code = code_of(source);
+    match code.find("#[cfg(test)]\nmod ") {
+        Some(at) => code[..at].to_string(),
+        None => code,
+    }
+}
+
+/// ARCHITECTURE.md's table "module | external crates", enforced like the module table: a layer
+/// that starts using a crate (the UI toolkit in `math`, say) must say so there first.
+#[test]
+fn every_module_uses_only_the_external_crates_architecture_md_lists() {
+    let modules = top_level_modules();
+    let dependencies = dependency_names();
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("| module | external crates |"));
+    assert!(
+        lines.next().is_some(),
+        "ARCHITECTURE.md has no table starting with `| module | external crates |`"
+    );
+    let mut listed = BTreeMap::new();
+    for line in lines.skip(1).take_while(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells.len(), 2, "a row of two cells: {line}");
+        let module = cells[0].trim_matches('`').to_string();
+        let crates: BTreeSet<String> = without_parentheses(cells[1])
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| dependencies.contains(*w))
+            .map(str::to_string)
+            .collect();
+        listed.insert(module, crates);
+    }
+    let mut violations = Vec::new();
+    for module in &modules {
+        let Some(allowed) = listed.get(module) else {
+            violations.push(format!("no row for `{module}`"));
+            continue;
+        };
+        let src = root().join("src");
+        let path = if src.join(module).is_dir() {
+            src.join(module)
+        } else {
+            src.join(format!("{module}.rs"))
+        };
+        // A `tests.rs` file is a module's test module (`#[cfg(test)] mod tests;`).
+        for file in rust_files(&path)
+            .into_iter()
+            .filter(|f| !f.ends_with("tests.rs"))
+        {
+            let code = code_before_tests(&std::fs::read_to_string(&file).expect("a source file"));
+            for dependency in &dependencies {
+                let named = code
+                    .match_indices(&format!("{dependency}::"))
+                    .any(|(at, _)| {
+                        !code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':')
+                    });
+                if named && !allowed.contains(dependency) {
+                    violations.push(format!(
+                        "{}: `{module}` uses the crate `{dependency}`, which ARCHITECTURE.md does \
+                         not list for it",
+                        file.strip_prefix(root()).unwrap_or(&file).display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}

@@ -30,26 +30,15 @@ use wgpu::util::DeviceExt;
 
 /// The WGSL of the MLP engine: the generated prelude of [`shader_interface`], then the files
 /// that mirror `src/math`.
-pub static MLP_SHADER_SOURCE: LazyLock<String> = LazyLock::new(|| {
-    shader_interface::compose(
-        Program::Mlp,
-        &[
-            ("rng.wgsl", include_str!("../../../shaders/rng.wgsl")),
-            (
-                "samplers.wgsl",
-                include_str!("../../../shaders/samplers.wgsl"),
-            ),
-            ("mlp.wgsl", include_str!("../../../shaders/mlp.wgsl")),
-        ],
-    )
-});
+pub static MLP_SHADER_SOURCE: LazyLock<String> =
+    LazyLock::new(|| shader_interface::compose(Program::Mlp, &[]));
 
 /// Partial sums per workgroup (`partials` in `shaders/mlp.wgsl`).
 const PARTIAL_FIELDS: usize = MLP_PARTIALS as usize;
 /// Steps per submission: short submissions keep display watchdogs and the UI's queue happy.
 const STEPS_PER_SUBMISSION: u32 = 16;
-/// Loop iterations one invocation may run: llvmpipe ends an invocation after 65,535 in all.
-const LOOP_BUDGET: usize = 50_000;
+/// [`LOOP_BUDGET`] as the sizes here count.
+const LOOP_BUDGET: usize = crate::engine::LOOP_BUDGET as usize;
 
 impl Slice {
     fn whole(step: u32) -> Self {

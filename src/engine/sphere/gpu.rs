@@ -3,11 +3,11 @@
 //! the measurements, which the CPU engine's f64 oracle checks (`tests/it/gpu.rs`).
 
 use super::SphereEngine;
-use crate::engine::BackendInfo;
 use crate::engine::gpu::{GpuContext, Readback, bind_group, compute_pipelines, uniform_buffer};
 use crate::engine::shader_interface::{
     self, CHAIN_WORKGROUP, GpuSphereChain, GpuSphereParams, Program, SphereBinding,
 };
+use crate::engine::{BackendInfo, LOOP_BUDGET};
 use crate::math::sphere::{SphereChain, SphereOptimizer, SphereProblem};
 use anyhow::bail;
 use glam::DVec3;
@@ -15,19 +15,9 @@ use std::sync::LazyLock;
 use wgpu::util::DeviceExt;
 
 /// The WGSL of the sphere engine: the generated prelude, Philox, the step.
-pub static SPHERE_SHADER_SOURCE: LazyLock<String> = LazyLock::new(|| {
-    shader_interface::compose(
-        Program::Sphere,
-        &[
-            ("rng.wgsl", include_str!("../../../shaders/rng.wgsl")),
-            ("sphere.wgsl", include_str!("../../../shaders/sphere.wgsl")),
-        ],
-    )
-});
+pub static SPHERE_SHADER_SOURCE: LazyLock<String> =
+    LazyLock::new(|| shader_interface::compose(Program::Sphere, &[]));
 
-/// Loop iterations one invocation may run on llvmpipe (see `LOOP_BUDGET` of the 2-D engine):
-/// dispatches are cut to stay below it.
-const LOOP_BUDGET: u32 = 50_000;
 /// Longest dispatch, for display watchdogs on real GPUs.
 const MAX_STEPS_PER_DISPATCH: u32 = 1024;
 
