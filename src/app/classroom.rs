@@ -2,10 +2,14 @@
 //! the steps of a lecture), the keyboard, presentation mode (large type, thick lines, light
 //! or dark, full screen) and the overlay that lists the keys.
 
+use super::NARROW_FOR_LESSONS;
+use super::view::{Action, Status};
 use crate::diagnostics::challenge::Verdict;
+use crate::engine::BackendChoice;
 use crate::preset::story::{Script, script_runs};
-use crate::preset::{Lecture, Story};
+use crate::preset::{AnyPreset, Lecture, Story};
 use egui::{Key, Modifiers, RichText, Ui};
+use std::path::{Path, PathBuf};
 
 /// Width of the lesson panel.
 const LESSON_WIDTH: f32 = 300.0;
@@ -464,5 +468,219 @@ mod tests {
         assert!((desk_zoom(1080.0) - 1.256).abs() < 1e-3);
         assert!((presentation_zoom(720.0) - 1.161).abs() < 1e-3);
         assert!((presentation_zoom(1080.0) - 1.742).abs() < 1e-3);
+    }
+}
+
+/// The shell's lecture and challenge actions: opening lessons (each opens paused at step 0
+/// unless its story plays at once, however it is opened), the keys, and a challenge's attempt
+/// in the background.
+impl super::AtmcApp {
+    /// Loads a preset chosen from the Presets menu or a file, and runs it: every kind opens
+    /// running, as lessons do (a sphere preset waits for its sweep to be started: that is
+    /// minutes of work, not an animation).
+    pub fn open_and_play(&mut self, ctx: &egui::Context, preset: AnyPreset) {
+        // A preset opened from the menu or a file leaves the lecture: its lesson panel and
+        // keys 1–9 belong to the lecture's lessons.
+        self.classroom.lecture = None;
+        // A lesson waits for the lecturer unless its story says otherwise.
+        let runs =
+            !matches!(preset, AnyPreset::Sphere(_)) && preset.story().is_none_or(|s| s.autoplay);
+        self.load_any(ctx, preset);
+        if runs {
+            self.active_mut().act(Action::Play);
+        }
+    }
+
+    /// Starts a lecture at its first lesson.
+    pub fn start_lecture(&mut self, ctx: &egui::Context, lecture: Lecture) {
+        self.classroom.lecture = Some(LectureState { lecture, step: 0 });
+        // A small window cannot hold the control panel, the lesson and the pictures: the
+        // control panel folds away (the lesson is what the class reads), and says so.
+        let width = ctx.content_rect().width();
+        if self.show_controls && width < NARROW_FOR_LESSONS {
+            self.show_controls = false;
+            self.shell.status = Some(Status::ok(
+                "control panel folded to make room for the lesson (View → Control panel \
+                 shows it again)",
+            ));
+        }
+        self.go_to_lesson(ctx, 0);
+    }
+
+    /// Shows lesson `k` of the lecture (ignored past its end): its preset loads, paused at
+    /// step 0 unless its story plays at once.
+    pub fn go_to_lesson(&mut self, ctx: &egui::Context, k: usize) {
+        let Some(l) = &mut self.classroom.lecture else {
+            return;
+        };
+        // Every step was read and checked when the lecture was: nothing can fail here.
+        let Some(step) = l.lecture.steps.get(k) else {
+            return;
+        };
+        let p = step.preset.clone();
+        l.step = k;
+        self.classroom.panel_closed = false;
+        // It opens at step 0 and waits for Space, unless its story plays at once.
+        let runs = p.story().is_some_and(|s| s.autoplay);
+        self.load_any(ctx, p);
+        if runs {
+            self.active_mut().act(Action::Play);
+        }
+    }
+
+    /// Opens a lecture file or folder ([`Lecture::load`]) at its first lesson; a bad one is
+    /// refused with its file:line:column in the status bar, and what was shown stays.
+    pub fn open_lecture(&mut self, ctx: &egui::Context, path: &Path) {
+        match Lecture::load(&path.to_string_lossy()) {
+            Ok(lecture) => {
+                self.shell.status = Some(Status::ok(format!(
+                    "opened the lecture \"{}\" ({} lessons)",
+                    lecture.name,
+                    lecture.steps.len()
+                )));
+                self.start_lecture(ctx, lecture);
+            }
+            Err(e) => self.shell.status = Some(Status::error(e.to_string())),
+        }
+    }
+
+    /// The lesson `delta` away from the one shown (next: +1, previous: −1), when a lecture
+    /// runs and that lesson exists.
+    fn lesson_by(&self, delta: isize) -> Option<usize> {
+        let l = self.classroom.lecture.as_ref()?;
+        l.step
+            .checked_add_signed(delta)
+            .filter(|&k| k < l.lecture.steps.len())
+    }
+
+    /// Carries out the keys pressed this frame.
+    pub(super) fn handle_keys(&mut self, ctx: &egui::Context) {
+        for command in key_commands(ctx) {
+            match command {
+                KeyCommand::TogglePlay => self.active_mut().act(Action::TogglePlay),
+                KeyCommand::Step => self.active_mut().act(Action::Step),
+                KeyCommand::Reset => self.active_mut().act(Action::Reset),
+                KeyCommand::FlipSign => self.active_mut().act(Action::FlipSign),
+                KeyCommand::Faster => self.active_mut().act(Action::Faster),
+                KeyCommand::Slower => self.active_mut().act(Action::Slower),
+                KeyCommand::Screenshot => self.quick_screenshot(ctx),
+                KeyCommand::ToggleHelp => self.classroom.show_keys ^= true,
+                KeyCommand::Lesson(k) if self.classroom.lecture.is_none() => {
+                    self.shell.status = Some(Status::error(format!(
+                        "key {}: no lecture is running (Lectures menu); keys 1–9 choose its \
+                         lessons",
+                        k + 1
+                    )));
+                }
+                KeyCommand::Lesson(k) => self.go_to_lesson(ctx, k),
+                KeyCommand::NextLesson | KeyCommand::PreviousLesson => {
+                    let delta = if command == KeyCommand::NextLesson {
+                        1
+                    } else {
+                        -1
+                    };
+                    if let Some(k) = self.lesson_by(delta) {
+                        self.go_to_lesson(ctx, k);
+                    }
+                }
+                KeyCommand::FullScreen => self.toggle_full_screen(ctx),
+                KeyCommand::Escape => {
+                    self.classroom.show_keys = false;
+                    ctx.send_viewport_cmd(egui::ViewportCommand::Fullscreen(false));
+                }
+            }
+        }
+        // A preset copied as text and pasted with Ctrl+V (outside any text field).
+        if !ctx.egui_wants_keyboard_input() {
+            let pasted = ctx.input(|i| {
+                i.events.iter().find_map(|e| match e {
+                    egui::Event::Paste(text) => Some(text.clone()),
+                    _ => None,
+                })
+            });
+            if let Some(text) = pasted {
+                self.paste_preset(ctx, &text);
+            }
+        }
+        let dropped: Vec<PathBuf> = ctx.input(|i| {
+            i.raw
+                .dropped_files
+                .iter()
+                .map(|f| f.path().to_owned())
+                .collect()
+        });
+        if let Some(path) = dropped.last() {
+            self.open_file(ctx, path);
+        }
+    }
+
+    /// Starts an attempt at the shown lesson's challenge: the shown view's preset as it is
+    /// set now, run headless on the CPU for the challenge's budget in the background, then
+    /// judged by the diagnostics ([`crate::runner::attempt`]).
+    pub fn check_challenge(&mut self, ctx: &egui::Context) {
+        let Some((preset, challenge)) = self
+            .active()
+            .preset()
+            .as_ref()
+            .and_then(crate::runner::challenge_run)
+        else {
+            self.classroom.attempt =
+                AttemptState::Failed("this view's run has no challenge to check".into());
+            return;
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ctx = ctx.clone();
+        std::thread::spawn(move || {
+            let verdict = preset
+                .attempt(&challenge, BackendChoice::Cpu)
+                .map(|(_, v)| v)
+                .map_err(|e| format!("the attempt could not run: {e}"));
+            // The lesson may have changed meanwhile: then nobody listens, and that is fine.
+            let _ = tx.send(verdict);
+            ctx.request_repaint();
+        });
+        self.attempt = Some(rx);
+        self.classroom.attempt = AttemptState::Checking;
+    }
+
+    /// Takes the verdict of a finished attempt.
+    pub(super) fn poll_attempt(&mut self) {
+        let Some(rx) = &self.attempt else {
+            return;
+        };
+        match rx.try_recv() {
+            Ok(result) => {
+                self.classroom.attempt = match result {
+                    Ok(v) => AttemptState::Done(v),
+                    Err(e) => AttemptState::Failed(e),
+                };
+                self.attempt = None;
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => {}
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                self.classroom.attempt = AttemptState::Failed("the attempt stopped".into());
+                self.attempt = None;
+            }
+        }
+    }
+
+    /// Whether an attempt at a challenge is running (tests wait for its verdict).
+    pub fn checking(&self) -> bool {
+        self.attempt.is_some()
+    }
+
+    /// Switches presentation mode and the theme.
+    pub fn set_appearance(&mut self, ctx: &egui::Context, appearance: Appearance) {
+        // Presentation leaves the room to the pictures: the control panel folds away (View →
+        // Control panel brings it back).
+        if appearance.presentation != self.classroom.presentation {
+            self.show_controls = !appearance.presentation;
+        }
+        self.classroom.presentation = appearance.presentation;
+        self.classroom.light = appearance.light;
+        if !appearance.presentation {
+            ctx.set_zoom_factor(1.0);
+        }
+        apply_style(ctx, &self.classroom);
     }
 }

@@ -13,16 +13,27 @@ impl AtmcApp {
     pub(super) fn menu_bar(&mut self, ui: &mut egui::Ui) {
         egui::MenuBar::new().ui(ui, |ui| {
             ui.menu_button("Presets", |ui| {
-                for (name, text) in SHIPPED {
-                    if let Ok(p) = AnyPreset::parse(text, name)
-                        && ui
-                            .button(format!("{name}: {}", p.name()))
-                            .on_hover_text(p.description())
-                            .clicked()
-                    {
-                        ui.close();
-                        self.open_and_play(ui.ctx(), p);
-                    }
+                // Grouped by family, each group a submenu that scrolls: the whole list (48
+                // presets) is taller than a 600-point window.
+                let max_height = (ui.ctx().content_rect().height() - 80.0).max(120.0);
+                for (group, names) in preset_groups() {
+                    ui.menu_button(group, |ui| {
+                        egui::ScrollArea::vertical()
+                            .max_height(max_height)
+                            .show(ui, |ui| {
+                                for (name, text) in names {
+                                    if let Ok(p) = AnyPreset::parse(text, name)
+                                        && ui
+                                            .button(format!("{name}: {}", p.name()))
+                                            .on_hover_text(p.description())
+                                            .clicked()
+                                    {
+                                        ui.close();
+                                        self.open_and_play(ui.ctx(), p);
+                                    }
+                                }
+                            });
+                    });
                 }
             });
             ui.menu_button("Lectures", |ui| {
@@ -292,4 +303,36 @@ impl AtmcApp {
             }
         });
     }
+}
+
+/// The groups of the Presets menu, in order: each shipped preset in the first group whose
+/// name prefix it has ("" takes the rest).
+const PRESET_GROUPS: [(&str, &[&str]); 7] = [
+    ("Lessons (ATMC lecture)", &["lesson-"]),
+    ("Cyclical lecture", &["cyclical-"]),
+    ("Free-energy lecture", &["free-energy-"]),
+    ("Bayesian DL lecture", &["bayesian-dl-"]),
+    ("Typed formulas", &["expr-"]),
+    (
+        "Networks and spheres",
+        &["mlp-", "sphere-", "two-moons", "spirals", "drawn-"],
+    ),
+    ("2-D targets", &[""]),
+];
+
+/// The shipped presets grouped for the Presets menu ([`PRESET_GROUPS`]), empty groups left out.
+pub fn preset_groups() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
+    let mut groups: Vec<_> = PRESET_GROUPS
+        .iter()
+        .map(|(g, _)| (*g, Vec::new()))
+        .collect();
+    for &(name, text) in SHIPPED {
+        let k = PRESET_GROUPS
+            .iter()
+            .position(|(_, prefixes)| prefixes.iter().any(|p| name.starts_with(p)))
+            .expect("the last group takes every name");
+        groups[k].1.push((name, text));
+    }
+    groups.retain(|(_, names)| !names.is_empty());
+    groups
 }

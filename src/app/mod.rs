@@ -21,6 +21,7 @@ pub mod formula;
 pub mod frame_clock;
 mod menus;
 pub mod mlp;
+mod opening;
 pub mod overlay;
 pub mod palette;
 pub mod plots;
@@ -35,15 +36,19 @@ pub mod texture;
 pub mod thermo_view;
 pub mod training;
 pub mod view;
+mod window;
 pub mod worker;
 
 use crate::engine::BackendChoice;
-use crate::preset::{AnyPreset, Comparison, Lecture, MlpPreset, Preset};
-use classroom::{AttemptState, Classroom, KeyCommand, LectureState, LessonRequest};
-use egui::{Color32, RichText};
-use std::path::{Path, PathBuf};
+use crate::preset::{AnyPreset, Preset};
+use classroom::{AttemptState, Classroom, LessonRequest};
+use egui::Color32;
+pub use opening::{Folders, Opening, is_sweep_path};
+use std::path::Path;
 pub use tabs::Tab;
+pub(crate) use view::explosion_banner;
 use view::{Action, Shell, Status, View};
+pub use window::run_native;
 
 /// Where the S key puts its screenshots, in the working directory by default.
 pub const SCREENSHOT_FOLDER: &str = "atmc-lab-screenshots";
@@ -67,70 +72,6 @@ pub fn controls_width(style: &egui::Style) -> f32 {
         .get(&egui::TextStyle::Body)
         .map_or(13.0, |f| f.size);
     (CONTROLS_WIDTH * body / 13.0).ceil()
-}
-
-/// Where the app writes what it makes without asking for a path.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Folders {
-    /// The S key's screenshots.
-    pub screenshots: PathBuf,
-    /// The sweeps run by the Sweeps and the Thermodynamics tabs (each in a folder of its
-    /// own, resumed when the same sweep starts again).
-    pub sweeps: PathBuf,
-}
-
-impl Folders {
-    /// [`SCREENSHOT_FOLDER`] and [`SWEEP_FOLDER`] under `root` (tests: a scratch folder).
-    pub fn under(root: &Path) -> Self {
-        Self {
-            screenshots: root.join(SCREENSHOT_FOLDER),
-            sweeps: root.join(SWEEP_FOLDER),
-        }
-    }
-}
-
-impl Default for Folders {
-    /// [`SCREENSHOT_FOLDER`] and [`SWEEP_FOLDER`] in the working directory.
-    fn default() -> Self {
-        Self::under(Path::new(""))
-    }
-}
-
-/// What the app opens on: a preset in its view, or a sweep in the Sweeps tab.
-#[derive(Clone, Debug)]
-pub enum Opening {
-    /// A preset of any kind, shown in its view.
-    Preset(Box<AnyPreset>),
-    /// A sweep's results (`.jsonl`) or a sweep file (`.ron`, run in the background).
-    Sweep(PathBuf),
-    /// A preset in a chosen tab (a 2-D preset in the thermodynamics view).
-    InTab(Tab, Box<AnyPreset>),
-    /// A lecture, at its first lesson.
-    Lecture(Box<Lecture>),
-}
-
-impl From<AnyPreset> for Opening {
-    fn from(preset: AnyPreset) -> Self {
-        Opening::Preset(Box::new(preset))
-    }
-}
-
-impl From<Preset> for Opening {
-    fn from(preset: Preset) -> Self {
-        Opening::Preset(Box::new(preset.into()))
-    }
-}
-
-impl From<MlpPreset> for Opening {
-    fn from(preset: MlpPreset) -> Self {
-        Opening::Preset(Box::new(preset.into()))
-    }
-}
-
-impl From<Comparison> for Opening {
-    fn from(preset: Comparison) -> Self {
-        Opening::Preset(Box::new(preset.into()))
-    }
 }
 
 /// The app's state: the views (created when first shown) and what the shell itself shows.
@@ -159,48 +100,6 @@ pub struct AtmcApp {
     /// The verdict of a challenge's attempt running in the background, when one runs.
     attempt:
         Option<std::sync::mpsc::Receiver<Result<crate::diagnostics::challenge::Verdict, String>>>,
-}
-
-/// The red banner of a momentum explosion with its reset button; true when it was clicked.
-pub(crate) fn explosion_banner(ui: &mut egui::Ui, text: &str, reset_label: &str) -> bool {
-    let frame = egui::Frame::new()
-        .fill(Color32::from_rgb(120, 20, 20))
-        .inner_margin(6.0)
-        .corner_radius(4.0);
-    frame
-        .show(ui, |ui| {
-            ui.horizontal(|ui| {
-                // The text wraps in a column beside the button: the banner never pushes the
-                // panels below it off the screen, however narrow the window.
-                let button = 150.0;
-                let text_width = (ui.available_width() - button).max(120.0);
-                ui.allocate_ui_with_layout(
-                    egui::vec2(text_width, 0.0),
-                    egui::Layout::top_down(egui::Align::LEFT),
-                    |ui| {
-                        ui.set_max_width(text_width);
-                        ui.add(
-                            egui::Label::new(RichText::new(text).color(Color32::WHITE).strong())
-                                .wrap(),
-                        );
-                    },
-                );
-                ui.button(reset_label).clicked()
-            })
-            .inner
-        })
-        .inner
-}
-
-/// Whether a file is a sweep's results (`.jsonl`) or a sweep file (`Sweep(...)` RON) rather
-/// than a preset.
-pub fn is_sweep_path(path: &Path) -> bool {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("jsonl") => true,
-        Some("ron") => std::fs::read_to_string(path)
-            .is_ok_and(|text| crate::preset::sweep_file::is_sweep_text(&text)),
-        _ => false,
-    }
 }
 
 impl AtmcApp {
@@ -367,9 +266,15 @@ impl AtmcApp {
         if self.classroom.lesson.is_some() {
             self.classroom.panel_closed = false;
         }
+        // A lesson waits for the lecturer at step 0 unless its story plays at once, also when
+        // it loads into a view that was playing the lesson before.
+        let waits = preset.story().is_some_and(|s| !s.autoplay);
         self.switch_to(ctx, tab);
-        if !self.view_mut(ctx, tab).load(preset) {
+        let view = self.view_mut(ctx, tab);
+        if !view.load(preset) {
             self.shell.status = Some(Status::error("this view cannot load that preset"));
+        } else if waits {
+            view.act(Action::Pause);
         }
         self.loaded[tab.index()] = self.view(tab).and_then(|v| v.preset());
     }
@@ -407,142 +312,6 @@ impl AtmcApp {
     /// The status-bar message.
     pub fn status_message(&self) -> Option<&Status> {
         self.shell.status.as_ref()
-    }
-
-    /// Loads a preset chosen from the Presets menu or a file, and runs it: every kind opens
-    /// running, as lessons do (a sphere preset waits for its sweep to be started: that is
-    /// minutes of work, not an animation).
-    pub fn open_and_play(&mut self, ctx: &egui::Context, preset: AnyPreset) {
-        // A lesson waits for the lecturer unless its story says otherwise.
-        let runs =
-            !matches!(preset, AnyPreset::Sphere(_)) && preset.story().is_none_or(|s| s.autoplay);
-        self.load_any(ctx, preset);
-        if runs {
-            self.active_mut().act(Action::Play);
-        }
-    }
-
-    /// Starts a lecture at its first lesson.
-    pub fn start_lecture(&mut self, ctx: &egui::Context, lecture: Lecture) {
-        self.classroom.lecture = Some(LectureState { lecture, step: 0 });
-        // A small window cannot hold the control panel, the lesson and the pictures: the
-        // control panel folds away (the lesson is what the class reads), and says so.
-        let width = ctx.content_rect().width();
-        if self.show_controls && width < NARROW_FOR_LESSONS {
-            self.show_controls = false;
-            self.shell.status = Some(Status::ok(
-                "control panel folded to make room for the lesson (View → Control panel \
-                 shows it again)",
-            ));
-        }
-        self.go_to_lesson(ctx, 0);
-    }
-
-    /// Shows lesson `k` of the lecture (ignored past its end): its preset loads, paused at
-    /// step 0 unless its story plays at once.
-    pub fn go_to_lesson(&mut self, ctx: &egui::Context, k: usize) {
-        let Some(l) = &mut self.classroom.lecture else {
-            return;
-        };
-        // Every step was read and checked when the lecture was: nothing can fail here.
-        let Some(step) = l.lecture.steps.get(k) else {
-            return;
-        };
-        let p = step.preset.clone();
-        l.step = k;
-        self.classroom.panel_closed = false;
-        // It opens at step 0 and waits for Space, unless its story plays at once.
-        let runs = p.story().is_some_and(|s| s.autoplay);
-        self.load_any(ctx, p);
-        if runs {
-            self.active_mut().act(Action::Play);
-        }
-    }
-
-    /// Opens a lecture file or folder ([`Lecture::load`]) at its first lesson; a bad one is
-    /// refused with its file:line:column in the status bar, and what was shown stays.
-    pub fn open_lecture(&mut self, ctx: &egui::Context, path: &Path) {
-        match Lecture::load(&path.to_string_lossy()) {
-            Ok(lecture) => {
-                self.shell.status = Some(Status::ok(format!(
-                    "opened the lecture \"{}\" ({} lessons)",
-                    lecture.name,
-                    lecture.steps.len()
-                )));
-                self.start_lecture(ctx, lecture);
-            }
-            Err(e) => self.shell.status = Some(Status::error(e.to_string())),
-        }
-    }
-
-    /// The lesson `delta` away from the one shown (next: +1, previous: −1), when a lecture
-    /// runs and that lesson exists.
-    fn lesson_by(&self, delta: isize) -> Option<usize> {
-        let l = self.classroom.lecture.as_ref()?;
-        l.step
-            .checked_add_signed(delta)
-            .filter(|&k| k < l.lecture.steps.len())
-    }
-
-    /// Carries out the keys pressed this frame.
-    fn handle_keys(&mut self, ctx: &egui::Context) {
-        for command in classroom::key_commands(ctx) {
-            match command {
-                KeyCommand::TogglePlay => self.active_mut().act(Action::TogglePlay),
-                KeyCommand::Step => self.active_mut().act(Action::Step),
-                KeyCommand::Reset => self.active_mut().act(Action::Reset),
-                KeyCommand::FlipSign => self.active_mut().act(Action::FlipSign),
-                KeyCommand::Faster => self.active_mut().act(Action::Faster),
-                KeyCommand::Slower => self.active_mut().act(Action::Slower),
-                KeyCommand::Screenshot => self.quick_screenshot(ctx),
-                KeyCommand::ToggleHelp => self.classroom.show_keys ^= true,
-                KeyCommand::Lesson(k) if self.classroom.lecture.is_none() => {
-                    self.shell.status = Some(Status::error(format!(
-                        "key {}: no lecture is running (Lectures menu); keys 1–9 choose its \
-                         lessons",
-                        k + 1
-                    )));
-                }
-                KeyCommand::Lesson(k) => self.go_to_lesson(ctx, k),
-                KeyCommand::NextLesson | KeyCommand::PreviousLesson => {
-                    let delta = if command == KeyCommand::NextLesson {
-                        1
-                    } else {
-                        -1
-                    };
-                    if let Some(k) = self.lesson_by(delta) {
-                        self.go_to_lesson(ctx, k);
-                    }
-                }
-                KeyCommand::FullScreen => self.toggle_full_screen(ctx),
-                KeyCommand::Escape => {
-                    self.classroom.show_keys = false;
-                    ctx.send_viewport_cmd(egui::ViewportCommand::Fullscreen(false));
-                }
-            }
-        }
-        // A preset copied as text and pasted with Ctrl+V (outside any text field).
-        if !ctx.egui_wants_keyboard_input() {
-            let pasted = ctx.input(|i| {
-                i.events.iter().find_map(|e| match e {
-                    egui::Event::Paste(text) => Some(text.clone()),
-                    _ => None,
-                })
-            });
-            if let Some(text) = pasted {
-                self.paste_preset(ctx, &text);
-            }
-        }
-        let dropped: Vec<PathBuf> = ctx.input(|i| {
-            i.raw
-                .dropped_files
-                .iter()
-                .map(|f| f.path().to_owned())
-                .collect()
-        });
-        if let Some(path) = dropped.last() {
-            self.open_file(ctx, path);
-        }
     }
 
     /// Applies a preset given as RON text (the clipboard's), or says why it cannot.
@@ -669,152 +438,11 @@ impl AtmcApp {
         }
     }
 
-    /// Starts an attempt at the shown lesson's challenge: the shown view's preset as it is
-    /// set now, run headless on the CPU for the challenge's budget in the background, then
-    /// judged by the diagnostics ([`crate::runner::attempt`]).
-    pub fn check_challenge(&mut self, ctx: &egui::Context) {
-        let Some((preset, challenge)) = self
-            .active()
-            .preset()
-            .as_ref()
-            .and_then(crate::runner::challenge_run)
-        else {
-            self.classroom.attempt =
-                AttemptState::Failed("this view's run has no challenge to check".into());
-            return;
-        };
-        let (tx, rx) = std::sync::mpsc::channel();
-        let ctx = ctx.clone();
-        std::thread::spawn(move || {
-            let verdict = preset
-                .attempt(&challenge, BackendChoice::Cpu)
-                .map(|(_, v)| v)
-                .map_err(|e| format!("the attempt could not run: {e}"));
-            // The lesson may have changed meanwhile: then nobody listens, and that is fine.
-            let _ = tx.send(verdict);
-            ctx.request_repaint();
-        });
-        self.attempt = Some(rx);
-        self.classroom.attempt = AttemptState::Checking;
-    }
-
-    /// Takes the verdict of a finished attempt.
-    fn poll_attempt(&mut self) {
-        let Some(rx) = &self.attempt else {
-            return;
-        };
-        match rx.try_recv() {
-            Ok(result) => {
-                self.classroom.attempt = match result {
-                    Ok(v) => AttemptState::Done(v),
-                    Err(e) => AttemptState::Failed(e),
-                };
-                self.attempt = None;
-            }
-            Err(std::sync::mpsc::TryRecvError::Empty) => {}
-            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                self.classroom.attempt = AttemptState::Failed("the attempt stopped".into());
-                self.attempt = None;
-            }
-        }
-    }
-
-    /// Whether an attempt at a challenge is running (tests wait for its verdict).
-    pub fn checking(&self) -> bool {
-        self.attempt.is_some()
-    }
-
-    /// Switches presentation mode and the theme.
-    pub fn set_appearance(&mut self, ctx: &egui::Context, appearance: classroom::Appearance) {
-        // Presentation leaves the room to the pictures: the control panel folds away (View →
-        // Control panel brings it back).
-        if appearance.presentation != self.classroom.presentation {
-            self.show_controls = !appearance.presentation;
-        }
-        self.classroom.presentation = appearance.presentation;
-        self.classroom.light = appearance.light;
-        if !appearance.presentation {
-            ctx.set_zoom_factor(1.0);
-        }
-        classroom::apply_style(ctx, &self.classroom);
-    }
-
     /// Hides timing-dependent figures (frame time) so offscreen pictures are reproducible.
     pub fn set_reproducible(&mut self, on: bool) {
         self.reproducible = on;
         for view in self.views.iter_mut().flatten() {
             view.set_reproducible(on);
-        }
-    }
-}
-
-impl eframe::App for AtmcApp {
-    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
-        AtmcApp::ui(self, ui);
-        if let Some(report) = self
-            .frame_clock
-            .as_mut()
-            .and_then(frame_clock::FrameClock::tick)
-        {
-            println!("{report}");
-            self.frame_clock = None;
-            ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
-        }
-        if self.frame_clock.is_some() {
-            ui.ctx().request_repaint();
-        }
-    }
-
-    fn clear_color(&self, visuals: &egui::Visuals) -> [f32; 4] {
-        // The panels are transparent: the clear colour is their background.
-        visuals.panel_fill.to_normalized_gamma_f32()
-    }
-}
-
-/// Opens the desktop app on `preset`. Tries the wgpu renderer first and falls back to glow
-/// (OpenGL) when it cannot start.
-/// `frame_stats`: measure the frame rate for that many seconds, print it and close.
-pub fn run_native(
-    opening: Opening,
-    backend: BackendChoice,
-    frame_stats: Option<f64>,
-) -> anyhow::Result<()> {
-    // Drawn by tests/it/icon.rs, which also checks that it decodes.
-    let icon = std::sync::Arc::new(
-        eframe::icon_data::from_png_bytes(include_bytes!("../../assets/icon.png"))
-            .expect("assets/icon.png is a PNG"),
-    );
-    let options = |renderer| eframe::NativeOptions {
-        viewport: egui::ViewportBuilder::default()
-            .with_title("atmc-lab")
-            // The window's class (X11) and app id (Wayland): the desktop entry
-            // assets/atmc-lab.desktop matches it.
-            .with_app_id("atmc-lab")
-            .with_icon(icon.clone())
-            .with_inner_size([1280.0, 720.0])
-            .with_min_inner_size([960.0, 600.0]),
-        renderer,
-        ..Default::default()
-    };
-    let make = |opening: Opening| -> eframe::AppCreator<'static> {
-        Box::new(move |cc| {
-            cc.egui_ctx.set_visuals(egui::Visuals::dark());
-            // Screenshots and sweeps go into the working directory, where the app started.
-            let mut app = AtmcApp::open(&cc.egui_ctx, opening, backend, Folders::default(), true);
-            app.frame_clock = frame_stats.map(frame_clock::FrameClock::new);
-            Ok(Box::new(app))
-        })
-    };
-    match eframe::run_native(
-        "atmc-lab",
-        options(eframe::Renderer::Wgpu),
-        make(opening.clone()),
-    ) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            eprintln!("atmc-lab: the wgpu renderer failed ({e}); trying OpenGL");
-            eframe::run_native("atmc-lab", options(eframe::Renderer::Glow), make(opening))
-                .map_err(|e| anyhow::anyhow!("cannot open a window: {e}"))
         }
     }
 }

@@ -206,8 +206,172 @@ pub struct PortraitTextures {
     overlay: CachedTexture,
 }
 
+/// Where a portrait's pieces go on screen this frame: the inputs of its composed image
+/// (density, contours, trails) in pixels, and the marks drawn over it.
+struct Scene<'a> {
+    /// Side of the image in pixels.
+    pixels: usize,
+    /// Physical pixels per point.
+    ppp: f32,
+    /// Contour segments in pixels.
+    contours: Vec<[[f32; 2]; 2]>,
+    /// The trails of the highlighted chains that did not diverge, in pixels.
+    alive: Vec<Vec<[f32; 2]>>,
+    /// A red mark per diverged highlighted chain, in the strip along the top edge.
+    marks: Vec<Pos2>,
+    /// The histogram, its grid and the pixels it covers (min x, min y, max x, max y).
+    density: Option<(&'a Grid2, &'a [u32], [f32; 4])>,
+}
+
+/// The height of the strip of diverged chains' marks, below the title.
+fn strip_y(rect: Rect) -> f32 {
+    rect.top() + 34.0
+}
+
+impl<'a> Scene<'a> {
+    /// Lays out `data` in `rect` (a square of side `side`) through `transform`.
+    fn lay_out(
+        rect: Rect,
+        side: f32,
+        ppp: f32,
+        transform: &ViewTransform,
+        data: &PortraitData<'a>,
+    ) -> Self {
+        let to_screen = |x: f64, y: f64| transform.to_screen(DVec2::new(x, y));
+        // A panel whose axes the sampler does not have (SGLD has no p and no ξ) shows only its
+        // note: a histogram of the never-moving zeros would look like data.
+        let empty = data.note.is_some();
+        let pixels = (side * ppp).round().max(1.0) as usize;
+        let to_pixel = |p: Pos2| -> [f32; 2] {
+            let d = p - rect.min;
+            [d.x * ppp, d.y * ppp]
+        };
+        let contours: Vec<[[f32; 2]; 2]> = data
+            .contours
+            .iter()
+            .map(|[a, b]| [a, b].map(|q| to_pixel(transform.to_screen(*q))))
+            .collect();
+        // Diverged chains are drawn apart: a red mark each in a strip along the top edge, in
+        // chain order.
+        let n_trails = data.trails.len().max(1) as f32;
+        let mut marks = Vec::new();
+        let trails = if empty { &[][..] } else { data.trails };
+        let mut alive: Vec<Vec<[f32; 2]>> = Vec::with_capacity(trails.len());
+        for (i, trail) in trails.iter().enumerate() {
+            if data.trail_diverged_at.get(i).copied().unwrap_or(0) != 0 {
+                marks.push(pos2(
+                    rect.left() + 10.0 + (rect.width() - 20.0) * i as f32 / n_trails,
+                    strip_y(rect),
+                ));
+                continue;
+            }
+            alive.push(
+                trail
+                    .iter()
+                    .map(|c| {
+                        to_pixel(to_screen(
+                            f64::from(data.axes[0].value(c)),
+                            f64::from(data.axes[1].value(c)),
+                        ))
+                    })
+                    .collect(),
+            );
+        }
+        let density = data.histogram.filter(|_| !empty).map(|(grid, counts)| {
+            let r = Rect::from_two_pos(
+                to_screen(grid.x[0], grid.y[1]),
+                to_screen(grid.x[1], grid.y[0]),
+            );
+            let (a, b) = (to_pixel(r.min), to_pixel(r.max));
+            (grid, counts, [a[0], a[1], b[0], b[1]])
+        });
+        Self {
+            pixels,
+            ppp,
+            contours,
+            alive,
+            marks,
+            density,
+        }
+    }
+
+    /// What the composed image depends on: it is uploaded again only when this changes. It
+    /// hashes the screen positions as they are, without copying them.
+    fn key(&self, data: &PortraitData<'_>, colormap: &Colormap) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        self.density
+            .map(|(g, counts, bbox)| (counts, g.nx, g.ny, bbox.map(f32::to_bits)))
+            .hash(&mut h);
+        (data.log_scale, colormap.fingerprint(), self.pixels).hash(&mut h);
+        h.write(bytemuck::cast_slice(&self.contours));
+        for trail in &self.alive {
+            h.write_usize(trail.len());
+            h.write(bytemuck::cast_slice(trail));
+        }
+        h.finish()
+    }
+
+    /// The density, the contours, the trails and their heads composed into one image.
+    fn compose(&self, data: &PortraitData<'_>, colormap: &Colormap) -> egui::ColorImage {
+        let (pixels, ppp, density) = (self.pixels, self.ppp, self.density);
+        let (contours, alive) = (&self.contours, &self.alive);
+        // The panel's background is in the image (no rectangle beneath it to fill).
+        let mut img = OverlayImage::filled(pixels, BACKGROUND);
+        if let Some((grid, counts, bbox)) = density {
+            let cells =
+                colormap.density_image(counts, grid.nx as usize, grid.ny as usize, data.log_scale);
+            let shown: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+            if shown <= POINTS_BELOW {
+                // Few chains: a dot at each occupied cell, in the density's colour.
+                let (nx, ny) = (grid.nx as usize, grid.ny as usize);
+                let cell = [
+                    (bbox[2] - bbox[0]) / nx as f32,
+                    (bbox[3] - bbox[1]) / ny as f32,
+                ];
+                for row in 0..ny {
+                    for ix in 0..nx {
+                        let color = cells.pixels[row * nx + ix];
+                        if color.a() > 0 {
+                            let centre = [
+                                bbox[0] + (ix as f32 + 0.5) * cell[0],
+                                bbox[1] + (row as f32 + 0.5) * cell[1],
+                            ];
+                            img.disc(centre, 1.6 * ppp, color);
+                        }
+                    }
+                }
+            } else {
+                img.stretch(&cells, bbox);
+            }
+        }
+        let contour = Color32::from_rgba_unmultiplied(120, 200, 255, 150);
+        for [a, b] in contours {
+            img.segment(*a, *b, ppp, contour);
+        }
+        // Trails fade from transparent (oldest) to opaque (newest).
+        for trail in alive {
+            let n = trail.len();
+            for (k, w) in trail.windows(2).enumerate() {
+                let alpha = (20.0 + 150.0 * (k + 1) as f32 / n as f32) as u8;
+                img.segment(
+                    w[0],
+                    w[1],
+                    ppp,
+                    Color32::from_rgba_unmultiplied(140, 255, 170, alpha),
+                );
+            }
+            if let Some(head) = trail.last() {
+                img.disc(*head, 2.0 * ppp, Color32::from_rgb(190, 255, 205));
+            }
+        }
+        img.round_corners(CORNER_RADIUS * ppp);
+        img.into_image()
+    }
+}
+
 /// Draws a portrait in a square of side `side` and handles pan (drag), zoom (scroll) and
-/// auto-range (double-click). Returns the response and the rectangle drawn.
+/// auto-range (double-click). Returns the response.
 pub fn show(
     ui: &mut egui::Ui,
     side: f32,
@@ -220,140 +384,18 @@ pub fn show(
     let painter = ui.painter_at(rect);
     let style = ui.style().clone();
     let transform = view.transform(rect);
-    let to_screen = |x: f64, y: f64| transform.to_screen(DVec2::new(x, y));
-
-    // A panel whose axes the sampler does not have (SGLD has no p and no ξ) shows only its
-    // note: a histogram of the never-moving zeros would look like data.
-    let empty = data.note.is_some();
     // The density, the contours, the trails and their heads are composed on the CPU into one
     // image (see `super::overlay`), uploaded again only when something in it changed: as
     // egui shapes and two textures they were half of what a frame cost on a software
     // rasteriser.
-    let ppp = ui.ctx().pixels_per_point();
-    let pixels = (side * ppp).round().max(1.0) as usize;
-    let to_pixel = |p: Pos2| -> [f32; 2] {
-        let d = p - rect.min;
-        [d.x * ppp, d.y * ppp]
-    };
-    let contours: Vec<[[f32; 2]; 2]> = data
-        .contours
-        .iter()
-        .map(|[a, b]| [a, b].map(|q| to_pixel(transform.to_screen(*q))))
-        .collect();
-    // Diverged chains are drawn apart: a red mark each in a strip along the top edge, in
-    // chain order.
-    let n_trails = data.trails.len().max(1) as f32;
-    let strip_y = rect.top() + 34.0;
-    // Where the marks go (drawn over the portrait's image below).
-    let mut marks = Vec::new();
-    let trails = if empty { &[][..] } else { data.trails };
-    let mut alive: Vec<Vec<[f32; 2]>> = Vec::with_capacity(trails.len());
-    for (i, trail) in trails.iter().enumerate() {
-        if data.trail_diverged_at.get(i).copied().unwrap_or(0) != 0 {
-            marks.push(pos2(
-                rect.left() + 10.0 + (rect.width() - 20.0) * i as f32 / n_trails,
-                strip_y,
-            ));
-            continue;
-        }
-        alive.push(
-            trail
-                .iter()
-                .map(|c| {
-                    to_pixel(to_screen(
-                        f64::from(data.axes[0].value(c)),
-                        f64::from(data.axes[1].value(c)),
-                    ))
-                })
-                .collect(),
-        );
-    }
-    let density = data.histogram.filter(|_| !empty).map(|(grid, counts)| {
-        let r = Rect::from_two_pos(
-            to_screen(grid.x[0], grid.y[1]),
-            to_screen(grid.x[1], grid.y[0]),
-        );
-        let (a, b) = (to_pixel(r.min), to_pixel(r.max));
-        (grid, counts, [a[0], a[1], b[0], b[1]])
-    });
-    // The key hashes the screen positions as they are, without copying them.
-    let key = {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::hash::DefaultHasher::new();
-        density
-            .map(|(g, counts, bbox)| (counts, g.nx, g.ny, bbox.map(f32::to_bits)))
-            .hash(&mut h);
-        (data.log_scale, colormap.fingerprint(), pixels).hash(&mut h);
-        h.write(bytemuck::cast_slice(&contours));
-        for trail in &alive {
-            h.write_usize(trail.len());
-            h.write(bytemuck::cast_slice(trail));
-        }
-        h.finish()
-    };
+    let scene = Scene::lay_out(rect, side, ui.ctx().pixels_per_point(), &transform, data);
     let t = textures.overlay.show(
         ui.ctx(),
         &format!("portrait overlay {}", data.title),
-        key,
+        scene.key(data, colormap),
         // One texel per pixel: NEAREST samples one texel where LINEAR blends four.
         egui::TextureOptions::NEAREST,
-        || {
-            // The panel's background is in the image (no rectangle beneath it to fill).
-            let mut img = OverlayImage::filled(pixels, BACKGROUND);
-            if let Some((grid, counts, bbox)) = density {
-                let cells = colormap.density_image(
-                    counts,
-                    grid.nx as usize,
-                    grid.ny as usize,
-                    data.log_scale,
-                );
-                let shown: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-                if shown <= POINTS_BELOW {
-                    // Few chains: a dot at each occupied cell, in the density's colour.
-                    let (nx, ny) = (grid.nx as usize, grid.ny as usize);
-                    let cell = [
-                        (bbox[2] - bbox[0]) / nx as f32,
-                        (bbox[3] - bbox[1]) / ny as f32,
-                    ];
-                    for row in 0..ny {
-                        for ix in 0..nx {
-                            let color = cells.pixels[row * nx + ix];
-                            if color.a() > 0 {
-                                let centre = [
-                                    bbox[0] + (ix as f32 + 0.5) * cell[0],
-                                    bbox[1] + (row as f32 + 0.5) * cell[1],
-                                ];
-                                img.disc(centre, 1.6 * ppp, color);
-                            }
-                        }
-                    }
-                } else {
-                    img.stretch(&cells, bbox);
-                }
-            }
-            let contour = Color32::from_rgba_unmultiplied(120, 200, 255, 150);
-            for [a, b] in &contours {
-                img.segment(*a, *b, ppp, contour);
-            }
-            // Trails fade from transparent (oldest) to opaque (newest).
-            for trail in &alive {
-                let n = trail.len();
-                for (k, w) in trail.windows(2).enumerate() {
-                    let alpha = (20.0 + 150.0 * (k + 1) as f32 / n as f32) as u8;
-                    img.segment(
-                        w[0],
-                        w[1],
-                        ppp,
-                        Color32::from_rgba_unmultiplied(140, 255, 170, alpha),
-                    );
-                }
-                if let Some(head) = trail.last() {
-                    img.disc(*head, 2.0 * ppp, Color32::from_rgb(190, 255, 205));
-                }
-            }
-            img.round_corners(CORNER_RADIUS * ppp);
-            img.into_image()
-        },
+        || scene.compose(data, colormap),
     );
     painter.image(
         t.id(),
@@ -361,7 +403,28 @@ pub fn show(
         Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0)),
         Color32::WHITE,
     );
-    for &mark in &marks {
+    draw_marks(&painter, rect, &scene);
+    if let Some(note) = data.note {
+        painter.text(
+            rect.center(),
+            egui::Align2::CENTER_CENTER,
+            note,
+            super::fonts::painter_font(&style, 14.0),
+            Color32::from_gray(170),
+        );
+    }
+    let diverged = scene.marks.len();
+    draw_axes(&painter, &style, rect, view, &transform, diverged);
+    draw_titles(&painter, &style, rect, view, data, diverged);
+    interact(ui, &response, rect, view, &transform);
+    response
+}
+
+/// The diverged chains' marks in their strip, and an arrow at the edge for each highlighted
+/// chain beyond the ranges.
+fn draw_marks(painter: &egui::Painter, rect: Rect, scene: &Scene<'_>) {
+    let (ppp, alive) = (scene.ppp, &scene.alive);
+    for &mark in &scene.marks {
         painter.circle_filled(mark, 2.5, Color32::from_rgb(255, 80, 60));
     }
     // Highlighted chains beyond the ranges (the first to explode, which the ranges no longer
@@ -386,21 +449,21 @@ pub fn show(
             Stroke::NONE,
         ));
     }
-    let diverged = marks.len();
+}
 
-    if let Some(note) = data.note {
-        painter.text(
-            rect.center(),
-            egui::Align2::CENTER_CENTER,
-            note,
-            super::fonts::painter_font(&style, 14.0),
-            Color32::from_gray(170),
-        );
-    }
-
-    // Axes: ticks and labels inside the frame.
+/// Ticks and labels inside the frame.
+fn draw_axes(
+    painter: &egui::Painter,
+    style: &egui::Style,
+    rect: Rect,
+    view: &ViewRange,
+    transform: &ViewTransform,
+    diverged: usize,
+) {
+    let to_screen = |x: f64, y: f64| transform.to_screen(DVec2::new(x, y));
+    let strip_y = strip_y(rect);
     let label_color = Color32::from_gray(190);
-    let font = super::fonts::painter_font(&style, 12.0);
+    let font = super::fonts::painter_font(style, 12.0);
     // Labels keep clear of the corner where the two axes meet and of the title.
     // About one round tick per 50 points, two to five per axis (four left most views with a
     // lone "0"; five crowd a small side-by-side portrait).
@@ -447,9 +510,23 @@ pub fn show(
             label_color,
         );
     }
+}
+
+/// The title (or only its axes), the line about diverged chains, the auto-range hint and the
+/// frame.
+fn draw_titles(
+    painter: &egui::Painter,
+    style: &egui::Style,
+    rect: Rect,
+    view: &ViewRange,
+    data: &PortraitData<'_>,
+    diverged: usize,
+) {
+    let font = super::fonts::painter_font(style, 12.0);
+    let strip_y = strip_y(rect);
     // The title, or only its axes where a small portrait (side by side, a narrow window)
     // would cut it.
-    let title_font = super::fonts::painter_font(&style, 15.0);
+    let title_font = super::fonts::painter_font(style, 15.0);
     let title = [
         data.title.clone(),
         format!("{} – {}", data.axes[0].label(), data.axes[1].label()),
@@ -495,8 +572,16 @@ pub fn show(
         Stroke::new(1.0, Color32::from_gray(70)),
         egui::StrokeKind::Inside,
     ));
+}
 
-    // Interaction.
+/// Pan (drag), zoom about the pointer (scroll) and auto-range (double-click).
+fn interact(
+    ui: &egui::Ui,
+    response: &egui::Response,
+    rect: Rect,
+    view: &mut ViewRange,
+    transform: &ViewTransform,
+) {
     if response.double_clicked() {
         view.auto = true;
         // The next auto-range update moves the view.
@@ -524,7 +609,6 @@ pub fn show(
             view.auto = false;
         }
     }
-    response
 }
 
 #[cfg(test)]

@@ -19,6 +19,8 @@ pub enum Action {
     TogglePlay,
     /// Play (a lesson starts running as it opens).
     Play,
+    /// Pause (a lesson waits at step 0 for the lecturer).
+    Pause,
     /// Advance one tick while paused.
     Step,
     /// Start the chains over.
@@ -38,6 +40,7 @@ impl Action {
         match self {
             Action::TogglePlay => Some(Control::Play(!playing)),
             Action::Play => Some(Control::Play(true)),
+            Action::Pause => Some(Control::Play(false)),
             Action::Step => Some(Control::Step),
             Action::Reset => Some(Control::Reset),
             Action::FlipSign | Action::Faster | Action::Slower => None,
@@ -268,4 +271,39 @@ pub trait View: Any {
     fn open_file(&mut self, _path: &Path) -> Result<(), String> {
         Err("this view opens no files".into())
     }
+}
+
+/// The red banner of a momentum explosion with its reset button; true when it was clicked.
+pub(crate) fn explosion_banner(ui: &mut egui::Ui, text: &str, reset_label: &str) -> bool {
+    let frame = egui::Frame::new()
+        .fill(egui::Color32::from_rgb(120, 20, 20))
+        .inner_margin(6.0)
+        .corner_radius(4.0);
+    frame
+        .show(ui, |ui| {
+            ui.horizontal(|ui| {
+                // The text wraps in a column beside the button: the banner never pushes the
+                // panels below it off the screen, however narrow the window.
+                let button = 150.0;
+                let text_width = (ui.available_width() - button).max(120.0);
+                ui.allocate_ui_with_layout(
+                    egui::vec2(text_width, 0.0),
+                    egui::Layout::top_down(egui::Align::LEFT),
+                    |ui| {
+                        ui.set_max_width(text_width);
+                        ui.add(
+                            egui::Label::new(
+                                egui::RichText::new(text)
+                                    .color(egui::Color32::WHITE)
+                                    .strong(),
+                            )
+                            .wrap(),
+                        );
+                    },
+                );
+                ui.button(reset_label).clicked()
+            })
+            .inner
+        })
+        .inner
 }

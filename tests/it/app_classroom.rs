@@ -290,3 +290,78 @@ fn page_keys_reach_every_lesson() {
     );
     h.get_by_label(&format!("lesson {} of {n}", n - 2));
 }
+
+/// "A lesson opens paused at step 0" however it is opened: by a key or Page Down from a
+/// lesson playing in the same view, by a number key from another view, and from the Presets
+/// menu over a running preset. Opening a preset that is no lesson of the lecture leaves it.
+#[test]
+fn a_lesson_opens_paused_however_it_is_opened() {
+    let mut p = Preset::default_preset();
+    small(&mut p);
+    let mut h = harness(p, [1280, 720], 1.0, BackendChoice::Cpu);
+    let ctx = h.ctx.clone();
+    let paused_at_start = |a: &AtmcApp| {
+        let view = a.active();
+        view.playing() == Some(false) && view.step() == 0
+    };
+    let play = |h: &mut AppHarness| {
+        h.key_press(Key::Space);
+        wait(h, 60, "the lesson to run", |a| {
+            a.active().playing() == Some(true) && a.active().step() > 0
+        });
+    };
+    let lecture = atmc_lab::preset::Lecture::load("atmc").unwrap();
+    h.state_mut().as_mut().unwrap().start_lecture(&ctx, lecture);
+    h.run_steps(3);
+    wait(&mut h, 60, "lesson 1 waits", paused_at_start);
+    // Lessons 2 and 3 are both side by side: the third opens paused over a playing second.
+    h.key_press(Key::Num2);
+    h.run_steps(3);
+    assert_eq!(app(&h).tab, Tab::Compare);
+    wait(&mut h, 60, "lesson 2 waits", paused_at_start);
+    play(&mut h);
+    h.key_press(Key::PageDown);
+    h.run_steps(3);
+    h.get_by_label("lesson 3 of 10");
+    wait(
+        &mut h,
+        60,
+        "Page Down over a playing lesson: it waits",
+        paused_at_start,
+    );
+    play(&mut h);
+    h.key_press(Key::N);
+    h.run_steps(3);
+    wait(
+        &mut h,
+        60,
+        "N over a playing lesson: it waits",
+        paused_at_start,
+    );
+    // A number key back to a lesson of another view.
+    h.key_press(Key::Num1);
+    h.run_steps(3);
+    assert_eq!(app(&h).tab, Tab::Posterior);
+    wait(&mut h, 60, "lesson 1 again: it waits", paused_at_start);
+    // The Presets menu: a plain preset plays and leaves the lecture ...
+    h.state_mut()
+        .as_mut()
+        .unwrap()
+        .open_and_play(&ctx, AnyPreset::load("default").unwrap());
+    h.run_steps(3);
+    assert!(app(&h).classroom.lecture.is_none(), "the lecture is left");
+    wait(&mut h, 60, "the default preset to run", |a| {
+        a.active().playing() == Some(true)
+    });
+    // ... and a lesson opened from it over the running view waits.
+    h.state_mut()
+        .as_mut()
+        .unwrap()
+        .open_and_play(&ctx, AnyPreset::load("lesson-langevin").unwrap());
+    h.run_steps(3);
+    wait(&mut h, 60, "a lesson from the menu waits", paused_at_start);
+    // Number keys no longer reach a lecture that was left.
+    h.key_press(Key::Num2);
+    h.run_steps(3);
+    assert_eq!(app(&h).tab, Tab::Posterior);
+}

@@ -653,6 +653,7 @@ impl View for CompareView {
         match action {
             Action::TogglePlay => self.playing = !self.playing,
             Action::Play => self.playing = true,
+            Action::Pause => self.playing = false,
             Action::Step => {
                 self.playing = false;
                 let per_tick = self.comparison.base.view.steps_per_frame.max(1);

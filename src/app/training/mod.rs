@@ -116,6 +116,14 @@ impl TrainingView {
         if let Some(dir) = shell.answer_for(FileRequest::CheckpointFolder) {
             self.checkpoint = dir.display().to_string();
         }
+        self.data_controls(ui, shell);
+        network_controls(ui, &mut self.config);
+        optimiser_controls(ui, &mut self.config);
+        self.checkpoint_controls(ui, shell);
+    }
+
+    /// The data set, its folder or archive, the limits and augmentation.
+    fn data_controls(&mut self, ui: &mut Ui, shell: &mut Shell) {
         let c = &mut self.config;
         ui.separator();
         ui.label(RichText::new("Data").strong());
@@ -149,122 +157,10 @@ impl TrainingView {
         })
         .on_hover_text("Images of the test set used; 0 = all");
         ui.checkbox(&mut c.augment, "random crops and flips");
-        ui.separator();
-        ui.label(RichText::new("Network").strong());
-        ui.horizontal(|ui| {
-            ui.label("depth");
-            for d in [8, 14, 20] {
-                ui.selectable_value(&mut c.depth, d, d.to_string());
-            }
-        });
-        crate::app::controls::bounded(ui, &mut c.width, 4..=64, |s| s.text("width"));
-        crate::app::controls::bounded(ui, &mut c.epochs, 1..=100, |s| s.text("epochs"));
-        crate::app::controls::bounded(ui, &mut c.batch_size, 16..=512, |s| {
-            s.logarithmic(true).text("batch size")
-        });
-        ui.horizontal(|ui| {
-            let label = ui.label("seed");
-            ui.add(egui::DragValue::new(&mut c.seed))
-                .labelled_by(label.id);
-        });
-        if let Some(needs) = c.too_short() {
-            ui.label(RichText::new(needs).small().color(WARNING));
-        }
-        ui.separator();
-        ui.label(RichText::new("Optimiser").strong());
-        ui.horizontal(|ui| {
-            ui.selectable_value(&mut c.optimizer, OptimizerKind::Atmc, "ATMC");
-            ui.selectable_value(&mut c.optimizer, OptimizerKind::Sgd, "SGD + momentum");
-        });
-        match c.optimizer {
-            OptimizerKind::Atmc => {
-                let s = &mut c.atmc;
-                slider(
-                    ui,
-                    &mut s.h,
-                    ranges::STEP_SIZE,
-                    1e-5,
-                    0.05,
-                    true,
-                    "step size h",
-                );
-                ui.checkbox(
-                    &mut c.atmc_auto_scale,
-                    "m and D from h and N (like SGD at lr 0.02, momentum 0.9)",
-                );
-                let s = &mut c.atmc;
-                if !c.atmc_auto_scale {
-                    slider(ui, &mut s.mass, ranges::MASS, 0.01, 1e4, true, "mass m");
-                    slider(
-                        ui,
-                        &mut s.friction_floor,
-                        ranges::FRICTION_FLOOR,
-                        0.0,
-                        100.0,
-                        true,
-                        "friction floor D",
-                    );
-                }
-                slider(
-                    ui,
-                    &mut s.temperature,
-                    ranges::TEMPERATURE,
-                    0.0,
-                    2.0,
-                    false,
-                    "temperature T",
-                );
-                crate::app::controls::bounded(ui, &mut s.friction_sign, -1.0..=1.0, |s| {
-                    s.text("friction sign φ").step_by(0.05)
-                })
-                .on_hover_text("+1 correct, −1 as printed in the paper");
-                ui.horizontal(|ui| {
-                    ui.label("thermostat");
-                    ui.selectable_value(&mut s.xi_update, XiUpdate::Accumulate, "accumulate");
-                    ui.selectable_value(&mut s.xi_update, XiUpdate::Overwrite, "overwrite");
-                });
-                ui.horizontal(|ui| {
-                    ui.label("noise mass");
-                    ui.selectable_value(&mut s.noise_mass, NoiseMass::With, "with m");
-                    ui.selectable_value(&mut s.noise_mass, NoiseMass::Without, "without m");
-                });
-                let mut hyperbolic = matches!(s.kinetic, Kinetic::Hyperbolic { .. });
-                ui.checkbox(&mut hyperbolic, "hyperbolic kinetic energy (|θ̇| ≤ c)");
-                match (&mut s.kinetic, hyperbolic) {
-                    (Kinetic::Hyperbolic { c }, true) => {
-                        slider(ui, c, ranges::SPEED, 1e-3, 10.0, true, "speed limit c");
-                    }
-                    (Kinetic::Gaussian, true) => s.kinetic = Kinetic::Hyperbolic { c: 0.1 },
-                    (Kinetic::Hyperbolic { .. }, false) => s.kinetic = Kinetic::Gaussian,
-                    (Kinetic::Gaussian, false) => {}
-                }
-                slider(
-                    ui,
-                    &mut c.prior_scale,
-                    ranges::SIGMA,
-                    0.01,
-                    10.0,
-                    true,
-                    "prior σ",
-                );
-                crate::app::controls::bounded(ui, &mut c.cycles, 0..=20, |s| s.text("cycles"))
-                    .on_hover_text("Cycles of the cyclical step size; 0 = a constant h");
-                ui.small(
-                    "The gradient is N × the minibatch mean plus θ/σ²: the posterior over the \
-                     whole training set. Samples: every epoch after the first (constant h) or \
-                     at the end of each cycle.",
-                );
-            }
-            OptimizerKind::Sgd => {
-                crate::app::controls::bounded(ui, &mut c.sgd_lr, 0.001..=1.0, |s| {
-                    s.logarithmic(true).text("learning rate")
-                })
-                .on_hover_text("The initial learning rate of the cosine schedule");
-                crate::app::controls::bounded(ui, &mut c.sgd_momentum, 0.0..=0.99, |s| {
-                    s.text("momentum")
-                });
-            }
-        }
+    }
+
+    /// The checkpoint folder, and resuming from it.
+    fn checkpoint_controls(&mut self, ui: &mut Ui, shell: &mut Shell) {
         ui.separator();
         ui.label(RichText::new("Checkpoint").strong());
         ui.horizontal(|ui| {
@@ -317,129 +213,161 @@ impl TrainingView {
             });
             return;
         };
-        let total = s.steps_per_epoch * c.epochs;
-        let progress = f64::from(s.step) / f64::from(total.max(1));
-        ui.horizontal(|ui| {
-            ui.add(
-                egui::ProgressBar::new(progress as f32)
-                    .desired_width(ui.available_width() * 0.5)
-                    .text(format!(
-                        "epoch {}/{} · step {}/{}",
-                        s.epoch.min(c.epochs),
-                        c.epochs,
-                        s.step,
-                        total
-                    )),
-            );
-            ui.label(format!(
-                "{:?} · {} parameters · {:.0} images/s{}",
-                s.status,
-                s.parameters,
-                s.images_per_s,
-                s.eta_s
-                    .map(|e| format!(" · ETA {}", eta(e)))
-                    .unwrap_or_default()
-            ));
-        });
-        if let Some(e) = &s.sgd_equivalent {
-            ui.label(
-                RichText::new(format!(
-                    "ATMC with h = {}, m = {:.4}, D = {:.4} moves like SGD with learning rate \
-                     {:.4} and momentum {:.3} (noise and thermostat aside)",
-                    c.atmc.h, c.atmc.mass, c.atmc.friction_floor, e.lr, e.momentum
-                ))
-                .small(),
-            );
-        }
-        if let Some(needs) = short_run_note(u64::from(total)).filter(|_| total > 0) {
-            ui.label(RichText::new(needs).small().color(WARNING));
-        }
+        progress_header(ui, s, c);
         let spacing = ui.spacing().item_spacing.x;
         let available = ui.available_size();
         let w = (available.x - 2.0 * spacing) / 3.0;
         let h = ((available.y - 3.0 * spacing - 60.0) / 2.0).clamp(80.0, 300.0);
-        let epochs: Vec<f64> = s.history.iter().map(|r| f64::from(r.epoch)).collect();
-        let curve =
-            |f: &dyn Fn(&crate::train::trainer::EpochRow) -> Option<f64>| -> PlotPoints<'static> {
-                s.history
-                    .iter()
-                    .zip(&epochs)
-                    .filter_map(|(r, &e)| f(r).filter(|v| v.is_finite()).map(|v| [e, v]))
-                    .collect()
-            };
-        // Every PROGRESS_EVERY steps, the current network on the first test images: curves
-        // long before the first epoch ends.
-        let progress = |f: fn(&crate::train::trainer::ProgressRow) -> f64| -> PlotPoints<'static> {
-            s.progress
-                .iter()
-                .filter(|r| f(r).is_finite())
-                .map(|r| [r.epoch, f(r)])
-                .collect()
-        };
-        let progress_label = format!(
-            "current network, first {} test images",
-            crate::train::trainer::PROGRESS_IMAGES
-        );
         // Until a plot has data, it says when the data comes instead of showing empty axes.
         let waiting = plot_waits(s, c);
-        ui.horizontal(|ui| {
-            let plot = small_plot("train loss", w, h)
-                .x_grid_spacer(crate::app::axes::x_marks)
-                .x_axis_label("step")
-                .y_axis_label("training loss (minibatch)")
-                .include_y(0.0);
-            let losses = s.losses.clone();
-            show_or_wait(plot, ui, waiting.loss.as_deref(), |p| {
-                p.line(Line::new("training loss", PlotPoints::from(losses)).color(ACCENT));
-            });
-            let plot = small_plot("test accuracy", w, h)
-                .legend(egui_plot::Legend::default().position(egui_plot::Corner::RightBottom))
-                .x_axis_label("epoch")
-                .y_axis_label("test accuracy");
-            show_or_wait(plot, ui, waiting.evaluation.as_deref(), |p| {
-                p.line(
-                    Line::new(progress_label.clone(), progress(|r| r.accuracy))
-                        .color(SINGLE)
-                        .style(egui_plot::LineStyle::dashed_dense()),
-                );
-                p.line(
-                    Line::new("current network", curve(&|r| Some(r.single.accuracy))).color(SINGLE),
-                );
-                p.line(
-                    Line::new(
-                        "posterior predictive",
-                        curve(&|r| r.ensemble.as_ref().map(|e| e.accuracy)),
-                    )
-                    .color(ACCENT),
-                );
-            });
-            let plot = small_plot("test nll", w, h)
-                .x_axis_label("epoch")
-                .y_axis_label("test NLL")
-                .include_y(0.0);
-            show_or_wait(plot, ui, waiting.evaluation.as_deref(), |p| {
-                p.line(
-                    Line::new(progress_label.clone(), progress(|r| r.nll))
-                        .color(SINGLE)
-                        .style(egui_plot::LineStyle::dashed_dense()),
-                );
-                p.line(
-                    Line::new("current network NLL", curve(&|r| Some(r.single.nll))).color(SINGLE),
-                );
-                p.line(
-                    Line::new(
-                        "posterior predictive NLL",
-                        curve(&|r| r.ensemble.as_ref().map(|e| e.nll)),
-                    )
-                    .color(ACCENT),
-                );
-            });
+        metric_plots(ui, s, [w, h], &waiting);
+        layer_plots(ui, s, c, [w, h], &waiting);
+        summary_line(ui, s);
+    }
+}
+
+/// The progress bar with the status, speed and ETA, the SGD that ATMC's settings move like,
+/// and a warning when the run is too short for what it shows.
+fn progress_header(ui: &mut Ui, s: &TrainSnapshot, c: &TrainConfig) {
+    let total = s.steps_per_epoch * c.epochs;
+    let progress = f64::from(s.step) / f64::from(total.max(1));
+    ui.horizontal(|ui| {
+        ui.add(
+            egui::ProgressBar::new(progress as f32)
+                .desired_width(ui.available_width() * 0.5)
+                .text(format!(
+                    "epoch {}/{} · step {}/{}",
+                    s.epoch.min(c.epochs),
+                    c.epochs,
+                    s.step,
+                    total
+                )),
+        );
+        ui.label(format!(
+            "{:?} · {} parameters · {:.0} images/s{}",
+            s.status,
+            s.parameters,
+            s.images_per_s,
+            s.eta_s
+                .map(|e| format!(" · ETA {}", eta(e)))
+                .unwrap_or_default()
+        ));
+    });
+    if let Some(e) = &s.sgd_equivalent {
+        ui.label(
+            RichText::new(format!(
+                "ATMC with h = {}, m = {:.4}, D = {:.4} moves like SGD with learning rate \
+                     {:.4} and momentum {:.3} (noise and thermostat aside)",
+                c.atmc.h, c.atmc.mass, c.atmc.friction_floor, e.lr, e.momentum
+            ))
+            .small(),
+        );
+    }
+    if let Some(needs) = short_run_note(u64::from(total)).filter(|_| total > 0) {
+        ui.label(RichText::new(needs).small().color(WARNING));
+    }
+}
+
+/// Epoch curve of a per-epoch figure: (epoch, value) where the value is finite.
+fn epoch_curve(
+    s: &TrainSnapshot,
+    f: &dyn Fn(&crate::train::trainer::EpochRow) -> Option<f64>,
+) -> PlotPoints<'static> {
+    s.history
+        .iter()
+        .filter_map(|r| {
+            f(r).filter(|v| v.is_finite())
+                .map(|v| [f64::from(r.epoch), v])
+        })
+        .collect()
+}
+
+/// Every PROGRESS_EVERY steps, the current network on the first test images: curves long
+/// before the first epoch ends.
+fn progress_curve(
+    s: &TrainSnapshot,
+    f: fn(&crate::train::trainer::ProgressRow) -> f64,
+) -> PlotPoints<'static> {
+    s.progress
+        .iter()
+        .filter(|r| f(r).is_finite())
+        .map(|r| [r.epoch, f(r)])
+        .collect()
+}
+
+/// The first row of plots: training loss, test accuracy and test NLL.
+fn metric_plots(ui: &mut Ui, s: &TrainSnapshot, [w, h]: [f32; 2], waiting: &PlotWaits) {
+    let curve = |f: &dyn Fn(&crate::train::trainer::EpochRow) -> Option<f64>| epoch_curve(s, f);
+    let progress = |f: fn(&crate::train::trainer::ProgressRow) -> f64| progress_curve(s, f);
+    let progress_label = format!(
+        "current network, first {} test images",
+        crate::train::trainer::PROGRESS_IMAGES
+    );
+    ui.horizontal(|ui| {
+        let plot = small_plot("train loss", w, h)
+            .x_grid_spacer(crate::app::axes::x_marks)
+            .x_axis_label("step")
+            .y_axis_label("training loss (minibatch)")
+            .include_y(0.0);
+        let losses = s.losses.clone();
+        show_or_wait(plot, ui, waiting.loss.as_deref(), |p| {
+            p.line(Line::new("training loss", PlotPoints::from(losses)).color(ACCENT));
         });
-        ui.horizontal(|ui| {
-            // One curve per layer group: (name, kinetic temperature, mean ξ) of each row.
-            let layer_lines = |p: &mut egui_plot::PlotUi<'_>,
-                               prefix: &str,
-                               pick: fn(&(String, f64, f64)) -> f64| {
+        let plot = small_plot("test accuracy", w, h)
+            .legend(egui_plot::Legend::default().position(egui_plot::Corner::RightBottom))
+            .x_axis_label("epoch")
+            .y_axis_label("test accuracy");
+        show_or_wait(plot, ui, waiting.evaluation.as_deref(), |p| {
+            p.line(
+                Line::new(progress_label.clone(), progress(|r| r.accuracy))
+                    .color(SINGLE)
+                    .style(egui_plot::LineStyle::dashed_dense()),
+            );
+            p.line(Line::new("current network", curve(&|r| Some(r.single.accuracy))).color(SINGLE));
+            p.line(
+                Line::new(
+                    "posterior predictive",
+                    curve(&|r| r.ensemble.as_ref().map(|e| e.accuracy)),
+                )
+                .color(ACCENT),
+            );
+        });
+        let plot = small_plot("test nll", w, h)
+            .x_axis_label("epoch")
+            .y_axis_label("test NLL")
+            .include_y(0.0);
+        show_or_wait(plot, ui, waiting.evaluation.as_deref(), |p| {
+            p.line(
+                Line::new(progress_label.clone(), progress(|r| r.nll))
+                    .color(SINGLE)
+                    .style(egui_plot::LineStyle::dashed_dense()),
+            );
+            p.line(Line::new("current network NLL", curve(&|r| Some(r.single.nll))).color(SINGLE));
+            p.line(
+                Line::new(
+                    "posterior predictive NLL",
+                    curve(&|r| r.ensemble.as_ref().map(|e| e.nll)),
+                )
+                .color(ACCENT),
+            );
+        });
+    });
+}
+
+/// The second row: each layer group's kinetic temperature and mean ξ, and the reliability
+/// diagram.
+fn layer_plots(
+    ui: &mut Ui,
+    s: &TrainSnapshot,
+    c: &TrainConfig,
+    [w, h]: [f32; 2],
+    waiting: &PlotWaits,
+) {
+    let curve = |f: &dyn Fn(&crate::train::trainer::EpochRow) -> Option<f64>| epoch_curve(s, f);
+    ui.horizontal(|ui| {
+        // One curve per layer group: (name, kinetic temperature, mean ξ) of each row.
+        let layer_lines =
+            |p: &mut egui_plot::PlotUi<'_>, prefix: &str, pick: fn(&(String, f64, f64)) -> f64| {
                 let Some(last) = s.history.last() else {
                     return;
                 };
@@ -450,46 +378,174 @@ impl TrainingView {
                     ));
                 }
             };
-            let plot = small_plot("layer temperature", w, h).x_axis_label("epoch");
-            let target = c.atmc.temperature;
-            show_or_wait(plot, ui, waiting.layers.as_deref(), move |p| {
-                layer_lines(p, "⟨pK'⟩", |x| x.1);
-                p.hline(HLine::new("target T", target).color(TRUTH));
-            });
-            let plot = small_plot("layer xi", w, h).x_axis_label("epoch");
-            show_or_wait(plot, ui, waiting.layers.as_deref(), move |p| {
-                layer_lines(p, "ξ", |x| x.2)
-            });
-            reliability_diagram_or_wait(
-                ui,
-                "train reliability",
-                &s.reliability,
-                w,
-                h,
-                waiting.reliability.as_deref(),
-            );
+        let plot = small_plot("layer temperature", w, h).x_axis_label("epoch");
+        let target = c.atmc.temperature;
+        show_or_wait(plot, ui, waiting.layers.as_deref(), move |p| {
+            layer_lines(p, "⟨pK'⟩", |x| x.1);
+            p.hline(HLine::new("target T", target).color(TRUTH));
         });
-        if let Some(last) = s.history.last() {
-            let ensemble = last
-                .ensemble
-                .as_ref()
-                .map(|e| {
-                    format!(
-                        " · posterior predictive ({} samples): {:.2}%, NLL {:.3}, ECE {:.3}",
-                        last.samples,
-                        100.0 * e.accuracy,
-                        e.nll,
-                        e.ece
-                    )
-                })
-                .unwrap_or_default();
-            ui.label(format!(
-                "after epoch {}: current network {:.2}%, NLL {:.3}, ECE {:.3}{ensemble}",
-                last.epoch,
-                100.0 * last.single.accuracy,
-                last.single.nll,
-                last.single.ece
-            ));
+        let plot = small_plot("layer xi", w, h).x_axis_label("epoch");
+        show_or_wait(plot, ui, waiting.layers.as_deref(), move |p| {
+            layer_lines(p, "ξ", |x| x.2)
+        });
+        reliability_diagram_or_wait(
+            ui,
+            "train reliability",
+            &s.reliability,
+            w,
+            h,
+            waiting.reliability.as_deref(),
+        );
+    });
+}
+
+/// The last epoch's figures in one line.
+fn summary_line(ui: &mut Ui, s: &TrainSnapshot) {
+    if let Some(last) = s.history.last() {
+        let ensemble = last
+            .ensemble
+            .as_ref()
+            .map(|e| {
+                format!(
+                    " · posterior predictive ({} samples): {:.2}%, NLL {:.3}, ECE {:.3}",
+                    last.samples,
+                    100.0 * e.accuracy,
+                    e.nll,
+                    e.ece
+                )
+            })
+            .unwrap_or_default();
+        ui.label(format!(
+            "after epoch {}: current network {:.2}%, NLL {:.3}, ECE {:.3}{ensemble}",
+            last.epoch,
+            100.0 * last.single.accuracy,
+            last.single.nll,
+            last.single.ece
+        ));
+    }
+}
+
+/// Depth, width, epochs, batch size and seed.
+fn network_controls(ui: &mut Ui, c: &mut TrainConfig) {
+    ui.separator();
+    ui.label(RichText::new("Network").strong());
+    ui.horizontal(|ui| {
+        ui.label("depth");
+        for d in [8, 14, 20] {
+            ui.selectable_value(&mut c.depth, d, d.to_string());
+        }
+    });
+    crate::app::controls::bounded(ui, &mut c.width, 4..=64, |s| s.text("width"));
+    crate::app::controls::bounded(ui, &mut c.epochs, 1..=100, |s| s.text("epochs"));
+    crate::app::controls::bounded(ui, &mut c.batch_size, 16..=512, |s| {
+        s.logarithmic(true).text("batch size")
+    });
+    ui.horizontal(|ui| {
+        let label = ui.label("seed");
+        ui.add(egui::DragValue::new(&mut c.seed))
+            .labelled_by(label.id);
+    });
+    if let Some(needs) = c.too_short() {
+        ui.label(RichText::new(needs).small().color(WARNING));
+    }
+}
+
+/// The optimiser and its settings: ATMC's (step size, m and D or their automatic scale,
+/// temperature, the printed defects, the kinetic energy, the prior, cycles) or SGD's.
+fn optimiser_controls(ui: &mut Ui, c: &mut TrainConfig) {
+    ui.separator();
+    ui.label(RichText::new("Optimiser").strong());
+    ui.horizontal(|ui| {
+        ui.selectable_value(&mut c.optimizer, OptimizerKind::Atmc, "ATMC");
+        ui.selectable_value(&mut c.optimizer, OptimizerKind::Sgd, "SGD + momentum");
+    });
+    match c.optimizer {
+        OptimizerKind::Atmc => {
+            let s = &mut c.atmc;
+            slider(
+                ui,
+                &mut s.h,
+                ranges::STEP_SIZE,
+                1e-5,
+                0.05,
+                true,
+                "step size h",
+            );
+            ui.checkbox(
+                &mut c.atmc_auto_scale,
+                "m and D from h and N (like SGD at lr 0.02, momentum 0.9)",
+            );
+            let s = &mut c.atmc;
+            if !c.atmc_auto_scale {
+                slider(ui, &mut s.mass, ranges::MASS, 0.01, 1e4, true, "mass m");
+                slider(
+                    ui,
+                    &mut s.friction_floor,
+                    ranges::FRICTION_FLOOR,
+                    0.0,
+                    100.0,
+                    true,
+                    "friction floor D",
+                );
+            }
+            slider(
+                ui,
+                &mut s.temperature,
+                ranges::TEMPERATURE,
+                0.0,
+                2.0,
+                false,
+                "temperature T",
+            );
+            crate::app::controls::bounded(ui, &mut s.friction_sign, -1.0..=1.0, |s| {
+                s.text("friction sign φ").step_by(0.05)
+            })
+            .on_hover_text("+1 correct, −1 as printed in the paper");
+            ui.horizontal(|ui| {
+                ui.label("thermostat");
+                ui.selectable_value(&mut s.xi_update, XiUpdate::Accumulate, "accumulate");
+                ui.selectable_value(&mut s.xi_update, XiUpdate::Overwrite, "overwrite");
+            });
+            ui.horizontal(|ui| {
+                ui.label("noise mass");
+                ui.selectable_value(&mut s.noise_mass, NoiseMass::With, "with m");
+                ui.selectable_value(&mut s.noise_mass, NoiseMass::Without, "without m");
+            });
+            let mut hyperbolic = matches!(s.kinetic, Kinetic::Hyperbolic { .. });
+            ui.checkbox(&mut hyperbolic, "hyperbolic kinetic energy (|θ̇| ≤ c)");
+            match (&mut s.kinetic, hyperbolic) {
+                (Kinetic::Hyperbolic { c }, true) => {
+                    slider(ui, c, ranges::SPEED, 1e-3, 10.0, true, "speed limit c");
+                }
+                (Kinetic::Gaussian, true) => s.kinetic = Kinetic::Hyperbolic { c: 0.1 },
+                (Kinetic::Hyperbolic { .. }, false) => s.kinetic = Kinetic::Gaussian,
+                (Kinetic::Gaussian, false) => {}
+            }
+            slider(
+                ui,
+                &mut c.prior_scale,
+                ranges::SIGMA,
+                0.01,
+                10.0,
+                true,
+                "prior σ",
+            );
+            crate::app::controls::bounded(ui, &mut c.cycles, 0..=20, |s| s.text("cycles"))
+                .on_hover_text("Cycles of the cyclical step size; 0 = a constant h");
+            ui.small(
+                "The gradient is N × the minibatch mean plus θ/σ²: the posterior over the \
+                     whole training set. Samples: every epoch after the first (constant h) or \
+                     at the end of each cycle.",
+            );
+        }
+        OptimizerKind::Sgd => {
+            crate::app::controls::bounded(ui, &mut c.sgd_lr, 0.001..=1.0, |s| {
+                s.logarithmic(true).text("learning rate")
+            })
+            .on_hover_text("The initial learning rate of the cosine schedule");
+            crate::app::controls::bounded(ui, &mut c.sgd_momentum, 0.0..=0.99, |s| {
+                s.text("momentum")
+            });
         }
     }
 }
