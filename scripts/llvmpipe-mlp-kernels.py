@@ -6,7 +6,7 @@ architecture (every loop over units and inputs written out, so activations, erro
 per-invocation gradient sums are SSA values, not arrays) and times them on whatever Vulkan
 adapter wgpu-py finds. It answers the questions behind issue 27's GPU goal on llvmpipe:
 where the time of `shaders/mlp.wgsl` goes, and what a kernel that avoids it would cost to
-compile. Results of 2026-12-02 are in README.md ("Performance").
+compile. Results of 2026-12-02 are in docs/performance.md ("The MLP engine").
 
     python3 -m venv /tmp/wgpu && /tmp/wgpu/bin/pip install wgpu numpy
     /tmp/wgpu/bin/python scripts/llvmpipe-mlp-kernels.py --hidden 16,16 --lanes 32

@@ -45,7 +45,7 @@ pub struct TrainArgs {
     /// ATMC step size h.
     #[arg(long)]
     h: Option<f64>,
-    /// ATMC friction floor D (with --mass; by default m and D follow h and N: see README).
+    /// ATMC friction floor D (with --mass; by default m and D follow h and N: docs/training.md).
     #[arg(long = "D")]
     friction_floor: Option<f64>,
     /// ATMC mass m (with --D; by default m and D follow h and N).

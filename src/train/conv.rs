@@ -6,12 +6,12 @@
 //! gradient as a convolution of the inputs with the output gradient as the kernel (the batch
 //! as channels: an im2col of B·H·W columns per input channel) and the input gradient as a
 //! transposed convolution, each with its own layout conversions. Measured on ResNet++ depth 8
-//! width 16 with batch 128 on Fashion-MNIST (README, "Training speed"), the convolutions took
-//! 65 % of the CPU time (34 % im2col and layout copies, 31 % GEMM) and burn's `selu`, six
-//! element-wise operations forward and as many backward, 12 %. Here forward and backward share
-//! one layout: the columns of an image (rows (channel, kernel row, kernel column), columns
-//! output pixels) are rebuilt from the input in the backward pass instead of kept, so a
-//! convolution holds only one image's columns per thread.
+//! width 16 with batch 128 on Fashion-MNIST (docs/performance.md, "ResNet++ training speed"),
+//! the convolutions took 65 % of the CPU time (34 % im2col and layout copies, 31 % GEMM) and
+//! burn's `selu`, six element-wise operations forward and as many backward, 12 %. Here forward
+//! and backward share one layout: the columns of an image (rows (channel, kernel row, kernel
+//! column), columns output pixels) are rebuilt from the input in the backward pass instead of
+//! kept, so a convolution holds only one image's columns per thread.
 //!
 //! The weight gradient is summed over fixed chunks of [`CHUNK`] images, then over the chunks in
 //! order: the same numbers whatever the number of threads. Results differ from burn's

@@ -14,6 +14,7 @@ mod app_mlp;
 mod app_thermo;
 mod app_training;
 mod cli;
+mod docs_links;
 mod expression;
 mod fuzz;
 mod gpu;

@@ -372,47 +372,6 @@ fn the_windowed_entropy_of_networks_sees_their_own_spread_where_the_ensemble_doe
     );
 }
 
-/// What an MLP point's entropies cost, for the README (not a check: run it by hand with
-/// `cargo test --release --test it thermo::entropy_cost -- --ignored --nocapture`; the
-/// preset, networks, steps, η and backend come from `ENTROPY_COST`, e.g.
-/// `mlp-op,512,3000,0.004,cpu`).
-#[test]
-#[ignore = "a measurement, run by hand"]
-fn entropy_cost() {
-    use atmc_lab::engine::BackendChoice;
-    use atmc_lab::preset::AnyPreset;
-    use atmc_lab::runner::thermo_measure::measure_mlp_costed;
-    let spec = std::env::var("ENTROPY_COST").unwrap_or("mlp-op,512,3000,0.004,cpu".into());
-    let f: Vec<&str> = spec.split(',').collect();
-    let AnyPreset::Mlp(mut p) = AnyPreset::load(f[0]).unwrap() else {
-        panic!("an MLP preset")
-    };
-    p.chains = f[1].parse().unwrap();
-    p.steps = f[2].parse().unwrap();
-    p.sampler.h = f[3].parse().unwrap();
-    if let Some(h) = f.get(5) {
-        p.network.hidden = h.split('-').map(|w| w.parse().unwrap()).collect();
-    }
-    let backend = if f[4] == "gpu" {
-        BackendChoice::Gpu
-    } else {
-        BackendChoice::Cpu
-    };
-    let clock = std::time::Instant::now();
-    let (point, cost) = measure_mlp_costed(&p, backend, &mut |_| {}).unwrap();
-    eprintln!(
-        "{spec}: total {:.2} s; {cost:?}\nS_knn {:?} over {:?} networks, note {:?}\nwindow {:?}\nU {} stationary {} {:?}",
-        clock.elapsed().as_secs_f64(),
-        point.s_knn,
-        point.knn_networks,
-        point.ensemble_entropy_note,
-        point.window,
-        point.u,
-        point.stationary,
-        point.excluded
-    );
-}
-
 #[test]
 fn a_thermo_sweep_shards_and_merges_into_the_unsharded_table() {
     let dir = scratch("shards");
