@@ -409,9 +409,69 @@ pub fn short(v: f64) -> String {
     }
 }
 
+/// Decimals that tell every tick of spacing `step` apart: the fewest with which `step` is
+/// written exactly (2.5 needs one, 0.25 two, 500 none). egui_plot's own formatter rounds the
+/// step's logarithm instead, which labels ticks 2.5 apart "-5, -2, 0, 2" and 0.005 apart
+/// "-0.01, -0.01, 0.00".
+pub fn tick_decimals(step: f64) -> usize {
+    if !(step.is_finite() && step > 0.0) {
+        return 0;
+    }
+    (0..=12)
+        .find(|&d| {
+            let x = step * 10f64.powi(d as i32);
+            (x - x.round()).abs() <= 1e-6 * x.abs().max(1.0)
+        })
+        .unwrap_or(12)
+}
+
+/// A linear axis's tick label: the value with [`tick_decimals`] of its spacing, "0" rather
+/// than "-0".
+pub fn tick_text(value: f64, step: f64) -> String {
+    let d = tick_decimals(step);
+    // Very fine or very large spacings read better in powers of ten.
+    if d > 5 || value.abs() >= 1e6 {
+        return short(value).replace('−', "-");
+    }
+    let text = format!("{value:.d$}");
+    match text.strip_prefix('-') {
+        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_owned(),
+        _ => text,
+    }
+}
+
+/// [`tick_text`] as egui_plot's axis formatter (every linear axis of the app's plots).
+pub fn tick_label(mark: GridMark, _range: &std::ops::RangeInclusive<f64>) -> String {
+    tick_text(mark.value, mark.step_size)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_labels_tell_every_tick_apart() {
+        let labels = |lo: i32, hi: i32, step: f64| -> Vec<String> {
+            (lo..=hi).map(|k| tick_text(f64::from(k) * step, step)).collect()
+        };
+        // The 25-mode marginals: ticks 2.5 apart.
+        assert_eq!(labels(-2, 1, 2.5), ["-5.0", "-2.5", "0.0", "2.5"]);
+        // An empty plot's ticks 0.005 apart.
+        assert_eq!(
+            labels(-2, 2, 0.005),
+            ["-0.010", "-0.005", "0.000", "0.005", "0.010"]
+        );
+        assert_eq!(labels(0, 2, 0.25), ["0.00", "0.25", "0.50"]);
+        assert_eq!(labels(-1, 1, 500.0), ["-500", "0", "500"]);
+        assert_eq!(labels(1, 3, 0.1), ["0.1", "0.2", "0.3"]);
+        assert_eq!(tick_text(-1e-17, 0.5), "0.0");
+        for step in [1e-4, 2e-3, 2.5e-2, 0.5, 1.0, 2.0, 2.5, 5.0, 25.0, 2e4] {
+            let ticks: Vec<String> = (-4..=4).map(|k| tick_text(f64::from(k) * step, step)).collect();
+            let mut distinct = ticks.clone();
+            distinct.dedup();
+            assert_eq!(distinct, ticks, "step {step}: {ticks:?}");
+        }
+    }
 
     #[test]
     fn ticks_are_round_and_inside() {

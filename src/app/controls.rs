@@ -492,7 +492,7 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
             if s.friction_sign < 0.0 {
                 warn(
                     ui,
-                    "φ < 0 amplifies the momentum every step (e^{+βh}): expect an explosion.",
+                    "φ < 0 amplifies the momentum every step (by e⁺ᵝʰ): expect an explosion.",
                 );
             } else if s.friction_sign == 0.0 {
                 warn(

@@ -16,6 +16,10 @@ pub(crate) fn fixed_plot(id: &str, width: f32, height: f32) -> Plot<'static> {
     Plot::new(id.to_owned())
         .width(width)
         .height(height)
+        // Labels with the decimals their spacing needs (a log or symmetric-log axis, or a
+        // category axis, sets its own formatter afterwards).
+        .x_axis_formatter(super::axes::tick_label)
+        .y_axis_formatter(super::axes::tick_label)
         .allow_scroll(false)
         .allow_zoom(false)
         .allow_drag(false)
@@ -426,7 +430,7 @@ pub fn growth(
             item(
                 ui,
                 ui.visuals().strong_text_color(),
-                "- - predicted e^{βh} per step",
+                "- - predicted eᵝʰ per step",
             );
         }
     });
@@ -496,7 +500,7 @@ fn predicted_tangents(p: &mut PlotUi<'_>, history: &History, sp: &SamplerParams,
         let back = f64::from(TANGENT_STEPS).min(3.0 * std::f64::consts::LN_10 / rate);
         let start = size * (-rate * back).exp();
         let name = if k == 0 {
-            "predicted e^{βh} per step"
+            "predicted eᵝʰ per step"
         } else {
             ""
         };
