@@ -452,7 +452,9 @@ mod tests {
     #[test]
     fn tick_labels_tell_every_tick_apart() {
         let labels = |lo: i32, hi: i32, step: f64| -> Vec<String> {
-            (lo..=hi).map(|k| tick_text(f64::from(k) * step, step)).collect()
+            (lo..=hi)
+                .map(|k| tick_text(f64::from(k) * step, step))
+                .collect()
         };
         // The 25-mode marginals: ticks 2.5 apart.
         assert_eq!(labels(-2, 1, 2.5), ["-5.0", "-2.5", "0.0", "2.5"]);
@@ -466,7 +468,9 @@ mod tests {
         assert_eq!(labels(1, 3, 0.1), ["0.1", "0.2", "0.3"]);
         assert_eq!(tick_text(-1e-17, 0.5), "0.0");
         for step in [1e-4, 2e-3, 2.5e-2, 0.5, 1.0, 2.0, 2.5, 5.0, 25.0, 2e4] {
-            let ticks: Vec<String> = (-4..=4).map(|k| tick_text(f64::from(k) * step, step)).collect();
+            let ticks: Vec<String> = (-4..=4)
+                .map(|k| tick_text(f64::from(k) * step, step))
+                .collect();
             let mut distinct = ticks.clone();
             distinct.dedup();
             assert_eq!(distinct, ticks, "step {step}: {ticks:?}");

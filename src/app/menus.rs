@@ -204,9 +204,10 @@ impl AtmcApp {
             .button("Export draws (Zarr, for ArviZ)…")
             .on_hover_text(
                 "The draws behind the convergence instruments: θ, p, ξ and per-draw statistics \
-                 of the first 64 chains over the last 256 frames, in a folder that \
-                 xarray.open_datatree(…, engine=\"zarr\") and ArviZ open. `atmc-lab run \
-                 --draws` exports a whole run.",
+                 of the first 64 chains over the last 256 frames, in a Zarr folder. Open it in \
+                 Python with arviz.from_datatree(xarray.open_datatree(PATH, engine=\"zarr\")) \
+                 (ArviZ 0.x's from_zarr refuses zarr ≥ 3). `atmc-lab run --draws` exports a \
+                 whole run.",
             )
             .clicked()
         {

@@ -148,14 +148,18 @@ impl TrainingView {
             }
         });
         ui.small(c.data.display().to_string());
+        // 0 stands for the whole set: say how many that is, not "0".
+        let (train_all, test_all) = (c.dataset.train_size(), TEST_IMAGES);
         crate::app::controls::bounded(ui, &mut c.train_limit, 0..=60_000, |s| {
             s.text("training images").logarithmic(true)
         })
         .on_hover_text("Images of the training set used; 0 = all");
+        ui.small(images_used(c.train_limit, train_all, "training"));
         crate::app::controls::bounded(ui, &mut c.test_limit, 0..=10_000, |s| {
             s.text("test images").logarithmic(true)
         })
         .on_hover_text("Images of the test set used; 0 = all");
+        ui.small(images_used(c.test_limit, test_all, "test"));
         ui.checkbox(&mut c.augment, "random crops and flips");
     }
 
@@ -425,6 +429,30 @@ fn summary_line(ui: &mut Ui, s: &TrainSnapshot) {
     }
 }
 
+/// Test images of both data sets (CIFAR-10's and Fashion-MNIST's test sets are 10,000).
+const TEST_IMAGES: usize = 10_000;
+
+/// What a limit of a training or test set means in images: "all 60,000 training images",
+/// "2,000 of 60,000 training images".
+pub fn images_used(limit: usize, all: usize, which: &str) -> String {
+    let grouped = |n: usize| {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    if limit == 0 || limit >= all {
+        format!("all {} {which} images", grouped(all))
+    } else {
+        format!("{} of {} {which} images", grouped(limit), grouped(all))
+    }
+}
+
 /// Depth, width, epochs, batch size and seed.
 fn network_controls(ui: &mut Ui, c: &mut TrainConfig) {
     ui.separator();
@@ -648,11 +676,28 @@ impl View for TrainingView {
 
 #[cfg(test)]
 mod tests {
-    use super::{PlotWaits, eta, plot_waits};
+    use super::{PlotWaits, eta, images_used, plot_waits};
     use crate::app::training::session::TrainSnapshot;
     use crate::diagnostics::classification::ReliabilityBin;
     use crate::train::data::DatasetKind;
     use crate::train::trainer::{EpochRow, OptimizerKind, ProgressRow, TrainConfig};
+
+    #[test]
+    fn limits_are_said_in_images() {
+        assert_eq!(
+            images_used(0, 60_000, "training"),
+            "all 60,000 training images"
+        );
+        assert_eq!(
+            images_used(2000, 60_000, "training"),
+            "2,000 of 60,000 training images"
+        );
+        assert_eq!(
+            images_used(10_000, 10_000, "test"),
+            "all 10,000 test images"
+        );
+        assert_eq!(images_used(999, 1000, "test"), "999 of 1,000 test images");
+    }
 
     #[test]
     fn plots_wait_for_their_first_data() {

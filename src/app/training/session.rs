@@ -51,9 +51,12 @@ pub struct TrainSnapshot {
     pub step: u32,
     /// Minibatches per epoch.
     pub steps_per_epoch: u32,
-    /// Images per second over the last seconds of training.
+    /// Images per second over the last seconds of training while it runs; over the whole
+    /// run (paused time left out) once it stopped.
     pub images_per_s: f64,
-    /// Seconds left at the current speed.
+    /// Seconds left at the pace of the whole run so far, the evaluations at epoch ends
+    /// included (a rate over the last seconds of minibatches alone promised a third of the
+    /// time a run took).
     pub eta_s: Option<f64>,
     /// One row per finished epoch.
     pub history: Vec<EpochRow>,
@@ -116,6 +119,7 @@ impl TrainSession {
                     latest,
                     repaint,
                     speed: (Instant::now(), 0),
+                    pace: Pace::start(),
                     images_per_s: 0.0,
                 };
                 match background_pool() {
@@ -144,6 +148,59 @@ struct Worker<R: Fn()> {
     /// Start of the speed window and images since.
     speed: (Instant, usize),
     images_per_s: f64,
+    /// The pace of the run since it was installed.
+    pace: Pace,
+}
+
+/// A run's pace since it started, paused time left out: steps, images and seconds of
+/// training, evaluations included. The ETA and a finished run's speed come from it.
+#[derive(Clone, Copy, Debug)]
+struct Pace {
+    /// When the current stretch of running began (None while paused or stopped).
+    running_since: Option<Instant>,
+    /// Seconds of the stretches before it.
+    seconds: f64,
+    steps: u32,
+    images: u64,
+}
+
+impl Pace {
+    fn start() -> Self {
+        Self {
+            running_since: Some(Instant::now()),
+            seconds: 0.0,
+            steps: 0,
+            images: 0,
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(t) = self.running_since.take() {
+            self.seconds += t.elapsed().as_secs_f64();
+        }
+    }
+
+    fn resume(&mut self) {
+        self.running_since.get_or_insert_with(Instant::now);
+    }
+
+    fn seconds(&self) -> f64 {
+        self.seconds
+            + self
+                .running_since
+                .map_or(0.0, |t| t.elapsed().as_secs_f64())
+    }
+
+    /// Images per second over the whole run.
+    fn images_per_s(&self) -> f64 {
+        let s = self.seconds();
+        if s > 0.0 { self.images as f64 / s } else { 0.0 }
+    }
+
+    /// Seconds for `remaining` more steps at the run's pace so far.
+    fn eta(&self, remaining: u32) -> Option<f64> {
+        (self.steps > 0).then(|| self.seconds() / f64::from(self.steps) * f64::from(remaining))
+    }
 }
 
 fn checkpoint_file(dir: &std::path::Path) -> PathBuf {
@@ -217,16 +274,22 @@ impl<R: Fn()> Worker<R> {
                 self.install(result, Some(path));
             }
             TrainCommand::Pause(on) => match (on, self.status) {
-                (true, TrainStatus::Running) => self.status = TrainStatus::Paused,
+                (true, TrainStatus::Running) => {
+                    self.status = TrainStatus::Paused;
+                    self.pace.stop();
+                }
                 (false, TrainStatus::Paused) => {
                     self.status = TrainStatus::Running;
                     self.speed = (Instant::now(), 0);
+                    self.pace.resume();
                 }
                 _ => {}
             },
             TrainCommand::Stop => {
                 if matches!(self.status, TrainStatus::Running | TrainStatus::Paused) {
                     self.status = TrainStatus::Stopped;
+                    self.pace.stop();
+                    self.images_per_s = self.pace.images_per_s();
                 }
             }
             TrainCommand::Quit => return false,
@@ -261,6 +324,7 @@ impl<R: Fn()> Worker<R> {
                 self.trainer = Some(t);
                 self.checkpoint = checkpoint;
                 self.speed = (Instant::now(), 0);
+                self.pace = Pace::start();
             }
             Err(e) => self.fail(e),
         }
@@ -275,6 +339,8 @@ impl<R: Fn()> Worker<R> {
             Ok(report) => {
                 self.losses.push([f64::from(t.step_count()), report.loss]);
                 self.speed.1 += report.images;
+                self.pace.steps += 1;
+                self.pace.images += report.images as u64;
                 let elapsed = self.speed.0.elapsed().as_secs_f64();
                 if elapsed > 2.0 {
                     self.images_per_s = self.speed.1 as f64 / elapsed;
@@ -290,6 +356,11 @@ impl<R: Fn()> Worker<R> {
                     self.status = TrainStatus::Diverged;
                 } else if t.finished() {
                     self.status = TrainStatus::Finished;
+                }
+                if self.status != TrainStatus::Running {
+                    // The speed a finished run reports is its whole run's.
+                    self.pace.stop();
+                    self.images_per_s = self.pace.images_per_s();
                 }
             }
             Err(e) => self.fail(e),
@@ -309,12 +380,9 @@ impl<R: Fn()> Worker<R> {
                 s.epoch = t.epoch;
                 s.step = t.step_count();
                 s.steps_per_epoch = t.steps_per_epoch();
-                s.eta_s =
-                    (self.images_per_s > 0.0 && self.status == TrainStatus::Running).then(|| {
-                        f64::from(total.saturating_sub(t.step_count()))
-                            * f64::from(t.config.batch_size)
-                            / self.images_per_s
-                    });
+                s.eta_s = (self.status == TrainStatus::Running)
+                    .then(|| self.pace.eta(total.saturating_sub(t.step_count())))
+                    .flatten();
                 if s.progress.len() != t.progress.len() {
                     s.progress.clone_from(&t.progress);
                 }
@@ -339,5 +407,32 @@ impl<R: Fn()> Worker<R> {
             }
         });
         (self.repaint)();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pace;
+    use std::time::{Duration, Instant};
+
+    /// The ETA extrapolates the whole run's pace, paused time left out.
+    #[test]
+    fn the_pace_counts_running_time_only() {
+        let mut pace = Pace {
+            running_since: None,
+            seconds: 30.0,
+            steps: 10,
+            images: 1280,
+        };
+        assert_eq!(pace.eta(20), Some(60.0));
+        assert!((pace.images_per_s() - 1280.0 / 30.0).abs() < 1e-9);
+        pace.running_since = Some(Instant::now() - Duration::from_secs(10));
+        let eta = pace.eta(20).unwrap();
+        assert!((80.0..81.0).contains(&eta), "{eta}");
+        pace.stop();
+        let frozen = pace.seconds();
+        assert!((40.0..41.0).contains(&frozen), "{frozen}");
+        assert_eq!(pace.seconds(), frozen);
+        assert_eq!(Pace::start().eta(5), None);
     }
 }
