@@ -15,6 +15,17 @@
 //! app has a Training tab) and `train` (burn), both default. Without them the crate is the
 //! headless core and the command line's run, bench, presets, sweep and thermo.
 
+/// A line of diagnostics on standard error (progress, notes, warnings): the one writer for
+/// stderr, as `cli::emit` is for stdout. A full or closed stderr is ignored rather than a
+/// panic (what `eprintln!` does): the result goes to stdout or into files, and losing a note
+/// must never lose it.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 #[cfg(feature = "gui")]
 pub mod app;
 pub mod cli;

@@ -149,7 +149,7 @@ impl AtmcApp {
     /// Says what an export did: in the status bar, in a notice over the window, and on
     /// stderr (where a script that drives the window reads it).
     pub(super) fn report_export(&mut self, status: Status) {
-        eprintln!(
+        note!(
             "atmc-lab: {}{}",
             if status.error { "error: " } else { "" },
             status.text

@@ -456,21 +456,6 @@ pub fn apply_style(ctx: &egui::Context, classroom: &Classroom) {
     });
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn zoom_fits_the_window() {
-        assert_eq!(presentation_zoom(600.0), 1.0);
-        assert_eq!(desk_zoom(720.0), 1.0);
-        assert_eq!(desk_zoom(800.0), 1.0);
-        assert!((desk_zoom(1080.0) - 1.256).abs() < 1e-3);
-        assert!((presentation_zoom(720.0) - 1.161).abs() < 1e-3);
-        assert!((presentation_zoom(1080.0) - 1.742).abs() < 1e-3);
-    }
-}
-
 /// The shell's lecture and challenge actions: opening lessons (each opens paused at step 0
 /// unless its story plays at once, however it is opened), the keys, and a challenge's attempt
 /// in the background.
@@ -682,5 +667,20 @@ impl super::AtmcApp {
             ctx.set_zoom_factor(1.0);
         }
         apply_style(ctx, &self.classroom);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zoom_fits_the_window() {
+        assert_eq!(presentation_zoom(600.0), 1.0);
+        assert_eq!(desk_zoom(720.0), 1.0);
+        assert_eq!(desk_zoom(800.0), 1.0);
+        assert!((desk_zoom(1080.0) - 1.256).abs() < 1e-3);
+        assert!((presentation_zoom(720.0) - 1.161).abs() < 1e-3);
+        assert!((presentation_zoom(1080.0) - 1.742).abs() < 1e-3);
     }
 }

@@ -68,7 +68,7 @@ pub fn run_native(
     ) {
         Ok(()) => Ok(()),
         Err(e) => {
-            eprintln!("atmc-lab: the wgpu renderer failed ({e}); trying OpenGL");
+            note!("atmc-lab: the wgpu renderer failed ({e}); trying OpenGL");
             eframe::run_native("atmc-lab", options(eframe::Renderer::Glow), make(opening))
                 .map_err(|e| anyhow::anyhow!("cannot open a window: {e}"))
         }

@@ -662,7 +662,7 @@ fn bench_mlp(
     let default_model = bench_mlp_model(&shapes[0])?;
     let default_flop = mlp_gradient_flop(&default_model);
     let line = |backend: &str, what: &str, t: &MlpTiming, extra: &str| {
-        eprintln!(
+        note!(
             "{backend}  {what}: {:.2} s, {:.3e} network-gradients/s{}{extra}",
             t.seconds,
             t.rate,
@@ -733,7 +733,7 @@ fn bench_mlp(
         shape_json.push(j);
     }
     if let Some(roof) = roof {
-        eprintln!(
+        note!(
             "cpu  issue roof {roof:.3e} FLOP/s = {} lanes ({}) × 2 FLOP per FMA × {} FMA pipes \
              (assumed) × {} threads × {} MHz (/proc/cpuinfo)",
             roof_json["lanes"],
@@ -784,7 +784,7 @@ fn bench_mlp(
                     let t = match timed {
                         Ok(t) => t,
                         Err(e) => {
-                            eprintln!("gpu  no GPU figure ({}): {e:#}", kernel.name());
+                            note!("gpu  no GPU figure ({}): {e:#}", kernel.name());
                             gpu_json = serde_json::json!({ "error": format!("{e:#}") });
                             continue;
                         }
@@ -827,7 +827,7 @@ fn bench_mlp(
             }
         }
         Err(e) => {
-            eprintln!("gpu  no GPU figure: {e:#}");
+            note!("gpu  no GPU figure: {e:#}");
             gpu_json = serde_json::json!({ "error": format!("{e:#}") });
         }
     }

@@ -90,7 +90,7 @@ pub fn handout(args: &HandoutArgs) -> Result<(), Failure> {
         pictures.push((name, steps, image.width(), image.height()));
         // Which lessons cost the time: a lecturer caps them with `handout_steps`.
         let seconds = started.elapsed().as_secs_f64();
-        bar.suspend(|| eprintln!("lesson {} ({step}): {steps} steps in {seconds:.1} s", k + 1));
+        bar.suspend(|| note!("lesson {} ({step}): {steps} steps in {seconds:.1} s", k + 1));
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -98,7 +98,7 @@ pub fn handout(args: &HandoutArgs) -> Result<(), Failure> {
     let index = args.out.join("index.html");
     crate::fsutil::write_atomic(&index, page.as_bytes())
         .map_err(|e| Failure::runtime(format!("{}: {e:#}", index.display())))?;
-    eprintln!(
+    note!(
         "wrote {} and {} pictures",
         index.display(),
         lecture.steps.len()

@@ -411,13 +411,13 @@ pub fn main() -> ExitCode {
                 context(ContextKind::InvalidValue),
                 std::error::Error::source(&e),
             ) {
-                (Some(arg), Some(value), Some(why)) => eprintln!(
+                (Some(arg), Some(value), Some(why)) => note!(
                     "error: invalid value '{}' for '{arg}': {why}",
                     short_text(&value)
                 ),
                 _ => {
                     let text = e.render().to_string();
-                    eprintln!("{}", text.lines().next().unwrap_or("error: invalid value"));
+                    note!("{}", text.lines().next().unwrap_or("error: invalid value"));
                 }
             }
             return ExitCode::from(2);
@@ -458,7 +458,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("error: {}", f.message);
+            note!("error: {}", f.message);
             ExitCode::from(f.code)
         }
     }
@@ -699,7 +699,7 @@ fn execute_comparison(
     })?;
     for (label, o) in &outcomes {
         let s = &o.summary;
-        eprintln!(
+        note!(
             "{label}: {} on {}; diverged {:.2}%, energy distance {:.4} (exact samples {:.4})",
             s.sampler,
             s.target,
@@ -846,7 +846,7 @@ fn execute(
             .map_err(|e| Failure::usage(format!("{e:#}")))?;
         crate::diagnostics::draws::check_destination(dir)
             .map_err(|e| Failure::usage(format!("{e:#}")))?;
-        eprintln!(
+        note!(
             "draws: {} chains × {} draws, about {:.1} MB, to {}",
             spec.chains,
             spec.draws(runner::recorded_blocks(&preset)),
@@ -886,7 +886,7 @@ fn execute(
                 &serde_json::to_value(&outcome.summary)
                     .map_err(|e| Failure::runtime(e.to_string()))?,
             )?;
-            eprintln!(
+            note!(
                 "wrote {} draws of {} chains to {}",
                 kept.draws(),
                 spec.chains,
@@ -897,16 +897,16 @@ fn execute(
     };
     bar.finish_and_clear();
     if let Some(notice) = &outcome.notice {
-        eprintln!("notice: {notice}");
+        note!("notice: {notice}");
     }
     if let Some(f) = file {
         f.finish()?;
     }
     let s = &outcome.summary;
     for w in &s.warnings {
-        eprintln!("warning: {w}");
+        note!("warning: {w}");
     }
-    eprintln!(
+    note!(
         "{} on {}: {} chains × {} steps on {} ({}), {:.3e} chain-steps/s; diverged {:.2}%",
         s.sampler,
         s.target,
@@ -973,7 +973,7 @@ fn execute_mlp(
     })?;
     bar.finish_and_clear();
     if let Some(notice) = &outcome.notice {
-        eprintln!("notice: {notice}");
+        note!("notice: {notice}");
     }
     write_csv(csv, || crate::diagnostics::mlp::series_csv(&outcome.series))?;
     let s = &outcome.summary;
@@ -994,7 +994,7 @@ fn execute_mlp(
             sgd.ece
         )
     };
-    eprintln!(
+    note!(
         "{} on {} networks {} ({}) on {}: {predictive}{sgd}; diverged {:.2}%; \
          {:.3e} network-gradients/s",
         s.sampler,

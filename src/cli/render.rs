@@ -212,7 +212,7 @@ pub fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
         render.appearance(),
     )?;
     crate::app::screenshot::save_png(&image, &args.out)?;
-    eprintln!(
+    note!(
         "wrote {} ({}×{} pixels, step {})",
         args.out.display(),
         image.width(),
@@ -277,9 +277,9 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
     match &output {
         Output::Gif { path, .. } => {
             let (n, _, _) = gif_frames(path)?;
-            eprintln!("wrote {} ({n} frames of {w}×{h} pixels)", path.display());
+            note!("wrote {} ({n} frames of {w}×{h} pixels)", path.display());
         }
-        Output::Frames { dir } => eprintln!(
+        Output::Frames { dir } => note!(
             "wrote {} frames of {w}×{h} pixels into {}",
             images.len(),
             dir.display()

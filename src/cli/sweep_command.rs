@@ -50,7 +50,7 @@ impl SweepOutput {
         let merged = sweep::merge(dir)
             // A missing, duplicated or foreign shard is a problem of the input.
             .map_err(|e| Failure::usage(format!("{e:#}")))?;
-        eprintln!(
+        note!(
             "merged {} points into {}",
             merged.records.len(),
             dir.join("merged.jsonl").display()
@@ -175,7 +175,7 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
         loaded.spec.name.clone()
     };
     let (report, wall) = output.run(&loaded, shard, &out, &name)?;
-    eprintln!(
+    note!(
         "{}: {} points run, {} already there; {:.1} s, of which the runs {:.1} s (sweep \
          overhead {:.1}%)",
         shard.file(&out).display(),
@@ -194,7 +194,7 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
         if let Some(csv) = &output.csv {
             write_csv(csv, &merged)?;
         }
-        eprintln!("wrote {}", out.join("merged.jsonl").display());
+        note!("wrote {}", out.join("merged.jsonl").display());
     }
     Ok(())
 }
@@ -209,7 +209,7 @@ fn check_writable(csv: &Path) -> Result<(), Failure> {
 
 fn write_csv(csv: &Path, merged: &sweep::Merged) -> Result<(), Failure> {
     crate::fsutil::write_atomic(csv, sweep::csv_table(merged))?;
-    eprintln!("wrote {}", csv.display());
+    note!("wrote {}", csv.display());
     Ok(())
 }
 
@@ -236,17 +236,17 @@ fn write_slurm(args: &SweepArgs, sweep_path: &Path, out: &Path) -> Result<(), Fa
     job.validate()
         .map_err(|e| Failure::usage(format!("{e:#}")))?;
     let (array, merge) = slurm::write_scripts(&job)?;
-    eprintln!("wrote {} and {}", array.display(), merge.display());
+    note!("wrote {} and {}", array.display(), merge.display());
     if args.submit {
         // The array's id is printed the moment it exists: whatever fails after it (the
         // merge's submission, standard output), the user knows what is queued.
         let (array_id, merge_id) = slurm::submit(&array, &merge, &mut |id| {
-            eprintln!("submitted the array as job {id}")
+            note!("submitted the array as job {id}")
         })?;
-        eprintln!("submitted the merge as job {merge_id} (after job {array_id} succeeds)");
+        note!("submitted the merge as job {merge_id} (after job {array_id} succeeds)");
         super::emit(serde_json::json!({"array_job": array_id, "merge_job": merge_id}))?;
     } else {
-        eprintln!(
+        note!(
             "submit with: sbatch {}  (then the merge with --dependency=afterok:<its id>), or rerun with --submit",
             array.display()
         );

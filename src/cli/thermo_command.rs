@@ -160,14 +160,14 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::usage(format!("{e:#}")))?;
     }
     let (report, wall) = output.run(&loaded, shard, &out, &loaded.spec.name)?;
-    eprintln!(
+    note!(
         "{}: {} learning rates run, {} already there, {wall:.1} s",
         shard.file(&out).display(),
         report.ran,
         report.skipped
     );
     if shard != Shard::ALL {
-        eprintln!(
+        note!(
             "when every shard is done: atmc-lab thermo --merge {} [--csv FILE]",
             out.display()
         );
@@ -194,7 +194,7 @@ fn report_table(
         .map_err(|e| Failure::usage(format!("{e:#}")))?;
     // Every number through one formatter: a diverged point's 1e300 stays one short cell.
     let short = |v: Option<f64>| v.map_or("—".to_owned(), |x| short_fixed(x, 4));
-    eprintln!(
+    note!(
         "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>8}  \
          stationary",
         "η",
@@ -214,7 +214,7 @@ fn report_table(
     );
     for r in &table.rows {
         let p = &r.point;
-        eprintln!(
+        note!(
             "{:>10.4e} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>8}  \
              {}",
             p.eta,
@@ -243,7 +243,7 @@ fn report_table(
             ),
             _ => "—".to_owned(),
         };
-        eprintln!(
+        note!(
             "F(η; T*) = U(η) − T*·S(η) at η* = {:.4e}: with T_slope(η*), {}; with T_gibbs(η*), {}",
             f.eta_star,
             at(f.t_slope_star, f.eta_min_slope, f.slope_steps_off),
@@ -253,20 +253,20 @@ fn report_table(
     let total = table.rows.len();
     let left_out = table.left_out();
     if !left_out.is_empty() {
-        eprintln!("Left out of slopes and fits:");
+        note!("Left out of slopes and fits:");
         for g in &left_out {
-            eprintln!("  {}", g.text(total));
+            note!("  {}", g.text(total));
         }
     }
     for g in table.unmeasured_windows() {
-        eprintln!(
+        note!(
             "Windowed S of the networks not measured at {}.",
             g.text(total)
         );
     }
     if let Some(path) = csv {
         crate::fsutil::write_atomic(path, sweep::thermo_table::csv(&table))?;
-        eprintln!("wrote {}", path.display());
+        note!("wrote {}", path.display());
     }
     let included: Vec<&sweep::thermo_table::Row> = table
         .rows

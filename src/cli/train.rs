@@ -213,7 +213,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
             config.data.clone_from(data);
         }
         let data = Arc::new(load(config.dataset, &config.data)?);
-        eprintln!(
+        note!(
             "resuming {} at epoch {}",
             path.display(),
             saved.header["epoch"]
@@ -240,7 +240,7 @@ pub fn train(args: &TrainArgs) -> Result<(), Failure> {
         let config = fresh_config(args, epochs)?;
         let started = Instant::now();
         let data = Arc::new(load(config.dataset, &config.data)?);
-        eprintln!(
+        note!(
             "{}: {} training and {} test images loaded in {:.1} s",
             config.data.display(),
             data.train.len(),
@@ -345,7 +345,7 @@ fn run(
     every: u32,
 ) -> Result<(), Failure> {
     let c = trainer.config.clone();
-    eprintln!(
+    note!(
         "ResNet++ depth {} width {} ({} parameters) with {:?} on {} training images, burn's CPU \
          backend (flex)",
         c.depth,
@@ -367,7 +367,7 @@ fn run(
         bar.inc(1);
         if report.epoch_done || trainer.finished() {
             if let Some(row) = trainer.history.last() {
-                bar.suspend(|| eprintln!("{}", describe(row)));
+                bar.suspend(|| note!("{}", describe(row)));
             }
             if let Some(path) = checkpoint
                 && (trainer.epoch.is_multiple_of(every) || trainer.finished())
@@ -378,7 +378,7 @@ fn run(
     }
     bar.finish_and_clear();
     if let Some(step) = trainer.diverged_at {
-        eprintln!("the parameters diverged at step {step} (momentum explosion): stopped");
+        note!("the parameters diverged at step {step} (momentum explosion): stopped");
     }
     let elapsed = started.elapsed().as_secs_f64();
     let last = trainer.history.last().cloned().unwrap_or_default();

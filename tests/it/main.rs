@@ -16,6 +16,7 @@ mod app_training;
 mod cli;
 mod docs_links;
 mod expression;
+mod full_stderr;
 mod fuzz;
 mod gpu;
 mod gpu_rng;
