@@ -74,7 +74,7 @@ impl From<Comparison> for Opening {
 pub fn is_sweep_path(path: &Path) -> bool {
     match path.extension().and_then(|e| e.to_str()) {
         Some("jsonl") => true,
-        Some("ron") => std::fs::read_to_string(path)
+        Some("ron") => crate::fsutil::read_text(path, crate::fsutil::TEXT_FILES)
             .is_ok_and(|text| crate::preset::sweep_file::is_sweep_text(&text)),
         _ => false,
     }

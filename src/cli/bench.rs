@@ -549,7 +549,7 @@ fn bench_mlp_model(shape: &MlpShape) -> anyhow::Result<MlpModel> {
         prior_scale: shape.prior_scale,
         batch_size: shape.batch_size,
     };
-    let (posterior, _) = spec.build().map_err(anyhow::Error::msg)?;
+    let (posterior, _) = crate::preset::data::build_network(&spec).map_err(anyhow::Error::msg)?;
     let mut sampler = SamplerSpec::new(SamplerKind::Atmc);
     sampler.h = 0.01;
     Ok(MlpModel {

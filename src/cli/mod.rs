@@ -22,6 +22,7 @@ mod thermo_command;
 mod train;
 
 use crate::engine::BackendChoice;
+use crate::math::ranges::short_text;
 use crate::math::targets::TARGET_NAMES;
 use crate::math::{NoiseMass, ranges::Range};
 use crate::math::{NoiseSpec, SamplerKind, SamplerSpec, TargetSpec, XiUpdate, ranges};
@@ -165,8 +166,8 @@ struct RunArgs {
     #[arg(long, conflicts_with = "energy")]
     target: Option<String>,
     /// A typed energy U(θ₁, θ₂) as the target (docs/MATH.md §9), e.g. "(x^2 + y^2)/(2*s^2)";
-    /// its truth box is found by growing.
-    #[arg(long, value_name = "FORMULA")]
+    /// its truth box is found by growing. A formula may start with a minus (`-x^2-y^2`).
+    #[arg(long, value_name = "FORMULA", allow_hyphen_values = true)]
     energy: Option<String>,
     /// A parameter of the typed energy, NAME=VALUE (repeat for several); with an expression
     /// preset and no --energy, changes the preset's parameter.
@@ -345,29 +346,6 @@ fn whole<T: Whole>(text: &str) -> Result<T, String> {
     })
 }
 
-/// A value as echoed in a message: a 300-digit argument is shown by its start and length,
-/// and a control character (a newline) escaped, so the message stays one line.
-fn short_text(text: &str) -> String {
-    const SHOWN: usize = 20;
-    let escape = |s: &str| -> String {
-        s.chars()
-            .flat_map(|c| {
-                if c.is_control() {
-                    c.escape_debug().collect::<Vec<_>>()
-                } else {
-                    vec![c]
-                }
-            })
-            .collect()
-    };
-    if text.chars().count() <= SHOWN + 4 {
-        escape(text)
-    } else {
-        let start: String = text.chars().take(SHOWN).collect();
-        format!("{}… ({} characters)", escape(&start), text.chars().count())
-    }
-}
-
 /// The value parser of `--friction-sign`: a number in [−1, 1].
 fn friction_sign(text: &str) -> Result<f64, String> {
     let v: f64 = text.trim().parse().map_err(|_| {
@@ -412,15 +390,22 @@ pub fn main() -> ExitCode {
                 std::error::Error::source(&e),
             ) {
                 (Some(arg), Some(value), Some(why)) => note!(
-                    "error: invalid value '{}' for '{arg}': {why}",
-                    short_text(&value)
+                    "error: invalid value '{}' for '{arg}': {}",
+                    short_text(&value),
+                    without_escapes(&why.to_string())
                 ),
                 _ => {
                     let text = e.render().to_string();
-                    note!("{}", text.lines().next().unwrap_or("error: invalid value"));
+                    let first = text.lines().next().unwrap_or("error: invalid value");
+                    note!("{}", without_escapes(first));
                 }
             }
             return ExitCode::from(2);
+        }
+        // clap's own errors quote the arguments as typed: escaped like every message.
+        Err(e) if e.use_stderr() => {
+            eprint!("{}", without_escapes(&e.render().to_string()));
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
         Err(e) => e.exit(),
     };
@@ -458,10 +443,22 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            note!("error: {}", f.message);
+            note!("error: {}", without_escapes(&f.message));
             ExitCode::from(f.code)
         }
     }
+}
+
+/// A message with every control character but the newline escaped: whatever a message
+/// quotes from a file or an argument (a name holding a terminal's escape sequences), the
+/// terminal shows it and does not obey it. Messages built from user text escape it where
+/// they quote it, newlines too; this is the net below them.
+fn without_escapes(message: &str) -> String {
+    message
+        .split('\n')
+        .map(crate::math::ranges::escaped)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The progress bar of every command, on stderr: `len` `unit`s (steps, points, batches,
@@ -567,9 +564,8 @@ fn load_preset(path: &str) -> Result<AnyPreset, Failure> {
             crate::math::DataSource::Drawn { .. }
         )
     {
-        mlp.network
-            .build()
-            .map_err(|e| Failure::usage(format!("{path}: {e}")))?;
+        crate::preset::data::build_network(&mlp.network)
+            .map_err(|e| Failure::usage(format!("{}: {e}", short_text(path))))?;
     }
     Ok(preset)
 }
@@ -700,7 +696,8 @@ fn execute_comparison(
     for (label, o) in &outcomes {
         let s = &o.summary;
         note!(
-            "{label}: {} on {}; diverged {:.2}%, energy distance {:.4} (exact samples {:.4})",
+            "{}: {} on {}; diverged {:.2}%, energy distance {:.4} (exact samples {:.4})",
+            crate::math::ranges::printable(label),
             s.sampler,
             s.target,
             100.0 * s.diverged_fraction,
@@ -742,7 +739,8 @@ fn apply_sampler_overrides(s: &mut SamplerSpec, args: &RunArgs) -> Result<(), Fa
         let kind = SamplerKind::from_name(name).ok_or_else(|| {
             let names: Vec<_> = SamplerKind::ALL.iter().map(|(_, n)| *n).collect();
             Failure::usage(format!(
-                "unknown sampler '{name}': choose one of {}",
+                "unknown sampler '{}': choose one of {}",
+                short_text(name),
                 names.join(", ")
             ))
         })?;
@@ -784,19 +782,22 @@ fn apply_energy_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Fai
             "--param sets a parameter of a typed energy: give --energy or an expression preset",
         ));
     };
-    for item in &args.params {
-        let (name, value) = item
+    for given in &args.params {
+        let item = short_text(given);
+        let (name, value) = given
             .split_once('=')
             .ok_or_else(|| Failure::usage(format!("--param {item}: write NAME=VALUE")))?;
-        let value: f64 = value
-            .trim()
-            .parse()
-            .map_err(|_| Failure::usage(format!("--param {item}: '{value}' is not a number")))?;
+        let value: f64 = value.trim().parse().map_err(|_| {
+            Failure::usage(format!(
+                "--param {item}: '{}' is not a number",
+                short_text(value)
+            ))
+        })?;
         if args.energy.is_none() && !parameters.contains_key(name.trim()) {
             let known: Vec<&str> = parameters.keys().map(String::as_str).collect();
             return Err(Failure::usage(format!(
                 "--param {item}: the preset's energy has no parameter '{}' (it has: {})",
-                name.trim(),
+                short_text(name.trim()),
                 if known.is_empty() {
                     "none".to_owned()
                 } else {
@@ -815,7 +816,8 @@ fn apply_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Failure> {
         preset.target = TargetSpec::from_name(name).ok_or_else(|| {
             let names: Vec<_> = TARGET_NAMES.iter().map(|(n, _)| *n).collect();
             Failure::usage(format!(
-                "unknown target '{name}': choose one of {}",
+                "unknown target '{}': choose one of {}",
+                short_text(name),
                 names.join(", ")
             ))
         })?;
@@ -956,7 +958,7 @@ fn execute_mlp(
         crate::math::DataSource::Drawn { .. }
     ) {
         // A drawn set below the minimum is bad input, refused before any work.
-        preset.network.data.build().map_err(Failure::usage)?;
+        crate::preset::data::build_dataset(&preset.network.data).map_err(Failure::usage)?;
     }
     let bar = progress_bar(
         preset.steps.into(),

@@ -18,7 +18,7 @@ pub(super) struct SweepOutput {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Run only shard I of N (every N-th point, starting at I), e.g. `--shard 2/8`.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub shard: Option<Shard>,
     /// Also write the table as CSV (after the last point of an unsharded run, or with
     /// --merge).
@@ -169,11 +169,11 @@ pub fn sweep(args: &SweepArgs) -> Result<(), Failure> {
         return write_slurm(args, path, &out);
     }
     let shard = output.prepare(&out)?;
-    let name = if loaded.spec.name.is_empty() {
+    let name = crate::math::ranges::printable(&if loaded.spec.name.is_empty() {
         path.display().to_string()
     } else {
         loaded.spec.name.clone()
-    };
+    });
     let (report, wall) = output.run(&loaded, shard, &out, &name)?;
     note!(
         "{}: {} points run, {} already there; {:.1} s, of which the runs {:.1} s (sweep \

@@ -2,6 +2,10 @@
 //! (two moons, circles, XOR, spirals, blobs), CSV files and points drawn by hand (kept inline
 //! in the preset), split into train and test sets.
 //!
+//! `math` reads no files: a CSV file's text is handed in by the layer that knows where the
+//! preset came from and how large a data file may be ([`ReadCsv`], supplied by
+//! `preset::data`), and parsed here ([`parse_csv`]).
+//!
 //! Generated points lie roughly within [−3, 3]², so one display grid fits every set. Each
 //! set is a pure function of its [`DataSpec`]: the points come from one private
 //! [`SequentialRng`] stream and the train/test split from another, so changing the test
@@ -59,8 +63,9 @@ pub enum DataSource {
         )]
         classes: u32,
     },
-    /// Lines `x,y,label` of a file (see [`parse_csv`]); relative paths are relative to the
-    /// working directory.
+    /// Lines `x,y,label` of a file (see [`parse_csv`]). A relative path is relative to the
+    /// preset file that names it (inside a lecture: within the lecture's folder), or to the
+    /// working directory for a preset that is no file; `preset::data` resolves it on loading.
     Csv {
         /// Path of the file.
         path: String,
@@ -383,15 +388,21 @@ impl Dataset {
     }
 }
 
+/// The text of a CSV data file by its path as the preset holds it, or why it cannot be read.
+/// `math` reads no files: the caller supplies this (`preset::data::read_csv` reads within the
+/// size limit of data files).
+pub type ReadCsv<'a> = &'a dyn Fn(&str) -> Result<String, String>;
+
 impl DataSpec {
-    /// Generates or reads the points and splits them. Fails on out-of-range settings (a spec
-    /// built in code bypasses the preset's range checks) and on unreadable or invalid files.
-    pub fn build(&self) -> Result<Dataset, String> {
+    /// Generates the points (or takes a CSV file's text from `read_csv` and parses it) and
+    /// splits them. Fails on out-of-range settings (a spec built in code bypasses the
+    /// preset's range checks) and on unreadable or invalid files.
+    pub fn build(&self, read_csv: ReadCsv) -> Result<Dataset, String> {
         ranges::TEST_FRACTION.check(f64::from(self.test_fraction))?;
         let mut canvas = None;
         let (name, classes, points, labels) = match &self.source {
             DataSource::Csv { path } => {
-                let (points, labels) = load_csv(path)?;
+                let (points, labels) = parse_csv(&read_csv(path)?, path)?;
                 let classes = labels.iter().max().map_or(0, |&m| m + 1);
                 let name = Path::new(path)
                     .file_name()
@@ -564,15 +575,6 @@ fn clean_point(source: &DataSource, k: u32, classes: u32, rng: &mut SequentialRn
     }
 }
 
-/// Reads a CSV file of `x,y,label` lines (see [`parse_csv`]). A missing or unreadable file
-/// gives a message with the path and the operating system's reason.
-pub fn load_csv(path: impl AsRef<Path>) -> Result<(Vec<[f32; 2]>, Vec<u32>), String> {
-    let path = path.as_ref();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read data file {}: {e}", path.display()))?;
-    parse_csv(&text, &path.display().to_string())
-}
-
 /// Parses lines `x,y,label` into points and labels.
 ///
 /// * Fields are separated by commas, semicolons or tabs (surrounding spaces are trimmed), or
@@ -682,6 +684,11 @@ pub fn parse_csv(text: &str, origin: &str) -> Result<(Vec<[f32; 2]>, Vec<u32>), 
 mod tests {
     use super::*;
 
+    /// The reader of tests that read no file.
+    fn no_file(path: &str) -> Result<String, String> {
+        panic!("this test reads no file, yet {path} was asked for")
+    }
+
     fn spec(source: DataSource, seed: u64) -> DataSpec {
         DataSpec {
             source,
@@ -701,9 +708,9 @@ mod tests {
     fn generators_are_seeded_sized_balanced_and_bounded() {
         for source in all_generated() {
             let name = format!("{source:?}");
-            let a = spec(source.clone(), 7).build().unwrap();
-            let b = spec(source.clone(), 7).build().unwrap();
-            let c = spec(source.clone(), 8).build().unwrap();
+            let a = spec(source.clone(), 7).build(&no_file).unwrap();
+            let b = spec(source.clone(), 7).build(&no_file).unwrap();
+            let c = spec(source.clone(), 8).build(&no_file).unwrap();
             assert_eq!(a, b, "{name}");
             assert_ne!(a.train_x, c.train_x, "{name}");
             assert_eq!(a.len(), 400, "{name}");
@@ -737,7 +744,7 @@ mod tests {
                 test_fraction: fraction,
                 ..DataSpec::default()
             }
-            .build()
+            .build(&no_file)
             .unwrap();
             let n_test = (f64::from(points) * f64::from(fraction)).round() as usize;
             assert_eq!(d.test_x.len(), n_test, "{points} {fraction}");
@@ -746,7 +753,7 @@ mod tests {
             assert_eq!(d.train_y.len(), d.train_x.len());
         }
         // The split shuffles: the training set is not the generator's class-by-class order.
-        let d = DataSpec::default().build().unwrap();
+        let d = DataSpec::default().build(&no_file).unwrap();
         assert!(d.train_y[..20].iter().any(|&y| y != d.train_y[0]));
     }
 
@@ -788,7 +795,7 @@ mod tests {
                 seed,
                 ..DataSpec::default()
             }
-            .build()
+            .build(&no_file)
             .unwrap();
             let acc = best_linear_accuracy(&moons);
             assert!(
@@ -802,7 +809,7 @@ mod tests {
             noise: 0.0,
             ..DataSpec::default()
         }
-        .build()
+        .build(&no_file)
         .unwrap();
         assert_eq!(best_linear_accuracy(&blobs), 1.0);
 
@@ -813,7 +820,7 @@ mod tests {
                 points: 1000,
                 ..DataSpec::default()
             }
-            .build()
+            .build(&no_file)
             .unwrap()
         };
         let xor = clean(DataSource::Xor);
@@ -856,7 +863,7 @@ mod tests {
         ];
         for spec in bad {
             assert!(
-                spec.build().unwrap_err().contains("out of range"),
+                spec.build(&no_file).unwrap_err().contains("out of range"),
                 "{spec:?}"
             );
         }
@@ -950,32 +957,36 @@ mod tests {
     }
 
     #[test]
-    fn csv_files_build_and_missing_files_name_the_path() {
-        let dir = std::env::temp_dir().join(format!("atmc-datasets-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("points.csv");
+    fn csv_text_builds_and_a_read_failure_is_passed_on() {
         let text: String = (0..20).map(|i| format!("{i},{},{}\n", -i, i % 3)).collect();
-        std::fs::write(&path, text).unwrap();
+        let read = |path: &str| {
+            assert_eq!(path, "data/points.csv");
+            Ok(text.clone())
+        };
         let spec = DataSpec {
             source: DataSource::Csv {
-                path: path.display().to_string(),
+                path: "data/points.csv".into(),
             },
             test_fraction: 0.25,
             ..DataSpec::default()
         };
-        let d = spec.build().unwrap();
+        let d = spec.build(&read).unwrap();
         assert_eq!(d.name, "points.csv");
         assert_eq!((d.classes, d.train_x.len(), d.test_x.len()), (3, 15, 5));
-        assert_eq!(d, spec.build().unwrap());
-        let other = DataSpec { seed: 1, ..spec }.build().unwrap();
+        assert_eq!(d, spec.build(&read).unwrap());
+        let other = DataSpec {
+            seed: 1,
+            ..spec.clone()
+        }
+        .build(&read)
+        .unwrap();
         assert_ne!(d.train_x, other.train_x);
         assert_close(d.bounds(), [[-1.9, 20.9], [-20.9, 1.9]]);
-        std::fs::remove_dir_all(&dir).unwrap();
-
-        let missing = dir.join("missing.csv");
-        let e = load_csv(&missing).unwrap_err();
-        assert!(e.contains(&missing.display().to_string()), "{e}");
-        assert!(e.contains("os error"), "{e}");
+        // The reader's refusal is the build's, and a parse error names the path.
+        let e = spec.build(&|_| Err("no such file".into())).unwrap_err();
+        assert_eq!(e, "no such file");
+        let e = spec.build(&|_| Ok("1,2\n".into())).unwrap_err();
+        assert!(e.starts_with("data/points.csv:1:"), "{e}");
     }
 
     /// A hand-placed XOR-like set of `n` points (labels by the sign of x·y).
@@ -1029,7 +1040,7 @@ mod tests {
             }
         );
 
-        let data = drawn(2, drawn_points(40)).build().unwrap();
+        let data = drawn(2, drawn_points(40)).build(&no_file).unwrap();
         assert_eq!(
             (data.name.as_str(), data.classes, data.len()),
             ("drawn", 2, 40)
@@ -1080,7 +1091,9 @@ mod tests {
             e.contains("drawn point 2 (1, 1.5, 2) has label 2") && e.contains("labels 0 to 1"),
             "{e}"
         );
-        let e = drawn(2, vec![(0.0, 0.0, 2); 10]).build().unwrap_err();
+        let e = drawn(2, vec![(0.0, 0.0, 2); 10])
+            .build(&no_file)
+            .unwrap_err();
         assert!(e.contains("label 2"), "{e}");
         let too_many = vec![(0.0, 0.0, 0); MAX_DRAWN_POINTS + 1];
         let e = check_drawn(2, &too_many).unwrap_err();
@@ -1116,7 +1129,7 @@ mod tests {
             (drawn_points(7), "draw 1 more point"),
             (one_class, "add a point of a second class"),
         ] {
-            let e = drawn(2, points).build().unwrap_err();
+            let e = drawn(2, points).build(&no_file).unwrap_err();
             assert!(e.contains(why) && e.contains("at least 8 points"), "{e}");
         }
         // Eight points of two classes run, whatever the split leaves.
@@ -1125,7 +1138,7 @@ mod tests {
                 test_fraction: fraction,
                 ..drawn(2, drawn_points(8))
             }
-            .build()
+            .build(&no_file)
             .unwrap();
             assert!(!d.train_x.is_empty());
         }
@@ -1135,7 +1148,7 @@ mod tests {
     fn a_drawn_point_moves_at_most_one_other_point_between_the_sets() {
         let mut points = drawn_points(60);
         let test_set = |points: &[DrawnPoint]| {
-            let d = drawn(2, points.to_vec()).build().unwrap();
+            let d = drawn(2, points.to_vec()).build(&no_file).unwrap();
             assert_eq!(
                 d.test_x.len(),
                 (points.len() as f64 * 0.25).round() as usize
@@ -1164,7 +1177,7 @@ mod tests {
             seed: 9,
             ..drawn(2, points.clone())
         }
-        .build()
+        .build(&no_file)
         .unwrap();
         assert_ne!(other.test_x, after);
     }
@@ -1192,19 +1205,15 @@ mod tests {
             );
         }
         // As a data source: the same points and labels, as a set (the split differs).
-        let dir = std::env::temp_dir().join(format!("atmc-drawn-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("drawn.csv");
-        std::fs::write(&path, &text).unwrap();
         let csv = DataSpec {
             source: DataSource::Csv {
-                path: path.display().to_string(),
+                path: "drawn.csv".into(),
             },
             ..drawn(2, vec![])
         }
-        .build()
+        .build(&|_| Ok(text.clone()))
         .unwrap();
-        let original = drawn(2, points.clone()).build().unwrap();
+        let original = drawn(2, points.clone()).build(&no_file).unwrap();
         let sorted = |d: &Dataset| {
             let mut all: Vec<(u32, u32, u32)> = (d.train_x.iter().zip(&d.train_y))
                 .chain(d.test_x.iter().zip(&d.test_y))
@@ -1224,14 +1233,13 @@ mod tests {
             panic!("not drawn");
         };
         assert_eq!(classes, 2);
-        let again = drawn(2, again).build().unwrap();
+        let again = drawn(2, again).build(&no_file).unwrap();
         assert_eq!(sorted(&again), sorted(&original));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn generated_sets_are_taken_over_as_drawn_points_within_the_limits() {
-        let moons = DataSpec::default().build().unwrap();
+        let moons = DataSpec::default().build(&no_file).unwrap();
         let DataSource::Drawn { classes, points } = DataSource::drawn_from(&moons).unwrap() else {
             panic!("not drawn");
         };
@@ -1244,7 +1252,7 @@ mod tests {
             source: DataSource::Blobs { classes: 6 },
             ..DataSpec::default()
         }
-        .build()
+        .build(&no_file)
         .unwrap();
         let e = DataSource::drawn_from(&blobs).unwrap_err();
         assert!(e.contains("6 classes") && e.contains("at most 5"), "{e}");
@@ -1252,7 +1260,7 @@ mod tests {
             points: 6000,
             ..DataSpec::default()
         }
-        .build()
+        .build(&no_file)
         .unwrap();
         let e = DataSource::drawn_from(&big).unwrap_err();
         assert!(e.contains("6000 drawn points"), "{e}");

@@ -263,9 +263,13 @@ impl Default for MlpSpec {
 }
 
 impl MlpSpec {
-    /// Builds the data set and the posterior over the network's weights.
-    pub fn build(&self) -> Result<(MlpPosterior, Dataset), String> {
-        let data = self.data.build()?;
+    /// Builds the data set (a CSV file's text from `read_csv`, see [`DataSpec::build`]) and
+    /// the posterior over the network's weights.
+    pub fn build(
+        &self,
+        read_csv: super::datasets::ReadCsv,
+    ) -> Result<(MlpPosterior, Dataset), String> {
+        let data = self.data.build(read_csv)?;
         let arch = Architecture::new(&self.hidden, data.classes, self.activation)?;
         let posterior = MlpPosterior::new(arch, &data, self.prior_scale as f32, self.batch_size);
         Ok((posterior, data))
@@ -1297,7 +1301,7 @@ mod tests {
             test_fraction: 0.25,
             seed: 3,
         }
-        .build()
+        .build(&|path| panic!("no file is read here, yet {path} was asked for"))
         .expect("two moons");
         let arch = Architecture::new(hidden, data.classes, activation).unwrap();
         MlpPosterior::new(arch, &data, 1.5, batch)

@@ -60,6 +60,23 @@ impl Range {
         };
         if v.is_finite() && above_min && v <= self.max {
             Ok(v)
+        } else if self.min_open && v > self.min && v <= self.max {
+            // Inside the interval as written, but not in the engines' precision: say so, as
+            // "out of (0, 100]" would be false of 1e-45.
+            Err(format!(
+                "{} = {} is out of range in f32, the engines' precision: below {:e}, the \
+                 smallest positive normal f32, it {}; allowed {} from {:e} on",
+                self.name,
+                short_number(v),
+                f32::MIN_POSITIVE,
+                if v as f32 == 0.0 {
+                    "rounds to 0"
+                } else {
+                    "loses its precision"
+                },
+                self.describe(),
+                f32::MIN_POSITIVE
+            ))
         } else {
             Err(format!(
                 "{} = {} is out of range: allowed {}",
@@ -97,6 +114,47 @@ pub fn short_number(v: f64) -> String {
         let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
         let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
         format!("{mantissa}e{exponent}")
+    }
+}
+
+/// A value a user wrote, as echoed in a one-line message: a long one is shown by its start
+/// and length (`1234567890123456789012… (300 characters)`), and control characters (a
+/// newline, a terminal's escape sequences) and the bidirectional overrides that reorder a
+/// line on screen are escaped (`\u{1b}`).
+pub fn short_text(text: &str) -> String {
+    shown_within(text, 24)
+}
+
+/// A name a user wrote (a preset's or a column's), as echoed in a message: like
+/// [`short_text`], cut only past 80 characters.
+pub fn printable(text: &str) -> String {
+    shown_within(text, 80)
+}
+
+/// `text` with its control characters (a newline as `\n`, ESC as `\u{1b}`) and the
+/// bidirectional overrides that reorder a line on screen (`\u{202e}`) escaped, whole.
+pub fn escaped(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_debug().collect::<Vec<_>>()
+            } else if matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+                c.escape_unicode().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+/// `text` with its control and reordering characters escaped, cut to `max` characters.
+fn shown_within(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        escaped(text)
+    } else {
+        let start: String = text.chars().take(max.saturating_sub(4)).collect();
+        format!("{}… ({count} characters)", escaped(&start))
     }
 }
 
@@ -335,6 +393,42 @@ pub fn de_true_weights<'de, D: Deserializer<'de>>(d: D) -> Result<[f64; 2], D::E
     de_pair(d, TRUE_WEIGHT)
 }
 
+/// Deserialises a map from names in which every name appears once (a formula's parameters, a
+/// sweep's fixed fields): read as a plain map, `{"s": 1.0, "s": 2.0}` would keep the last value
+/// silently and hide a typing mistake. The refusal names the key.
+pub fn de_unique_map<'de, D, V>(d: D) -> Result<std::collections::BTreeMap<String, V>, D::Error>
+where
+    D: Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    struct Unique<V>(std::marker::PhantomData<V>);
+    impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Unique<V> {
+        type Value = std::collections::BTreeMap<String, V>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map from names to values, each name once")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = std::collections::BTreeMap::new();
+            while let Some((key, value)) = map.next_entry::<String, V>()? {
+                if out.contains_key(&key) {
+                    return Err(A::Error::custom(format!(
+                        "\"{}\" is given twice: write each name once",
+                        short_text(&key)
+                    )));
+                }
+                out.insert(key, value);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(Unique(std::marker::PhantomData))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,7 +443,19 @@ mod tests {
         assert!(MASS.check(f64::NAN).is_err());
         assert!(CHAINS.describe().contains("1.6777216e7"));
         // A step size that is 0 in f32 is refused, and huge values print short.
-        assert!(STEP_SIZE.check(1e-50).is_err());
+        let e = STEP_SIZE.check(1e-50).unwrap_err();
+        assert_eq!(
+            e,
+            "step size h = 1e-50 is out of range in f32, the engines' precision: below \
+             1.1754944e-38, the smallest positive normal f32, it rounds to 0; allowed (0, 10] \
+             from 1.1754944e-38 on"
+        );
+        assert!(
+            RADIUS
+                .check(1e-40)
+                .unwrap_err()
+                .contains("loses its precision")
+        );
         let e = MASS.check(1e300).unwrap_err();
         assert!(e.contains("1e300") && e.len() < 80, "{e}");
         assert_eq!(short_number(0.05), "0.05");
@@ -358,5 +464,36 @@ mod tests {
         assert_eq!(short_number(f64::NAN), "NaN");
         assert_eq!(short_number(0.001f64.sqrt()), "0.03162278");
         assert_eq!(short_number(123456.78912345), "123456.8");
+    }
+
+    #[test]
+    fn echoed_text_is_one_short_line_without_escape_sequences() {
+        assert_eq!(short_text("gaussian"), "gaussian");
+        assert_eq!(short_text("a\nb\u{1b}[2J"), "a\\nb\\u{1b}[2J");
+        assert_eq!(printable("x\u{202e}y"), "x\\u{202e}y");
+        let long = "7".repeat(300);
+        assert_eq!(
+            short_text(&long),
+            format!("{}… (300 characters)", &long[..20])
+        );
+        assert_eq!(
+            printable(&long),
+            format!("{}… (300 characters)", &long[..76])
+        );
+    }
+
+    #[test]
+    fn a_name_given_twice_in_a_map_is_refused_by_name() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Holder {
+            #[serde(deserialize_with = "de_unique_map")]
+            parameters: std::collections::BTreeMap<String, f64>,
+        }
+        let ok: Holder = ron::from_str(r#"(parameters: {"a": 1.0, "b": 2.0})"#).unwrap();
+        assert_eq!(ok.parameters.len(), 2);
+        let e = ron::from_str::<Holder>(r#"(parameters: {"a": 1.0, "a": 2.0})"#).unwrap_err();
+        assert!(e.to_string().contains("\"a\" is given twice"), "{e}");
+        let e = serde_json::from_str::<Holder>(r#"{"parameters": {"a": 1, "a": 2}}"#).unwrap_err();
+        assert!(e.to_string().contains("\"a\" is given twice"), "{e}");
     }
 }

@@ -129,14 +129,18 @@ pub enum TargetSpec {
         /// The formula, e.g. `"(θ₁^2 + θ₂^2)/2"`.
         energy: String,
         /// Parameter values by name (at most 8), in the order the GPU receives them.
-        #[serde(default)]
+        #[serde(default, deserialize_with = "super::ranges::de_unique_map")]
         parameters: BTreeMap<String, f64>,
         /// The box (θ₁ range, θ₂ range) the truth lives on.
         #[serde(default, rename = "box")]
         bounds: Option<[[f64; 2]; 2]>,
         /// Slider ranges of the app's parameter sliders by name (low, high); a parameter
         /// left out gets a range around its value.
-        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        #[serde(
+            default,
+            skip_serializing_if = "BTreeMap::is_empty",
+            deserialize_with = "super::ranges::de_unique_map"
+        )]
         ranges: BTreeMap<String, [f64; 2]>,
     },
 }

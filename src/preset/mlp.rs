@@ -164,7 +164,8 @@ impl MlpPreset {
     }
 
     /// Checks what spans several fields; returns the field to point at and the message.
-    /// Building the data set (which may read a CSV file) is left to [`Self::build`].
+    /// Building the data set (which may read a CSV file) is left to [`Self::build`]; a file's
+    /// data is checked when it is loaded ([`AnyPreset::load`]).
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         self.sampler
             .validate()
@@ -202,9 +203,10 @@ impl MlpPreset {
         Ok(())
     }
 
-    /// The data set and the runtime model of the sampled networks.
+    /// The data set (a CSV file read within the limit of data files) and the runtime model of
+    /// the sampled networks.
     pub fn build(&self) -> Result<(MlpModel, Dataset), String> {
-        let (posterior, data) = self.network.build()?;
+        let (posterior, data) = super::data::build_network(&self.network)?;
         let mut sampler = self.sampler.params();
         // A weight ten thousand prior standard deviations out has run away.
         sampler.theta_bound = (1e4 * self.network.prior_scale) as f32;
@@ -328,9 +330,16 @@ impl AnyPreset {
 
     /// Loads a preset file, or a shipped preset by name (see [`super::preset_source`] for
     /// which wins when both exist).
+    /// A file's `Csv(path:)` is resolved relative to the file's folder, and the data file is
+    /// read and checked now (see [`super::data`]).
     pub fn load(path: &str) -> Result<AnyPreset, PresetError> {
-        let (text, origin) = super::preset_source(path)?;
-        AnyPreset::parse(&text, &origin)
+        let source = super::preset_source(path)?;
+        let mut preset = AnyPreset::parse(&source.text, &source.origin)?;
+        if let Some(folder) = &source.folder {
+            super::data::resolve(&mut preset, super::data::Place::File(folder))
+                .map_err(|m| source.error_at("path", m))?;
+        }
+        Ok(preset)
     }
 
     /// The title.
@@ -416,7 +425,7 @@ impl AnyPreset {
 
 /// The identifier before the first `(` after comments and attributes, if any.
 pub(crate) fn outer_name(text: &str) -> Option<&str> {
-    let mut rest = text;
+    let mut rest = super::without_bom(text);
     loop {
         rest = rest.trim_start();
         if let Some(r) = rest.strip_prefix("//") {

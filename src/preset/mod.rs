@@ -1,8 +1,13 @@
 //! Presets: everything needed to reproduce a run (or an animation) in one RON file.
 //!
 //! Parsing reports the first problem as `file:line:column: message`, with the allowed range
-//! for numbers out of range; it never panics.
+//! for numbers out of range; it never panics. Messages are one line: what a user wrote is
+//! echoed with its control characters escaped and cut when long.
+//!
+//! Files are read within [`crate::fsutil::TEXT_FILES`]' limit (presets, lectures, sweeps:
+//! 4 MB) and data files within [`crate::fsutil::DATA_FILES`]' (64 MB), as regular files only.
 
+pub mod data;
 pub mod mlp;
 pub mod sphere;
 pub mod story;
@@ -205,9 +210,62 @@ impl fmt::Display for PresetError {
         write!(
             f,
             "{}:{}:{}: {}",
-            self.file, self.line, self.column, self.message
+            ranges::escaped(&self.file),
+            self.line,
+            self.column,
+            one_line(&self.message)
         )
     }
+}
+
+/// Characters of a message kept whole; beyond, it is cut (a 170 kB line helps nobody).
+const MESSAGE_CHARS: usize = 1000;
+/// Characters of one quoted piece of input (between backticks or double quotes) kept whole.
+const QUOTED_CHARS: usize = 60;
+
+/// A message as one readable line: control characters escaped (a newline, a terminal's
+/// escape sequences that a name could carry), every quoted piece of input longer than
+/// [`QUOTED_CHARS`] cut with an ellipsis, and the whole cut at [`MESSAGE_CHARS`].
+fn one_line(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(4 * MESSAGE_CHARS));
+    let mut quote: Option<char> = None;
+    let mut quoted = 0usize;
+    let mut written = 0usize;
+    for c in message.chars() {
+        if written >= MESSAGE_CHARS {
+            out.push_str(&format!(
+                "… ({} characters in all)",
+                message.chars().count()
+            ));
+            break;
+        }
+        match quote {
+            Some(q) if c == q => {
+                if quoted > QUOTED_CHARS {
+                    out.push_str(&format!("… ({quoted} characters)"));
+                }
+                quote = None;
+            }
+            None if c == '`' || c == '"' => {
+                quote = Some(c);
+                quoted = 0;
+            }
+            Some(_) => {
+                quoted += 1;
+                if quoted > QUOTED_CHARS {
+                    continue;
+                }
+            }
+            None => {}
+        }
+        out.push_str(&ranges::printable(&c.to_string()));
+        written += 1;
+    }
+    if quote.is_some() && quoted > QUOTED_CHARS && written < MESSAGE_CHARS {
+        // A quote left open (a name holding a quote mark) ran to the end.
+        out.push_str(&format!("… ({quoted} characters)"));
+    }
+    out
 }
 
 impl std::error::Error for PresetError {}
@@ -378,8 +436,8 @@ impl Preset {
     /// Loads a preset file, or a shipped preset by name (`default`, `printed`, …); see
     /// [`preset_source`] for which wins when both exist.
     pub fn load(path: &str) -> Result<Preset, PresetError> {
-        let (text, origin) = preset_source(path)?;
-        Preset::parse(&text, &origin)
+        let source = preset_source(path)?;
+        Preset::parse(&source.text, &source.origin)
     }
 
     /// The built-in default preset.
@@ -457,6 +515,8 @@ fn parse_ron<'a, T: Deserialize<'a>>(
     origin: &str,
     validate: impl FnOnce(&T) -> Result<(), (&'static str, String)>,
 ) -> Result<T, PresetError> {
+    // Editors on Windows may start a UTF-8 file with a byte-order mark; RON would stop at it.
+    let text = without_bom(text);
     let preset: T = ron::from_str(text).map_err(|e| PresetError {
         file: origin.to_string(),
         line: e.span.start.line.max(1),
@@ -475,11 +535,121 @@ fn parse_ron<'a, T: Deserialize<'a>>(
     Ok(preset)
 }
 
+/// `text` without a leading UTF-8 byte-order mark.
+pub(crate) fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// How deep RON reads nested brackets before it refuses (`ron::Options`' default).
+const RON_DEPTH: usize = 128;
+
+/// The line of `text` an error position is on, and the byte offset of its column in it.
+fn line_at(text: &str, position: ron::error::Position) -> (&str, usize) {
+    let line = text
+        .lines()
+        .nth(position.line.saturating_sub(1))
+        .unwrap_or("");
+    let col = line
+        .char_indices()
+        .nth(position.col.saturating_sub(1))
+        .map_or(line.len(), |(i, _)| i);
+    (line, col)
+}
+
+/// The field a value at `position` belongs to (`superchains` in `superchains: 16`) and the
+/// value as written, up to the next `,` or `)`, when they are on the line.
+fn field_and_value(text: &str, position: ron::error::Position) -> Option<(&str, &str)> {
+    let (line, col) = line_at(text, position);
+    let colon = line[..col].rfind(':')?;
+    let before = line[..colon].trim_end();
+    let start = before
+        .char_indices()
+        .rev()
+        .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let name = &before[start..];
+    let value = line[colon + 1..]
+        .split([',', ')'])
+        .next()
+        .unwrap_or("")
+        .trim();
+    (!name.is_empty() && !value.is_empty()).then_some((name, value))
+}
+
+/// Whether RON stopped at the fraction of a number (`1.5` where a whole number goes: it reads
+/// `1` and then expects a comma at the point).
+fn fraction_at(text: &str, position: ron::error::Position) -> bool {
+    let (line, col) = line_at(text, position);
+    let (before, after) = line.split_at(col);
+    before.ends_with(|c: char| c.is_ascii_digit())
+        && after.starts_with('.')
+        && after[1..].starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// The range of a whole-number type as serde names it (`u32`), for a message.
+fn type_range(expected: &str) -> Option<String> {
+    let max = match expected {
+        "u8" => u64::from(u8::MAX),
+        "u16" => u64::from(u16::MAX),
+        "u32" => u64::from(u32::MAX),
+        "u64" | "usize" => u64::MAX,
+        _ => return None,
+    };
+    Some(format!("a whole number from 0 to {max}"))
+}
+
+/// A serde message with the range of every whole-number type it expects: "expected u32"
+/// becomes "expected a whole number from 0 to 4294967295 (u32)".
+pub(crate) fn with_type_ranges(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find("expected ") {
+        let (before, after) = rest.split_at(i + "expected ".len());
+        out.push_str(before);
+        let word_end = after
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(after.len());
+        let (word, tail) = after.split_at(word_end);
+        match type_range(word) {
+            Some(range) => out.push_str(&format!("{range} ({word})")),
+            None => out.push_str(word),
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
 /// RON's message for a parse error, with what it leaves out where that helps: an integer
 /// too large for its field names the number (shortened) and the ranges of the whole-number
-/// fields.
+/// fields; a value of the wrong type names the type's range; an optional field says how to
+/// write it; nesting too deep says so in a lecturer's words.
 fn ron_message(text: &str, e: &ron::error::SpannedError) -> String {
     match &e.code {
+        ron::Error::ExceededRecursionLimit => format!(
+            "the text is nested more than {RON_DEPTH} levels deep (brackets within brackets); a \
+             preset needs a few: look for brackets that are never closed"
+        ),
+        ron::Error::ExpectedOption => match field_and_value(text, e.span.start) {
+            Some((field, value)) => format!(
+                "{field} is optional: write `{field}: Some({value})`, or `{field}: None` to leave \
+                 it out"
+            ),
+            None => "an optional value: write Some(VALUE), or None to leave it out".into(),
+        },
+        ron::Error::InvalidValueForType { expected, found } => match type_range(expected) {
+            Some(range) => format!("expected {range} ({expected}) but found {found}"),
+            None => e.code.to_string(),
+        },
+        ron::Error::ExpectedComma if fraction_at(text, e.span.start) => {
+            match field_and_value(text, e.span.start) {
+                Some((field, value)) => format!(
+                    "{field} takes a whole number, not {value}: write it without a fraction"
+                ),
+                None => "a whole number is expected here, not a fraction".into(),
+            }
+        }
+        ron::Error::Message(m) => with_type_ranges(m),
         ron::Error::IntegerOutOfBounds => {
             // The number RON stopped at: the digits around the error's position.
             let line = text
@@ -520,17 +690,43 @@ fn pretty_ron<T: Serialize>(preset: &T) -> String {
     ron::ser::to_string_pretty(preset, config).expect("presets serialise")
 }
 
-/// The text of the preset `path` names and its origin for messages: the file `path` when
-/// one exists (an explicit file always wins, even over a shipped name: it is what the user
-/// made), else the shipped preset of that name. A folder is never a preset: one named like a
-/// shipped preset (a sweep's output folder `mlp-up/`, say) does not hide it, and any other
-/// folder is refused as a folder.
-pub(crate) fn preset_source(path: &str) -> Result<(String, String), PresetError> {
+/// A preset's text, where it came from, and where its relative paths start.
+pub(crate) struct Source {
+    /// The RON text.
+    pub text: String,
+    /// The file, or `presets/NAME.ron` for a shipped preset, for messages.
+    pub origin: String,
+    /// The folder of the file (`None` for a shipped preset).
+    pub folder: Option<std::path::PathBuf>,
+}
+
+impl Source {
+    /// A problem of the preset located at the first `field:` of its text.
+    pub fn error_at(&self, field: &str, message: String) -> PresetError {
+        let (line, column) = locate(&self.text, field);
+        PresetError {
+            file: self.origin.clone(),
+            line,
+            column,
+            message,
+        }
+    }
+}
+
+/// The text of the preset `path` names: the file `path` when one exists (an explicit file
+/// always wins, even over a shipped name: it is what the user made), else the shipped preset
+/// of that name. A folder is never a preset: one named like a shipped preset (a sweep's output
+/// folder `mlp-up/`, say) does not hide it, and any other folder is refused as a folder.
+pub(crate) fn preset_source(path: &str) -> Result<Source, PresetError> {
     let p = Path::new(path);
     if !p.is_file()
         && let Some((name, text)) = SHIPPED.iter().find(|(n, _)| *n == path)
     {
-        return Ok(((*text).to_owned(), format!("presets/{name}.ron")));
+        return Ok(Source {
+            text: (*text).to_owned(),
+            origin: format!("presets/{name}.ron"),
+            folder: None,
+        });
     }
     if p.is_dir() {
         return Err(PresetError {
@@ -543,7 +739,11 @@ pub(crate) fn preset_source(path: &str) -> Result<(String, String), PresetError>
             ),
         });
     }
-    Ok((read_preset_file(path)?, path.to_owned()))
+    Ok(Source {
+        text: read_preset_file(path)?,
+        origin: path.to_owned(),
+        folder: Some(p.parent().unwrap_or(Path::new("")).to_owned()),
+    })
 }
 
 /// Where to find the shipped presets, for `asked`, a name that is none of them: the closest
@@ -574,16 +774,36 @@ pub(crate) fn shipped_names(asked: &str) -> String {
     }
 }
 
-/// Reads a preset file, naming the shipped presets when it cannot.
+/// Reads a preset file (a regular file within [`crate::fsutil::TEXT_FILES`]' limit), naming
+/// the shipped presets when there is none, and what a shipped sweep or lecture of that name
+/// is.
 fn read_preset_file(path: &str) -> Result<String, PresetError> {
-    std::fs::read_to_string(path).map_err(|e| PresetError {
-        file: path.to_string(),
-        line: 1,
-        column: 1,
-        message: format!(
-            "cannot read the preset: {e} (shipped presets: {})",
-            shipped_names(path)
-        ),
+    crate::fsutil::read_text(Path::new(path), crate::fsutil::TEXT_FILES).map_err(|e| {
+        let message = if !e.is_not_found() {
+            format!("cannot read the preset: {}", e.reason())
+        } else if sweep_file::SHIPPED_SWEEPS.iter().any(|(n, _)| *n == path) {
+            format!(
+                "\"{path}\" is the name of a shipped sweep, not of a preset: run it with \
+                 `atmc-lab sweep {path}`"
+            )
+        } else if story::SHIPPED_LECTURES.iter().any(|(n, _)| *n == path) {
+            format!(
+                "\"{path}\" is the name of a shipped lecture, not of a preset: open it in the \
+                 app's Lectures menu, or write its handout with `atmc-lab handout {path}`"
+            )
+        } else {
+            format!(
+                "cannot read the preset: {} (shipped presets: {})",
+                e.reason(),
+                shipped_names(path)
+            )
+        };
+        PresetError {
+            file: path.to_string(),
+            line: 1,
+            column: 1,
+            message,
+        }
     })
 }
 

@@ -292,12 +292,15 @@ impl Lecture {
     }
 
     /// Parses a lecture's RON text; a step that is a path is read relative to `folder` (the
-    /// lecture file's), and a file there wins over a shipped preset of the same name.
+    /// lecture file's), and a file there wins over a shipped preset of the same name. Steps
+    /// and data files stay inside `folder`: an absolute path, a `..` out of it or a link to a
+    /// place outside is refused, so a lecture shared with a class reads nothing else.
     pub fn parse_in(
         text: &str,
         origin: &str,
         folder: Option<&std::path::Path>,
     ) -> Result<Lecture, PresetError> {
+        let text = super::without_bom(text);
         let at = |offset: usize, message: String| {
             let (line, column) = line_column(text, offset);
             PresetError {
@@ -328,7 +331,7 @@ impl Lecture {
                 (name, preset)
             } else {
                 // An inline preset: its problems are located in the lecture file.
-                let preset = super::AnyPreset::parse(ron, origin).map_err(|e| {
+                let in_lecture = |e: PresetError| {
                     let (line, column) = line_column(text, offset);
                     PresetError {
                         line: line + e.line - 1,
@@ -339,7 +342,23 @@ impl Lecture {
                         },
                         ..e
                     }
-                })?;
+                };
+                let mut preset = super::AnyPreset::parse(ron, origin).map_err(in_lecture)?;
+                if let Some(folder) = folder {
+                    let place = super::data::Place::Lecture {
+                        folder,
+                        sub: std::path::Path::new(""),
+                    };
+                    super::data::resolve(&mut preset, place).map_err(|message| {
+                        let (line, column) = super::locate(ron, "path");
+                        in_lecture(PresetError {
+                            file: origin.to_owned(),
+                            line,
+                            column,
+                            message,
+                        })
+                    })?;
+                }
                 (format!("inline preset {}", k + 1), preset)
             };
             let has_text = preset.story().is_some_and(|s| !s.text.trim().is_empty());
@@ -375,49 +394,96 @@ impl Lecture {
         } else {
             p.to_owned()
         };
-        let text = std::fs::read_to_string(&file).map_err(|e| PresetError {
-            file: file.display().to_string(),
-            line: 1,
-            column: 1,
-            message: format!(
-                "cannot read the lecture: {e} (a lecture is a .ron file, a folder holding \
-                 {LECTURE_FILE}, or a shipped lecture: {})",
-                SHIPPED_LECTURES
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+        let text = crate::fsutil::read_text(&file, crate::fsutil::TEXT_FILES).map_err(|e| {
+            PresetError {
+                file: file.display().to_string(),
+                line: 1,
+                column: 1,
+                message: format!(
+                    "cannot read the lecture: {} (a lecture is a .ron file, a folder holding \
+                     {LECTURE_FILE}, or a shipped lecture: {})",
+                    e.reason(),
+                    SHIPPED_LECTURES
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
         })?;
         let folder = file.parent().map(std::path::Path::to_owned);
         Lecture::parse_in(&text, &file.display().to_string(), folder.as_deref())
     }
 }
 
-/// The preset a step names: a file relative to the lecture's folder when one exists there,
-/// else a shipped preset. The outer error is the step's own (located at the step by the
-/// caller), the inner one a problem inside the preset file (located in that file).
+/// The preset a step names: a file inside the lecture's folder when one exists there, else a
+/// shipped preset. The outer error is the step's own (located at the step by the caller), the
+/// inner one a problem inside the preset file (located in that file). A step that leads out
+/// of the folder is refused by its name alone: nothing outside is read, so no message can
+/// quote what a file there holds.
 fn resolve_step(
     name: &str,
     folder: Option<&std::path::Path>,
 ) -> Result<Result<super::AnyPreset, PresetError>, String> {
     if let Some(folder) = folder {
-        let file = folder.join(name);
-        if file.is_file() {
-            return Ok(super::AnyPreset::load(&file.to_string_lossy()));
+        let file = crate::fsutil::inside(folder, name).map_err(|e| {
+            format!("step {e} (a lecture's steps are shipped presets or files in its folder)")
+        })?;
+        // A device or a pipe is refused by the reader, by what it is; a folder is no step.
+        if std::fs::metadata(&file).is_ok_and(|m| !m.is_dir()) {
+            let sub = std::path::Path::new(name)
+                .parent()
+                .unwrap_or(std::path::Path::new(""));
+            return Ok(load_step(&file, folder, sub));
         }
     }
-    if super::SHIPPED.iter().any(|(n, _)| *n == name) {
-        return Ok(super::AnyPreset::load(name));
+    // The shipped preset itself: a file of that name in the working directory is not the
+    // lecture's to read.
+    if let Some((_, text)) = super::SHIPPED.iter().find(|(n, _)| *n == name) {
+        return Ok(super::AnyPreset::parse(
+            text,
+            &format!("presets/{name}.ron"),
+        ));
     }
+    let shown = crate::math::ranges::printable(name);
     let looked = match folder {
         Some(f) => format!("no file {} and ", f.join(name).display()),
         None => String::new(),
     };
     Err(format!(
-        "step \"{name}\": {looked}no shipped preset of that name ({})",
+        "step \"{shown}\": {looked}no shipped preset of that name ({})",
         super::shipped_names(name)
     ))
+}
+
+/// A step's preset file `file` in the lecture's folder `folder`, at `sub` in it: read within
+/// the limit of preset files, its data path resolved inside the folder.
+fn load_step(
+    file: &std::path::Path,
+    folder: &std::path::Path,
+    sub: &std::path::Path,
+) -> Result<super::AnyPreset, PresetError> {
+    let origin = file.display().to_string();
+    let text =
+        crate::fsutil::read_text(file, crate::fsutil::TEXT_FILES).map_err(|e| PresetError {
+            file: origin.clone(),
+            line: 1,
+            column: 1,
+            message: format!("cannot read the step: {}", e.reason()),
+        })?;
+    let mut preset = super::AnyPreset::parse(&text, &origin)?;
+    super::data::resolve(&mut preset, super::data::Place::Lecture { folder, sub }).map_err(
+        |message| {
+            let (line, column) = super::locate(&text, "path");
+            PresetError {
+                file: origin.clone(),
+                line,
+                column,
+                message,
+            }
+        },
+    )?;
+    Ok(preset)
 }
 
 /// Line and column (1-based) of byte `offset` in `text`.

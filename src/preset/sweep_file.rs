@@ -61,8 +61,8 @@ pub struct SweepSpec {
     pub description: String,
     /// The base preset: a file (relative to the sweep file) or a shipped preset's name.
     pub base: String,
-    /// Fields of the base set to fixed values for every point (`{"chains": 2000}`).
-    #[serde(default)]
+    /// Fields of the base set to fixed values for every point (`{"chains": 2000}`), each once.
+    #[serde(default, deserialize_with = "crate::math::ranges::de_unique_map")]
     pub set: std::collections::BTreeMap<String, f64>,
     /// The axes, at least one.
     pub axes: Vec<AxisSpec>,
@@ -242,12 +242,13 @@ impl Sweep {
         {
             return Sweep::parse(text, &origin, Path::new("."));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| PresetError {
-            file: origin.clone(),
-            line: 1,
-            column: 1,
-            message: format!("cannot read the sweep: {e}"),
-        })?;
+        let text =
+            crate::fsutil::read_text(path, crate::fsutil::TEXT_FILES).map_err(|e| PresetError {
+                file: origin.clone(),
+                line: 1,
+                column: 1,
+                message: format!("cannot read the sweep: {}", e.reason()),
+            })?;
         let dir = path.parent().unwrap_or(Path::new("."));
         Sweep::parse(&text, &origin, dir)
     }
@@ -271,6 +272,21 @@ impl Sweep {
         } else {
             spec.base.clone()
         };
+        if base_path == spec.base
+            && !Path::new(&base_path).exists()
+            && SHIPPED_SWEEPS.iter().any(|(n, _)| *n == spec.base)
+            && !super::SHIPPED.iter().any(|(n, _)| *n == spec.base)
+        {
+            return Err(located(
+                "base",
+                format!(
+                    "base \"{}\" is the name of a shipped sweep, not of a preset: a sweep's \
+                     base is a preset file or a shipped preset's name ({})",
+                    spec.base,
+                    super::shipped_names(&spec.base)
+                ),
+            ));
+        }
         let base = AnyPreset::load(&base_path)
             .map_err(|e| located("base", format!("base preset: {e}")))?;
         if let AnyPreset::Comparison(_) = base {
@@ -461,10 +477,13 @@ pub fn apply(
             .map(AnyPreset::Sphere),
         AnyPreset::Comparison(_) => Err("a comparison cannot be swept".into()),
     };
-    // serde_json appends " at line 1 column N" of its own text, which means nothing here.
-    checked.map_err(|m| match m.rfind(" at line ") {
-        Some(i) => m[..i].to_owned(),
-        None => m,
+    // serde_json appends " at line 1 column N" of its own text, which means nothing here;
+    // "expected u32" is given its range.
+    checked.map_err(|m| {
+        super::with_type_ranges(match m.rfind(" at line ") {
+            Some(i) => &m[..i],
+            None => &m,
+        })
     })
 }
 

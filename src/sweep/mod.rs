@@ -522,12 +522,13 @@ fn open_shard(path: &Path, header: &Header) -> anyhow::Result<Vec<usize>> {
         )))
     })?;
     if found.sweep_hash != header.sweep_hash {
-        bail!(
+        return Err(crate::fsutil::Refused(format!(
             "{} holds points of another sweep (base {} vs {}): choose another --out",
             path.display(),
             found.base_hash,
             header.base_hash
-        );
+        ))
+        .into());
     }
     let length = std::fs::metadata(path)?.len();
     if valid_bytes < length {

@@ -32,6 +32,7 @@ mod presets;
 mod readability;
 mod reliability;
 mod reliability_cli;
+mod reliability_input;
 mod reliability_io;
 mod reliability_stat;
 mod shader_interface;

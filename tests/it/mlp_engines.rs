@@ -33,7 +33,7 @@ fn model_of(
         prior_scale: 1.0,
         batch_size: batch,
     };
-    let (posterior, _) = spec.build().expect("two moons");
+    let (posterior, _) = atmc_lab::preset::data::build_network(&spec).expect("two moons");
     let mut sampler = SamplerSpec::new(kind);
     // SGLD moves θ by h·g̃ directly (the others by ~h²): a smaller h keeps the comparison
     // away from the chaotic regime where f32 rounding grows.

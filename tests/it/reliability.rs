@@ -512,7 +512,7 @@ fn failures_are_not_reported_as_success() {
     assert!(!png.exists());
     assert_usage(
         &["run", s(&preset)],
-        "missing-data.ron: cannot read data file",
+        "cannot read data file /nonexistent/points.csv",
     );
     assert_usage(&["bench", "--chains", "0"], "chains");
 }

@@ -157,7 +157,7 @@ pub fn toolbar(ui: &mut Ui, preset: &mut MlpPreset, state: &mut DrawState, shell
 /// Replaces a generated or CSV data set by the same points drawn, or says why it cannot.
 fn start_from_current(preset: &mut MlpPreset, state: &mut DrawState) -> bool {
     let data = &mut preset.network.data;
-    match data.build().and_then(|d| DataSource::drawn_from(&d)) {
+    match crate::preset::data::build_dataset(data).and_then(|d| DataSource::drawn_from(&d)) {
         Ok(source) => {
             data.source = source;
             state.message = None;
