@@ -915,8 +915,8 @@ fn execute(
         s.chains,
         s.steps,
         s.backend,
-        s.device,
-        s.chain_steps_per_s,
+        s.timings.device,
+        s.timings.chain_steps_per_s,
         100.0 * s.diverged_fraction
     );
     print_json(s)
@@ -1005,7 +1005,7 @@ fn execute_mlp(
         s.data,
         s.backend,
         100.0 * s.diverged_fraction,
-        s.chain_gradients_per_s
+        s.timings.chain_gradients_per_s
     );
     print_json(s)
 }

@@ -256,6 +256,18 @@ pub struct LayerSummary {
     pub mean_xi: f64,
 }
 
+/// Where an MLP run ran and how fast: facts of the machine and the moment, not of the
+/// sampler (a sweep's record leaves them out).
+#[derive(Clone, Debug, Serialize)]
+pub struct MlpTimings {
+    /// Threads or adapter.
+    pub device: String,
+    /// Wall-clock seconds spent advancing the networks.
+    pub elapsed_s: f64,
+    /// Stochastic-gradient evaluations of whole networks per second.
+    pub chain_gradients_per_s: f64,
+}
+
 /// The summary of an MLP run: the JSON line of `atmc-lab run` on an MLP preset.
 #[derive(Clone, Debug, Serialize)]
 pub struct MlpSummary {
@@ -283,8 +295,6 @@ pub struct MlpSummary {
     pub seed: u64,
     /// `cpu` or `gpu`.
     pub backend: String,
-    /// Threads or adapter.
-    pub device: String,
     /// Which of ATMC's printed defects were on.
     pub printed_defects: Vec<String>,
     /// Fraction of networks diverged at the end.
@@ -305,10 +315,9 @@ pub struct MlpSummary {
     pub single_network: Option<Evaluation>,
     /// The SGD-trained baseline network.
     pub baseline_sgd: Evaluation,
-    /// Wall-clock seconds spent advancing the networks.
-    pub elapsed_s: f64,
-    /// Stochastic-gradient evaluations of whole networks per second.
-    pub chain_gradients_per_s: f64,
+    /// Where the run ran and how fast (in the JSON line as fields of their own).
+    #[serde(flatten)]
+    pub timings: MlpTimings,
     /// Split R-hat of what the networks identify (their test log-likelihood and predictive
     /// probabilities at fixed inputs), never of their weights.
     pub identifiable_rhat: IdentifiableRhat,

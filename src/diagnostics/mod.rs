@@ -572,6 +572,18 @@ pub fn exploration_intervals(rows: &[SeriesRow]) -> Vec<[f64; 2]> {
     out
 }
 
+/// Where a run ran and how fast: facts of the machine and the moment, not of the sampler. A
+/// sweep's record leaves them out, so that it is the same wherever and whenever its point ran.
+#[derive(Clone, Debug, Serialize)]
+pub struct Timings {
+    /// Threads or adapter.
+    pub device: String,
+    /// Wall-clock seconds spent advancing chains.
+    pub elapsed_s: f64,
+    /// Chain-steps per second of the engine.
+    pub chain_steps_per_s: f64,
+}
+
 /// The summary of a run: the JSON line of `atmc-lab run`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
@@ -587,8 +599,6 @@ pub struct Summary {
     pub seed: u64,
     /// `cpu` or `gpu`.
     pub backend: String,
-    /// Threads or adapter.
-    pub device: String,
     /// Which of ATMC's printed defects were on.
     pub printed_defects: Vec<String>,
     /// First step of the statistics window.
@@ -662,10 +672,9 @@ pub struct Summary {
     /// On a mixture target: how many distinct modes those chains visited together (the
     /// ensemble's coverage, beside the per-chain `modes_visited`).
     pub modes_visited_ensemble: Option<f64>,
-    /// Wall-clock seconds spent advancing chains.
-    pub elapsed_s: f64,
-    /// Chain-steps per second of the engine.
-    pub chain_steps_per_s: f64,
+    /// Where the run ran and how fast (in the JSON line as fields of their own).
+    #[serde(flatten)]
+    pub timings: Timings,
     /// What a user should know about these statistics (diverged chains, moments far from the
     /// target); empty when all is well.
     pub warnings: Vec<String>,
@@ -921,7 +930,6 @@ impl RunRecorder {
             steps: run.steps,
             seed: run.seed,
             backend: run.backend,
-            device: run.device,
             printed_defects: run.printed_defects,
             statistics_from_step: self.stats_from,
             pooled_states: self.snapshots,
@@ -955,8 +963,11 @@ impl RunRecorder {
             modes_per_chain: Vec::new(),
             modes_visited_ensemble: None,
             warnings: Vec::new(),
-            elapsed_s: run.elapsed_s,
-            chain_steps_per_s: run.chain_steps_per_s,
+            timings: Timings {
+                device: run.device,
+                elapsed_s: run.elapsed_s,
+                chain_steps_per_s: run.chain_steps_per_s,
+            },
         }
     }
 

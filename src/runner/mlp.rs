@@ -5,7 +5,7 @@ use super::printed_defects;
 use crate::diagnostics::bounded::BoundedSeries;
 use crate::diagnostics::mlp::{
     Evaluation, IDENTIFIABLE_NETWORKS, IdentifiableTraces, LayerSummary, MlpSeriesRow, MlpSummary,
-    evaluate,
+    MlpTimings, evaluate,
 };
 use crate::engine::BackendChoice;
 use crate::engine::create_mlp_engine;
@@ -94,7 +94,6 @@ pub fn run_mlp(
         steps: preset.steps,
         seed: preset.seed,
         backend: info.kind.into(),
-        device: info.device,
         printed_defects: printed_defects(&preset.sampler),
         diverged_fraction: report.diverged as f64 / f64::from(preset.chains),
         first_divergence_step: diverged_at.iter().copied().filter(|&d| d > 0).min(),
@@ -115,11 +114,14 @@ pub fn run_mlp(
         posterior_predictive: last.posterior_predictive().cloned(),
         single_network: (diverged_at.first() == Some(&0)).then_some(last.single),
         baseline_sgd: sgd,
-        elapsed_s: elapsed,
-        chain_gradients_per_s: if elapsed > 0.0 {
-            gradients / elapsed
-        } else {
-            f64::NAN
+        timings: MlpTimings {
+            device: info.device,
+            elapsed_s: elapsed,
+            chain_gradients_per_s: if elapsed > 0.0 {
+                gradients / elapsed
+            } else {
+                f64::NAN
+            },
         },
         identifiable_rhat: identifiable.rhat(),
     };

@@ -3,7 +3,8 @@
 //! back as they are appended. The app's Sweeps and Thermodynamics views run their sweeps
 //! through it; it knows nothing of the UI.
 
-use super::{Follower, Merged, Shard, ShardReport, run_shard_patiently};
+use super::record::short_hash;
+use super::{Follower, Merged, Shard, ShardReport, SweepHashes, run_shard_patiently};
 use crate::engine::BackendChoice;
 use crate::preset::sweep_file::Sweep;
 use std::path::{Path, PathBuf};
@@ -36,9 +37,16 @@ impl BackgroundSweep {
     /// The folder of `sweeps` a sweep named `name` runs in: named by its content too, so
     /// that an edited sweep starts afresh instead of being refused for holding another
     /// sweep's points.
+    /// The folder an earlier release named by its hash is kept when it exists: it resumes.
     pub fn folder(sweeps: &Path, loaded: &Sweep, name: &str) -> PathBuf {
-        let hash = super::header(loaded, Shard::ALL).sweep_hash;
-        sweeps.join(format!("{name}-{}", &hash[..8.min(hash.len())]))
+        let hashes = SweepHashes::of(loaded);
+        let named = |hash: &str| sweeps.join(format!("{name}-{}", short_hash(hash)));
+        let earlier = named(&hashes.v1);
+        if earlier.is_dir() {
+            earlier
+        } else {
+            named(&hashes.current)
+        }
     }
 
     /// Starts `loaded` in its [folder](Self::folder) of `sweeps`.

@@ -7,13 +7,16 @@
 //! hash, the base preset, the axes) and holds one [`Record`] per line after it.
 
 pub mod background;
+pub mod record;
 pub mod slurm;
 pub mod thermo_table;
+
+pub use record::{BaseKind, Header, Record, SweepHashes, header};
 
 use crate::diagnostics::Truth;
 use crate::engine::BackendChoice;
 use crate::preset::AnyPreset;
-use crate::preset::sweep_file::{MAX_POINTS, Measure, Sweep, preset_json};
+use crate::preset::sweep_file::{Measure, Sweep};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -64,190 +67,9 @@ impl std::str::FromStr for Shard {
     }
 }
 
-/// The first line of every shard file: what sweep the records belong to.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Header {
-    /// The sweep's title.
-    pub sweep: String,
-    /// What it shows.
-    pub description: String,
-    /// Hash of everything that decides the records (base preset, axes, seeds, kept fields).
-    pub sweep_hash: String,
-    /// Hash of the base preset alone.
-    pub base_hash: String,
-    /// Points of the whole sweep.
-    pub points: usize,
-    /// This file's shard.
-    pub shard: Shard,
-    /// The swept fields, in axis order.
-    pub fields: Vec<String>,
-    /// The values of each axis.
-    pub axis_values: Vec<Vec<f64>>,
-    /// `mlp` or `toy`: which view opens a point.
-    pub base_kind: String,
-    /// The base preset, as JSON (a point's preset is it with the coordinates applied).
-    pub base: Value,
-    /// Per-point seeds: `same` or `per_point`.
-    pub seeds: String,
-    /// What the records hold: `run` statistics or `thermo` measurements.
-    #[serde(default = "run_measure")]
-    pub measure: String,
-}
-
-fn run_measure() -> String {
-    "run".into()
-}
-
-impl Header {
-    /// Whether the header describes a sweep that can exist, checked before anything is sized
-    /// by it (a header claiming 1e15 points aborted on allocation): as many fields as axes,
-    /// none empty, 1 to [`MAX_POINTS`] points that the axes give (their product, or their
-    /// common length when zipped), and a shard within its count.
-    pub fn check(&self) -> Result<(), String> {
-        if self.fields.len() != self.axis_values.len() {
-            return Err(format!(
-                "{} fields but {} axes of values",
-                self.fields.len(),
-                self.axis_values.len()
-            ));
-        }
-        if let Some((field, _)) = self
-            .fields
-            .iter()
-            .zip(&self.axis_values)
-            .find(|(_, v)| v.is_empty())
-        {
-            return Err(format!("axis {field} has no values"));
-        }
-        if !(1..=MAX_POINTS).contains(&self.points) {
-            return Err(format!(
-                "{} points: a sweep has 1 to {MAX_POINTS}",
-                self.points
-            ));
-        }
-        let lengths: Vec<usize> = self.axis_values.iter().map(Vec::len).collect();
-        let product = lengths.iter().try_fold(1usize, |p, &l| p.checked_mul(l));
-        let zipped = lengths.iter().all(|&l| l == self.points);
-        if product != Some(self.points) && !zipped {
-            return Err(format!(
-                "{} points, but axes of {lengths:?} values give {} (or zipped, one length)",
-                self.points,
-                product.map_or("more than can be counted".to_owned(), |p| p.to_string())
-            ));
-        }
-        if self.shard.count == 0 || self.shard.index >= self.shard.count {
-            return Err(format!(
-                "shard {}/{}: the index must lie below the count",
-                self.shard.index, self.shard.count
-            ));
-        }
-        Ok(())
-    }
-}
-
-impl Record {
-    /// Whether the record is a point of the sweep `header` describes (already
-    /// [`Header::check`]ed): its index within the sweep and its coordinates the ones the
-    /// axes give that index (a record whose coordinates lie on no axis merged silently).
-    pub fn check(&self, header: &Header) -> Result<(), String> {
-        if self.index >= header.points {
-            return Err(format!(
-                "point {} is beyond the sweep's {} points",
-                self.index, header.points
-            ));
-        }
-        let expected = coords_of(header, self.index);
-        if self.coords != expected {
-            let show = |c: &[f64]| {
-                header
-                    .fields
-                    .iter()
-                    .zip(c)
-                    .map(|(f, v)| format!("{f} = {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            return Err(format!(
-                "point {} has coordinates ({}) where the sweep's axes give ({})",
-                self.index,
-                if self.coords.len() == expected.len() {
-                    show(&self.coords)
-                } else {
-                    format!("{} values for {} axes", self.coords.len(), expected.len())
-                },
-                show(&expected)
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// Whether a sweep's points are measured thermodynamically.
 pub fn is_thermo(sweep: &Sweep) -> bool {
     sweep.spec.measure == Measure::Thermo || matches!(sweep.base, AnyPreset::Sphere(_))
-}
-
-/// One point's result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Record {
-    /// The point's index in the sweep.
-    pub index: usize,
-    /// Its coordinates, one per axis (in the header's field order).
-    pub coords: Vec<f64>,
-    /// The seed it ran with.
-    pub seed: u64,
-    /// The run's JSON (as `atmc-lab run` prints it, without timings).
-    pub run: Value,
-}
-
-/// Fields of a run's JSON that depend on the machine or the moment, never kept: a record
-/// must be the same however and wherever its point ran.
-const TIMING_FIELDS: [&str; 4] = [
-    "elapsed_s",
-    "chain_steps_per_s",
-    "chain_gradients_per_s",
-    "device",
-];
-
-/// The header of `sweep`'s shard `shard`.
-pub fn header(sweep: &Sweep, shard: Shard) -> Header {
-    let base = preset_json(&sweep.base);
-    let base_hash = hash(&base.to_string());
-    let seeds = match sweep.spec.seeds {
-        crate::preset::sweep_file::SeedPolicy::Same => "same",
-        crate::preset::sweep_file::SeedPolicy::PerPoint => "per_point",
-    };
-    let mut decisive = serde_json::json!({
-        "base": base,
-        "fields": sweep.fields(),
-        "axis_values": sweep.axis_values,
-        "combine": format!("{:?}", sweep.spec.combine),
-        "seeds": seeds,
-        "keep": sweep.spec.keep,
-    });
-    let measure = if is_thermo(sweep) { "thermo" } else { "run" };
-    if measure == "thermo" {
-        decisive["measure"] = measure.into();
-    }
-    Header {
-        sweep: sweep.spec.name.clone(),
-        description: sweep.spec.description.clone(),
-        sweep_hash: hash(&decisive.to_string()),
-        base_hash,
-        points: sweep.points,
-        shard,
-        fields: sweep.fields().iter().map(|f| f.to_string()).collect(),
-        axis_values: sweep.axis_values.clone(),
-        base_kind: match sweep.base {
-            AnyPreset::Mlp(_) => "mlp",
-            AnyPreset::Sphere(_) => "sphere",
-            _ => "toy",
-        }
-        .into(),
-        base,
-        seeds: seeds.into(),
-        measure: measure.into(),
-    }
 }
 
 /// 64-bit FNV-1a, as 16 hex digits: a stable fingerprint (not a security hash).
@@ -282,23 +104,14 @@ pub fn run_point(
     truths: &mut TruthCache,
 ) -> anyhow::Result<(Record, f64)> {
     let point = sweep.point(index);
-    let temperature = match &point.preset {
-        AnyPreset::Toy(p) => Some(p.sampler.temperature),
-        AnyPreset::Mlp(p) => Some(p.sampler.temperature),
-        AnyPreset::Comparison(_) | AnyPreset::Sphere(_) => None,
-    };
-    let (summary, seconds, seed) = match &point.preset {
+    // The statistics as JSON without the run's timings (where and how fast it ran), its
+    // kinetic temperature, and the seconds it took.
+    let (mut run, kinetic_temperature, seconds) = match &point.preset {
         preset if is_thermo(sweep) => {
             let started = Instant::now();
             let measured = crate::runner::thermo_measure::measure(preset, backend, &mut |_| {})?;
             let seconds = started.elapsed().as_secs_f64();
-            let seed = match preset {
-                AnyPreset::Toy(p) => p.seed,
-                AnyPreset::Sphere(p) => p.seed,
-                AnyPreset::Mlp(p) => p.seed,
-                AnyPreset::Comparison(_) => 0,
-            };
-            (serde_json::to_value(&measured)?, seconds, seed)
+            (serde_json::to_value(&measured)?, None, seconds)
         }
         AnyPreset::Toy(p) => {
             let truth = truths.get(p).clone();
@@ -306,28 +119,28 @@ pub fn run_point(
             let outcome =
                 crate::runner::run_against(p, &truth, backend, &mut |_| {}, &mut |_| Ok(()))?;
             let seconds = started.elapsed().as_secs_f64();
-            (serde_json::to_value(&outcome.summary)?, seconds, p.seed)
+            let s = &outcome.summary;
+            let run = without(serde_json::to_value(s)?, &s.timings)?;
+            (run, s.kinetic_temperature, seconds)
         }
         AnyPreset::Mlp(p) => {
             let started = Instant::now();
             let outcome = crate::runner::mlp::run_mlp(p, backend, &mut |_| {})?;
             let seconds = started.elapsed().as_secs_f64();
-            (serde_json::to_value(&outcome.summary)?, seconds, p.seed)
+            let s = &outcome.summary;
+            let run = without(serde_json::to_value(s)?, &s.timings)?;
+            (run, s.kinetic_temperature, seconds)
         }
         AnyPreset::Comparison(_) | AnyPreset::Sphere(_) => {
             bail!("a comparison cannot be swept")
         }
     };
-    let mut run = summary;
     if let Value::Object(map) = &mut run {
-        for field in TIMING_FIELDS {
-            map.remove(field);
-        }
         // How far the kinetic temperature is from the target's, relative: a map over T
-        // compares like with like.
+        // compares like with like (null, as in the JSON, when it is not finite).
         if let (Some(kt), Some(t)) = (
-            map.get("kinetic_temperature").and_then(Value::as_f64),
-            temperature.filter(|t| *t > 0.0),
+            kinetic_temperature.filter(|kt| kt.is_finite()),
+            record::sampler_temperature(&point.preset).filter(|t| *t > 0.0),
         ) {
             map.insert(
                 "kinetic_temperature_error".into(),
@@ -352,11 +165,23 @@ pub fn run_point(
         Record {
             index,
             coords: point.coords,
-            seed,
+            seed: record::seed_of(&point.preset),
             run,
         },
         seconds,
     ))
+}
+
+/// `statistics` without the fields `part` serialises to (flattened into them).
+fn without(mut statistics: Value, part: &impl Serialize) -> anyhow::Result<Value> {
+    if let (Value::Object(map), Value::Object(left_out)) =
+        (&mut statistics, serde_json::to_value(part)?)
+    {
+        for key in left_out.keys() {
+            map.remove(key);
+        }
+    }
+    Ok(statistics)
 }
 
 /// What a shard run did.
@@ -413,7 +238,11 @@ pub(crate) fn run_shard_patiently(
     patience: Duration,
     progress: &mut dyn FnMut(usize, usize) -> bool,
 ) -> anyhow::Result<ShardReport> {
-    let header = header(sweep, shard);
+    let hashes = SweepHashes::of(sweep);
+    let header = Header {
+        sweep_hash: folder_hash(dir, &hashes),
+        ..header(sweep, shard)
+    };
     let path = shard.file(dir);
     let total = shard.indices(sweep.points).count();
     // Held until the last record is written: a second writer of this shard is refused (the
@@ -433,7 +262,7 @@ pub(crate) fn run_shard_patiently(
             locked => break locked?,
         }
     };
-    let done = open_shard(&path, &header)?;
+    let done = open_shard(&path, &header, &hashes)?;
     let todo: Vec<usize> = shard
         .indices(sweep.points)
         .filter(|i| !done.contains(i))
@@ -503,9 +332,10 @@ fn header_incomplete(path: &Path) -> anyhow::Result<bool> {
 
 /// Creates the shard file with its header (written atomically: a kill or a full disk leaves no
 /// shard rather than an empty one), or checks an existing one's header and returns the indices
-/// it already holds (dropping a partial last line). A shard without a complete header holds
-/// no record and is written afresh; a damaged header is refused with what to do.
-fn open_shard(path: &Path, header: &Header) -> anyhow::Result<Vec<usize>> {
+/// it already holds (dropping a partial last line): one whose header carries any of the
+/// sweep's `hashes` is the sweep's. A shard without a complete header holds no record and is
+/// written afresh; a damaged header is refused with what to do.
+fn open_shard(path: &Path, header: &Header, hashes: &SweepHashes) -> anyhow::Result<Vec<usize>> {
     if !path.exists() || header_incomplete(path)? {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)
@@ -521,7 +351,7 @@ fn open_shard(path: &Path, header: &Header) -> anyhow::Result<Vec<usize>> {
             "{e:#}; the shard is damaged: move it away (its points run again) or restore it"
         )))
     })?;
-    if found.sweep_hash != header.sweep_hash {
+    if !hashes.accepts(&found.sweep_hash) {
         return Err(crate::fsutil::Refused(format!(
             "{} holds points of another sweep (base {} vs {}): choose another --out",
             path.display(),
@@ -554,6 +384,40 @@ fn shard_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(shards)
 }
 
+/// The first line of a file (its header, for a shard file), without its line end.
+fn first_line(path: &Path) -> anyhow::Result<String> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut line = String::new();
+    std::io::BufReader::new(file)
+        .read_line(&mut line)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    line.truncate(line.trim_end().len());
+    Ok(line)
+}
+
+/// The hash a new shard file in `dir` carries: the earlier release's when a shard file of the
+/// folder already carries it (a folder's shards merge only under one hash), else the current
+/// one.
+fn folder_hash(dir: &Path, hashes: &SweepHashes) -> String {
+    /// Only the hash of a header: no base preset decoded for it.
+    #[derive(Deserialize)]
+    struct HashOnly {
+        sweep_hash: String,
+    }
+    let carries_v1 = shard_files(dir).unwrap_or_default().iter().any(|path| {
+        first_line(path)
+            .ok()
+            .and_then(|line| serde_json::from_str::<HashOnly>(&line).ok())
+            .is_some_and(|found| found.sweep_hash == hashes.v1)
+    });
+    if carries_v1 {
+        hashes.v1.clone()
+    } else {
+        hashes.current.clone()
+    }
+}
+
 /// Refuses a folder whose shard files belong to another sweep than `sweep` (another grid,
 /// base or kept fields), before a shared file of the folder (`thermo.ron`) is rewritten to
 /// describe `sweep`: the shards would no longer match it. Shards without a complete header
@@ -562,19 +426,16 @@ pub fn check_folder(sweep: &Sweep, dir: &Path) -> anyhow::Result<()> {
     let Ok(shards) = shard_files(dir) else {
         return Ok(());
     };
-    let expected = header(sweep, Shard::ALL).sweep_hash;
+    let hashes = SweepHashes::of(sweep);
     for path in shards {
         if header_incomplete(&path)? {
             continue;
         }
-        let file = std::fs::File::open(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let mut line = String::new();
-        std::io::BufReader::new(file)
-            .read_line(&mut line)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let found = serde_json::from_str::<Header>(line.trim_end()).ok();
-        if found.as_ref().is_none_or(|h| h.sweep_hash != expected) {
+        let found = serde_json::from_str::<Header>(&first_line(&path)?).ok();
+        if found
+            .as_ref()
+            .is_none_or(|h| !hashes.accepts(&h.sweep_hash))
+        {
             return Err(anyhow::Error::new(crate::fsutil::Refused(format!(
                 "{} holds {}: its files were left as they are; choose another --out, or move \
                  them away to start over",
@@ -715,7 +576,7 @@ pub fn merge(dir: &Path) -> anyhow::Result<Merged> {
         .map(|(i, _)| i)
         .collect();
     if let Some(&first) = missing.first() {
-        let coords = coords_of(&header, first);
+        let coords = header.coords(first);
         bail!(
             "{} of {} points are missing, the first is point {first} ({}): run its shard again \
              (it resumes where it stopped)",
@@ -735,21 +596,6 @@ pub fn merge(dir: &Path) -> anyhow::Result<Merged> {
     let merged = Merged { header, records };
     write_merged(&merged, &dir.join("merged.jsonl"))?;
     Ok(merged)
-}
-
-/// The coordinates of point `index` from a header (product order, or zip).
-fn coords_of(header: &Header, index: usize) -> Vec<f64> {
-    let zip = header.axis_values.iter().map(Vec::len).product::<usize>() != header.points;
-    if zip {
-        return header.axis_values.iter().map(|v| v[index]).collect();
-    }
-    let mut rest = index;
-    let mut coords = vec![0.0; header.axis_values.len()];
-    for (c, values) in coords.iter_mut().zip(&header.axis_values).rev() {
-        *c = values[rest % values.len()];
-        rest /= values.len();
-    }
-    coords
 }
 
 fn describe_point(header: &Header, record: &Record) -> String {
@@ -1123,7 +969,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("atmc-follow-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("shard.jsonl");
-        let header = r#"{"sweep":"s","description":"","sweep_hash":"0","base_hash":"0","points":3,"shard":{"index":0,"count":1},"fields":["a"],"axis_values":[[0.0,1.0,2.0]],"base_kind":"toy","base":null,"seeds":"same","measure":"run"}"#;
+        let sweep = Sweep::parse(
+            "Sweep(base: \"default\", axes: [(field: \"seed\", values: List([0, 1, 2]))])",
+            "s.ron",
+            Path::new("."),
+        )
+        .unwrap();
+        let header = serde_json::to_string(&header(&sweep, Shard::ALL)).unwrap();
         let record = |i: usize| format!(r#"{{"index":{i},"coords":[{i}.0],"seed":1,"run":{{}}}}"#);
         let mut follower = Follower::new(&path);
         assert!(follower.poll().is_err(), "no file yet");

@@ -13,9 +13,8 @@ use crate::diagnostics::thermodynamics::{
     temperature_law, variant_entropy,
 };
 use crate::math::sphere::loss as sphere_loss;
-use crate::preset::sphere::SpherePreset;
+use crate::preset::AnyPreset;
 use crate::preset::sweep_file::{AxisSpec, Combine, Measure, SeedPolicy, SweepSpec, Values};
-use crate::preset::{AnyPreset, Preset};
 use serde::Serialize;
 
 /// The sweep spec of a thermodynamics sweep of `preset` over a log grid of learning rates.
@@ -406,15 +405,8 @@ fn cells_for(preset: &AnyPreset, t: f64, folded: bool) -> Option<Cells> {
 /// The base preset of a merged sweep with a record's coordinates.
 fn point_preset(merged: &Merged, coords: &[f64]) -> Option<AnyPreset> {
     let header = &merged.header;
-    let base = match header.base_kind.as_str() {
-        "sphere" => {
-            AnyPreset::Sphere(serde_json::from_value::<SpherePreset>(header.base.clone()).ok()?)
-        }
-        "toy" => AnyPreset::Toy(serde_json::from_value::<Preset>(header.base.clone()).ok()?),
-        _ => return None,
-    };
     let fields: Vec<&str> = header.fields.iter().map(String::as_str).collect();
-    crate::preset::sweep_file::apply(&base, &fields, coords, None).ok()
+    crate::preset::sweep_file::apply(&header.base, &fields, coords, None).ok()
 }
 
 /// The table of a merged thermodynamics sweep with the default options; an error when its
@@ -425,7 +417,7 @@ pub fn table(merged: &Merged) -> anyhow::Result<Table> {
 
 /// The table of a merged thermodynamics sweep with `options`.
 pub fn table_with(merged: &Merged, options: TableOptions) -> anyhow::Result<Table> {
-    if merged.header.measure != "thermo" {
+    if merged.header.measure != Measure::Thermo {
         anyhow::bail!("this sweep measured runs, not thermodynamics (measure: Thermo)");
     }
     let eta_axis = merged.header.fields.iter().position(|f| f == "sampler.h");

@@ -186,6 +186,74 @@ fn shards_merge_into_the_unsharded_table_and_bad_sets_are_refused() {
     fails("foreign", "different base preset");
 }
 
+/// The sweep-v1 fixture: shard files and a merged table written by the release before typed
+/// sweep records (its README says how).
+fn fixture_v1() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sweep-v1")
+}
+
+#[test]
+fn shard_folders_of_the_release_before_typed_records_resume_and_merge_into_its_table() {
+    let fixture = fixture_v1();
+    let dir = scratch("fixture-v1");
+    for file in ["sweep.ron", "base.ron"] {
+        std::fs::copy(fixture.join(file), dir.join(file)).unwrap();
+    }
+    let expected = std::fs::read_to_string(fixture.join("merged.jsonl")).unwrap();
+    let read = |path: &str| std::fs::read_to_string(dir.join(path)).unwrap();
+    let copy_shards = |out: &str, names: &[&str]| {
+        std::fs::create_dir_all(dir.join(out)).unwrap();
+        for name in names {
+            std::fs::copy(fixture.join("shards").join(name), dir.join(out).join(name)).unwrap();
+        }
+    };
+
+    // Shard 0 complete, shard 1 stopped after its first point: both resume.
+    copy_shards("resumed", &["shard-0-of-2.jsonl", "shard-1-of-2.jsonl"]);
+    let before = read("resumed/shard-1-of-2.jsonl");
+    for (shard, said) in [
+        ("0/2", "0 points run, 2 already there"),
+        ("1/2", "1 points run, 1 already there"),
+    ] {
+        let out = run_ok(
+            &["sweep", "sweep.ron", "--out", "resumed", "--shard", shard],
+            &dir,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(said), "shard {shard}: {err}");
+    }
+    assert!(
+        read("resumed/shard-1-of-2.jsonl").starts_with(&before),
+        "the earlier release's lines are kept as they were written"
+    );
+    run_ok(&["sweep", "--merge", "resumed"], &dir);
+    assert_eq!(
+        read("resumed/merged.jsonl"),
+        expected,
+        "the resumed folder merges into the earlier release's table, byte for byte"
+    );
+
+    // A shard the earlier release never started joins the folder under the folder's hash.
+    copy_shards("joined", &["shard-0-of-2.jsonl"]);
+    run_ok(
+        &["sweep", "sweep.ron", "--out", "joined", "--shard", "1/2"],
+        &dir,
+    );
+    run_ok(&["sweep", "--merge", "joined"], &dir);
+    assert_eq!(read("joined/merged.jsonl"), expected);
+
+    // A new folder carries the current hash and, that aside, the same bytes.
+    run_ok(&["sweep", "sweep.ron", "--out", "fresh"], &dir);
+    let fresh = read("fresh/merged.jsonl");
+    let hash = |table: &str| -> String {
+        let header: Value = serde_json::from_str(table.lines().next().unwrap()).unwrap();
+        header["sweep_hash"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(hash(&expected), "264668d29dbb57b2");
+    assert!(hash(&fresh).starts_with("v2-"), "{}", hash(&fresh));
+    assert_eq!(fresh.replace(&hash(&fresh), &hash(&expected)), expected);
+}
+
 #[test]
 fn bad_sweep_files_are_refused_before_any_work() {
     let dir = scratch("bad");

@@ -7,9 +7,8 @@ use super::view::{Action, Shell, Status, View};
 use crate::app::plots::Outlined;
 use crate::diagnostics::growth::thermostat_blowup_step_size;
 use crate::engine::BackendChoice;
-use crate::preset::sphere::SpherePreset;
+use crate::preset::AnyPreset;
 use crate::preset::sweep_file::{SHIPPED_SWEEPS, Sweep, apply};
-use crate::preset::{AnyPreset, MlpPreset, Preset};
 use crate::sweep::background::{BackgroundSweep, Polled};
 use crate::sweep::{self, Merged, Shard, Slice2d};
 use egui::{Color32, Rect, RichText, Ui};
@@ -212,16 +211,8 @@ impl SweepView {
         let table = self.table.as_ref().ok_or("no sweep open")?;
         let record = table.records.get(k).ok_or("no such point")?;
         let header = &table.header;
-        let base = if header.base_kind == "mlp" {
-            serde_json::from_value::<MlpPreset>(header.base.clone()).map(AnyPreset::Mlp)
-        } else if header.base_kind == "sphere" {
-            serde_json::from_value::<SpherePreset>(header.base.clone()).map(AnyPreset::Sphere)
-        } else {
-            serde_json::from_value::<Preset>(header.base.clone()).map(AnyPreset::Toy)
-        }
-        .map_err(|e| format!("the sweep's base preset: {e}"))?;
         let fields: Vec<&str> = header.fields.iter().map(String::as_str).collect();
-        let mut preset = apply(&base, &fields, &record.coords, None)?;
+        let mut preset = apply(&header.base, &fields, &record.coords, None)?;
         crate::preset::Overrides {
             seed: Some(record.seed),
             ..Default::default()
@@ -487,8 +478,8 @@ impl SweepView {
             ("sampler.h", "sampler.friction_sign") => (false, &slice.y_values, &slice.x_values),
             _ => return None,
         };
-        let temperature = table.header.base["sampler"]["temperature"].as_f64()?;
-        let steps = table.header.base["steps"].as_u64()? as u32;
+        let temperature = sweep::record::sampler_temperature(&table.header.base)?;
+        let steps = table.header.base.steps();
         let (lo, hi) = (
             phi_values.iter().copied().fold(f64::INFINITY, f64::min),
             phi_values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
