@@ -29,8 +29,6 @@ const NOTICE_SECONDS: f64 = 8.0;
 pub(super) struct Capture {
     /// Pictures asked for, each with where it goes and the inbox its pixels arrive in.
     pending: Vec<ScreenshotRequest>,
-    /// Screenshots taken with the S key so far (for their file names).
-    shots: u32,
     recording: Option<LiveRecording>,
     writing: Option<Writing>,
     /// What the latest export did, shown over the window.
@@ -54,15 +52,39 @@ struct LiveRecording {
 
 /// A finished recording being written on its own thread.
 struct Writing {
-    thread: std::thread::JoinHandle<anyhow::Result<()>>,
+    thread: std::thread::JoinHandle<anyhow::Result<crate::fsutil::Committed>>,
     progress: record::Progress,
     total: usize,
     path: PathBuf,
 }
 
-/// A picture of the window (or of one panel) to write to `path`.
+/// Where a picture goes.
+enum PictureTarget {
+    /// This file (chosen in a dialog, which asked before replacing it).
+    File(PathBuf),
+    /// A new file in `folder`, `STEM-1.png` or the first of `STEM-2.png`, … not taken yet
+    /// (the S key: one file per press, never replacing one).
+    NewIn { folder: PathBuf, stem: String },
+}
+
+impl PictureTarget {
+    /// The path for messages (for a new file, the first name it may get).
+    fn shown(&self) -> PathBuf {
+        match self {
+            PictureTarget::File(path) => path.clone(),
+            PictureTarget::NewIn { folder, stem } => folder.join(shot_name(stem, 1)),
+        }
+    }
+}
+
+/// The `k`-th name the S key tries for a screenshot named `stem`.
+fn shot_name(stem: &str, k: u32) -> String {
+    format!("{stem}-{k}.png")
+}
+
+/// A picture of the window (or of one panel) to write to `target`.
 struct ScreenshotRequest {
-    path: PathBuf,
+    target: PictureTarget,
     panel: Option<usize>,
     scale: u32,
     /// Where egui's callback leaves this picture's pixels.
@@ -91,6 +113,16 @@ impl AtmcApp {
         panel: Option<usize>,
         scale: u32,
     ) {
+        self.request_picture(ctx, PictureTarget::File(path), panel, scale);
+    }
+
+    fn request_picture(
+        &mut self,
+        ctx: &egui::Context,
+        target: PictureTarget,
+        panel: Option<usize>,
+        scale: u32,
+    ) {
         let inbox = Inbox::default();
         let arrived = inbox.clone();
         let repaint = ctx.clone();
@@ -99,7 +131,7 @@ impl AtmcApp {
             repaint.request_repaint();
         });
         self.capture.pending.push(ScreenshotRequest {
-            path,
+            target,
             panel,
             scale,
             inbox,
@@ -123,7 +155,7 @@ impl AtmcApp {
                         "no picture written to {}: the window gave no pixels within {} s \
                          (its renderer may not support screenshots; `atmc-lab screenshot` \
                          renders offscreen)",
-                        request.path.display(),
+                        request.target.shown().display(),
                         PICTURE_TIMEOUT
                     )));
                 } else {
@@ -135,14 +167,25 @@ impl AtmcApp {
             let crop = request
                 .panel
                 .and_then(|k| self.active().panels().get(k).map(|(_, r)| *r));
-            let result = screenshot::save_color_image(
-                &image,
-                crop,
-                ctx.pixels_per_point(),
-                request.scale,
-                &request.path,
-            );
-            self.report_export(Status::written(&request.path, result));
+            let picture = screenshot::picture(&image, crop, ctx.pixels_per_point(), request.scale);
+            let status = match request.target {
+                PictureTarget::File(path) => {
+                    Status::written(&path, picture.and_then(|p| screenshot::save_png(&p, &path)))
+                }
+                PictureTarget::NewIn { folder, stem } => {
+                    let written =
+                        picture
+                            .and_then(|p| screenshot::png_bytes(&p))
+                            .and_then(|bytes| {
+                                crate::fsutil::write_new(&folder, |k| shot_name(&stem, k), bytes)
+                            });
+                    match written {
+                        Ok(path) => Status::written(&path, Ok(())),
+                        Err(e) => Status::written(&folder.join(shot_name(&stem, 1)), Err(e)),
+                    }
+                }
+            };
+            self.report_export(status);
         }
     }
 
@@ -214,14 +257,14 @@ impl AtmcApp {
         }
     }
 
-    /// A screenshot of the window into the screenshots folder, no dialog (the S key).
+    /// A screenshot of the window into the screenshots folder, no dialog (the S key): a new
+    /// file each press, `TAB-stepN-K.png` with the first K not taken (no earlier screenshot,
+    /// of this session or another, is replaced).
     pub(super) fn quick_screenshot(&mut self, ctx: &egui::Context) {
-        self.capture.shots += 1;
-        let name = format!(
-            "{}-step{}-{}.png",
+        let stem = format!(
+            "{}-step{}",
             self.tab.label().replace([' ', '+', '-'], "").to_lowercase(),
             self.active().step(),
-            self.capture.shots
         );
         // Named in full in the notice: the lecturer learns where it is.
         let folder = self.folders.screenshots.clone();
@@ -233,7 +276,7 @@ impl AtmcApp {
             )));
             return;
         }
-        self.request_window_picture(ctx, folder.join(name), None, 1);
+        self.request_picture(ctx, PictureTarget::NewIn { folder, stem }, None, 1);
     }
 
     /// Starts recording the window (`panel` None) or one of the view's panels to `path`
@@ -354,7 +397,15 @@ impl AtmcApp {
                 .join()
                 .unwrap_or_else(|_| Err(anyhow::anyhow!("the recording writer failed")));
             self.report_export(match result {
-                Ok(()) => Status::ok(format!("wrote {} ({} frames)", w.path.display(), w.total)),
+                Ok(committed) => Status::ok(format!(
+                    "wrote {} ({} frames){}",
+                    w.path.display(),
+                    w.total,
+                    committed
+                        .notice()
+                        .map(|n| format!("; {n}"))
+                        .unwrap_or_default()
+                )),
                 Err(e) => Status::error(format!(
                     "the recording was not written to {}: {e:#}",
                     w.path.display()
@@ -385,5 +436,31 @@ impl AtmcApp {
             ui.ctx()
                 .request_repaint_after(std::time::Duration::from_millis(100));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shot_name;
+
+    /// Two presses of S where an earlier session left `posterior-step40-1.png`: two new
+    /// files, the earlier one as it was.
+    #[test]
+    fn the_s_key_never_replaces_a_screenshot() {
+        let dir = std::env::temp_dir().join(format!("atmc-capture-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let stem = "posterior-step40";
+        std::fs::write(dir.join(shot_name(stem, 1)), "earlier").unwrap();
+        let press =
+            |bytes: &str| crate::fsutil::write_new(&dir, |k| shot_name(stem, k), bytes).unwrap();
+        assert_eq!(press("a"), dir.join("posterior-step40-2.png"));
+        assert_eq!(press("b"), dir.join("posterior-step40-3.png"));
+        let read = |k| std::fs::read_to_string(dir.join(shot_name(stem, k))).unwrap();
+        assert_eq!(
+            (read(1), read(2), read(3)),
+            ("earlier".into(), "a".into(), "b".into())
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

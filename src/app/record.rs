@@ -3,6 +3,7 @@
 //! on its own thread with progress and cancel; the headless `atmc-lab record` command and the
 //! app's File → Record share it.
 
+use crate::fsutil::{Committed, FolderWriter, OutputKind};
 use anyhow::{Context, bail};
 use image::RgbaImage;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Most frames a recording keeps (about 40 seconds at 10 frames per second).
 pub const MAX_FRAMES: usize = 400;
+
+/// The kind of folder a recording's PNG frames are ([`crate::fsutil::MANIFEST`]): written
+/// whole, and replacing only an earlier folder of recorded frames.
+pub const FRAMES: OutputKind = OutputKind {
+    name: "recorded frames",
+    example: "frames",
+};
 
 /// Where and how a recording is written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,9 +30,10 @@ pub enum Output {
         /// Delay between frames.
         delay_ms: u32,
     },
-    /// Numbered PNG files `frame-0001.png`, … in a folder.
+    /// Numbered PNG files `frame-0001.png`, … in a folder written whole: a new folder, an
+    /// empty one or an earlier recording's ([`FolderWriter`]).
     Frames {
-        /// The folder (created when missing).
+        /// The folder.
         dir: PathBuf,
     },
 }
@@ -56,7 +65,8 @@ impl Output {
     }
 
     /// Checks, before any frame is taken, that the output can be written: the GIF's folder
-    /// exists and the file can be created, or the frames' folder can be created.
+    /// exists and the file can be created, or the frames' folder may be written
+    /// ([`crate::fsutil::check_folder`]). Creates nothing.
     pub fn check(&self) -> anyhow::Result<()> {
         match self {
             Output::Gif { path, .. } => {
@@ -75,10 +85,39 @@ impl Output {
                 // written only with the whole GIF.
                 crate::fsutil::AtomicFile::create(path).map(drop)
             }
-            Output::Frames { dir } => std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create the folder {}", dir.display())),
+            Output::Frames { dir } => crate::fsutil::check_folder(dir, FRAMES),
         }
     }
+
+    /// Takes the output for writing: the GIF checked, or the frames' folder checked, locked
+    /// against a second recorder and begun in a temporary folder beside it. Taken before the
+    /// frames are rendered, a bad or busy output is refused before any work.
+    pub fn begin(&self) -> anyhow::Result<Target> {
+        match self {
+            Output::Gif { path, delay_ms } => {
+                self.check()?;
+                Ok(Target::Gif {
+                    path: path.clone(),
+                    delay_ms: *delay_ms,
+                })
+            }
+            Output::Frames { dir } => Ok(Target::Frames(FolderWriter::begin(dir, FRAMES)?)),
+        }
+    }
+}
+
+/// An output taken for writing ([`Output::begin`]).
+#[derive(Debug)]
+pub enum Target {
+    /// An animated GIF, written under a temporary name and renamed when complete.
+    Gif {
+        /// The file.
+        path: PathBuf,
+        /// Delay between frames, in milliseconds.
+        delay_ms: u32,
+    },
+    /// A folder of PNG frames being written whole.
+    Frames(FolderWriter),
 }
 
 /// Progress of a writer: frames written so far, and a flag to cancel it.
@@ -90,16 +129,35 @@ pub struct Progress {
     pub cancel: Arc<AtomicBool>,
 }
 
-/// Writes `frames` (all the same size) to `output`, counting them in `progress`. Returns
-/// an error when cancelled. Every file is written atomically ([`crate::fsutil`]): a
-/// cancelled, failed or killed recording leaves no partial GIF or PNG at a final path.
-pub fn write(frames: &[RgbaImage], output: &Output, progress: &Progress) -> anyhow::Result<()> {
+/// Writes `frames` (all the same size) to `output` ([`Output::begin`], then [`write_to`]).
+pub fn write(
+    frames: &[RgbaImage],
+    output: &Output,
+    progress: &Progress,
+) -> anyhow::Result<Committed> {
     if frames.is_empty() {
         bail!("the recording has no frames");
     }
-    match output {
-        Output::Gif { path, delay_ms } => write_gif(frames, path, *delay_ms, progress),
-        Output::Frames { dir } => write_frames(frames, dir, progress),
+    write_to(frames, output.begin()?, progress)
+}
+
+/// Writes `frames` (all the same size) to `target`, counting them in `progress`. Returns an
+/// error when cancelled. A GIF is written atomically and a folder of frames whole
+/// ([`crate::fsutil`]): a cancelled, failed or killed recording leaves no partial GIF, no
+/// partial folder and no stale frame of an earlier recording at a final path.
+pub fn write_to(
+    frames: &[RgbaImage],
+    target: Target,
+    progress: &Progress,
+) -> anyhow::Result<Committed> {
+    if frames.is_empty() {
+        bail!("the recording has no frames");
+    }
+    match target {
+        Target::Gif { path, delay_ms } => {
+            write_gif(frames, &path, delay_ms, progress).map(|()| Committed::default())
+        }
+        Target::Frames(folder) => write_frames(frames, folder, progress),
     }
 }
 
@@ -110,15 +168,18 @@ fn cancelled(progress: &Progress) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn write_frames(frames: &[RgbaImage], dir: &Path, progress: &Progress) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+fn write_frames(
+    frames: &[RgbaImage],
+    mut folder: FolderWriter,
+    progress: &Progress,
+) -> anyhow::Result<Committed> {
     for (k, frame) in frames.iter().enumerate() {
         cancelled(progress)?;
-        let path = dir.join(format!("frame-{:04}.png", k + 1));
-        super::screenshot::save_png(frame, &path)?;
+        let name = format!("frame-{:04}.png", k + 1);
+        folder.write(&name, super::screenshot::png_bytes(frame)?)?;
         progress.done.store(k + 1, Ordering::Relaxed);
     }
-    Ok(())
+    folder.commit()
 }
 
 /// One palette of 256 colours for the whole recording (NeuQuant trained on a sample of the
@@ -227,6 +288,7 @@ mod tests {
     #[test]
     fn gif_round_trip_counts_frames() {
         let dir = std::env::temp_dir().join(format!("atmc-record-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let frames: Vec<RgbaImage> = (0..5)
             .map(|k| {
@@ -249,6 +311,28 @@ mod tests {
         )
         .unwrap();
         assert!(frames_dir.join("frame-0005.png").is_file());
+        // A shorter recording into the same folder replaces it whole: no stale frame 4 or 5.
+        write(
+            &frames[..3],
+            &Output::for_path(&frames_dir, 100),
+            &Progress::default(),
+        )
+        .unwrap();
+        assert!(frames_dir.join("frame-0003.png").is_file());
+        assert!(!frames_dir.join("frame-0004.png").exists());
+        // A cancelled recording leaves the earlier one whole.
+        let cancel = Progress::default();
+        cancel.cancel.store(true, Ordering::Relaxed);
+        assert!(write(&frames, &Output::for_path(&frames_dir, 100), &cancel).is_err());
+        assert!(frames_dir.join("frame-0003.png").is_file());
+        // A folder holding a user's file is refused before anything is written.
+        let user = dir.join("user");
+        std::fs::create_dir_all(&user).unwrap();
+        std::fs::write(user.join("slides.pdf"), "mine").unwrap();
+        let user_output = Output::for_path(&user, 100);
+        assert!(user_output.check().is_err());
+        assert!(write(&frames, &user_output, &Progress::default()).is_err());
+        assert_eq!(std::fs::read_dir(&user).unwrap().count(), 1);
         // Cancelled: an error, the complete GIF already at the path left as it was, and no
         // half-written GIF anywhere (a new path stays absent, no temporary file remains).
         let progress = Progress::default();

@@ -5,6 +5,7 @@
 use super::{Failure, in_range, progress_bar, whole_in_range};
 use crate::diagnostics::challenge::goal_text;
 use crate::engine::BackendChoice;
+use crate::fsutil::{FolderWriter, OutputKind};
 use crate::math::ranges;
 use crate::preset::Lecture;
 use crate::preset::story::{Script, script_runs};
@@ -16,7 +17,8 @@ use std::path::PathBuf;
 pub struct HandoutArgs {
     /// The lecture: a shipped lecture's name (`atmc`), a lecture file, or a lecture folder.
     lecture: String,
-    /// Folder to write index.html and the pictures into (created if missing).
+    /// Folder to write index.html and the pictures into: a new folder, an empty one or an
+    /// earlier handout (replaced whole when the new one is complete).
     #[arg(long)]
     out: PathBuf,
     /// Steps at most before a lesson's picture, for lessons that do not set `handout_steps`
@@ -36,6 +38,13 @@ pub struct HandoutArgs {
     #[arg(long)]
     light: bool,
 }
+
+/// The kind of folder a handout is ([`crate::fsutil::MANIFEST`]): written whole, and
+/// replacing only an earlier handout.
+pub const HANDOUT: OutputKind = OutputKind {
+    name: "handout",
+    example: "handout",
+};
 
 /// Steps before lesson `k`'s picture: its `handout_steps`, else its own steps up to `cap`.
 fn lesson_steps(step: &crate::preset::Step, cap: u32) -> u32 {
@@ -57,12 +66,22 @@ pub fn handout(args: &HandoutArgs) -> Result<(), Failure> {
             args.out.display()
         )));
     }
-    std::fs::create_dir_all(&args.out).map_err(|e| {
-        Failure::usage(format!(
-            "--out {}: cannot create it: {e}",
-            args.out.display()
-        ))
-    })?;
+    // The folders above `--out` are created as asked; `--out` itself is written whole, into a
+    // temporary folder beside it that replaces it when every picture is made. Taken (checked
+    // and locked) before any picture is rendered.
+    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty())
+        && args.out.file_name().is_some()
+    {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            Failure::usage(format!(
+                "--out {}: cannot create its folder {}: {e}",
+                args.out.display(),
+                parent.display()
+            ))
+        })?;
+    }
+    let mut folder =
+        FolderWriter::begin(&args.out, HANDOUT).map_err(|e| Failure::usage(format!("{e:#}")))?;
     let appearance = crate::app::classroom::Appearance {
         presentation: false,
         light: args.light,
@@ -86,7 +105,7 @@ pub fn handout(args: &HandoutArgs) -> Result<(), Failure> {
         )
         .map_err(|e| Failure::runtime(format!("lesson {} ({step}): {e:#}", k + 1)))?;
         let name = picture_name(k);
-        crate::app::screenshot::save_png(&image, &args.out.join(&name))?;
+        folder.write(&name, crate::app::screenshot::png_bytes(&image)?)?;
         pictures.push((name, steps, image.width(), image.height()));
         // Which lessons cost the time: a lecturer caps them with `handout_steps`.
         let seconds = started.elapsed().as_secs_f64();
@@ -95,14 +114,16 @@ pub fn handout(args: &HandoutArgs) -> Result<(), Failure> {
     }
     bar.finish_and_clear();
     let page = page(&lecture, &pictures);
-    let index = args.out.join("index.html");
-    crate::fsutil::write_atomic(&index, page.as_bytes())
-        .map_err(|e| Failure::runtime(format!("{}: {e:#}", index.display())))?;
+    folder.write("index.html", page.as_bytes())?;
+    let committed = folder.commit()?;
     note!(
         "wrote {} and {} pictures",
-        index.display(),
+        args.out.join("index.html").display(),
         lecture.steps.len()
     );
+    if let Some(notice) = committed.notice() {
+        note!("note: {notice}");
+    }
     Ok(())
 }
 

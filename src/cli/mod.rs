@@ -841,13 +841,17 @@ fn execute(
     csv: Option<&std::path::Path>,
     draws: Option<(std::path::PathBuf, crate::runner::DrawSpec)>,
 ) -> Result<(), Failure> {
-    // The draws' size and folder are checked before any work: nothing is run to be lost.
+    // The draws' size and folder are checked before any work: nothing is run to be lost. The
+    // folder is taken (locked, a temporary folder beside it) for the whole run.
+    let mut export = None;
     if let Some((dir, spec)) = &draws {
         let bytes = spec
             .check(runner::recorded_blocks(&preset), preset.chains)
             .map_err(|e| Failure::usage(format!("{e:#}")))?;
-        crate::diagnostics::draws::check_destination(dir)
-            .map_err(|e| Failure::usage(format!("{e:#}")))?;
+        export = Some(
+            crate::diagnostics::draws::begin_export(dir)
+                .map_err(|e| Failure::usage(format!("{e:#}")))?,
+        );
         note!(
             "draws: {} chains × {} draws, about {:.1} MB, to {}",
             spec.chains,
@@ -880,8 +884,8 @@ fn execute(
         Some((dir, spec)) => {
             let (outcome, kept) =
                 runner::run_with_draws(&preset, backend, &mut progress, &mut row, *spec)?;
-            kept.write_zarr(
-                dir,
+            let committed = kept.write_zarr_into(
+                export.take().expect("taken with the draws"),
                 &preset.model(),
                 preset.init.superchains,
                 &preset.to_ron(),
@@ -894,6 +898,9 @@ fn execute(
                 spec.chains,
                 dir.display()
             );
+            if let Some(notice) = committed.notice() {
+                note!("note: {notice}");
+            }
             outcome
         }
     };

@@ -224,7 +224,7 @@ pub fn screenshot(args: &ScreenshotArgs) -> Result<(), Failure> {
 
 /// `atmc-lab record`.
 pub fn record(args: &RecordArgs) -> Result<(), Failure> {
-    use crate::app::record::{MAX_FRAMES, Output, Progress, gif_frames, write};
+    use crate::app::record::{MAX_FRAMES, Output, Progress, gif_frames, write_to};
     let preset = load_preset(&args.preset)?;
     let render = &args.render;
     let scale = render.checked_scale()?;
@@ -239,19 +239,13 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
         )));
     }
     let output = Output::for_path(&args.out, args.delay_ms);
-    output
-        .check()
+    // Taken before any frame is rendered. A folder of frames is this recording's for its
+    // lifetime (locked, written into a temporary folder beside it, moved into place whole); a
+    // GIF needs no lock: each recorder writes its own temporary file and only a complete GIF
+    // is renamed to the final path.
+    let target = output
+        .begin()
         .map_err(|e| Failure::usage(format!("{e:#}")))?;
-    // A folder of frames is this recording's for its lifetime (a second recorder would mix
-    // its frames in); a GIF needs no lock: each recorder writes its own temporary file and
-    // only a complete GIF is renamed to the final path.
-    let _lock = match &output {
-        Output::Frames { dir } => Some(crate::fsutil::lock(
-            &dir.join(".lock"),
-            &format!("--out {}", dir.display()),
-        )?),
-        Output::Gif { .. } => None,
-    };
     let bar = progress_bar(frames as u64, "frames", "recording");
     let images = crate::app::screenshot::record_offscreen(
         preset,
@@ -272,7 +266,7 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
         }
     })?;
     bar.finish_and_clear();
-    write(&images, &output, &Progress::default())?;
+    let committed = write_to(&images, target, &Progress::default())?;
     let (w, h) = images[0].dimensions();
     match &output {
         Output::Gif { path, .. } => {
@@ -284,6 +278,9 @@ pub fn record(args: &RecordArgs) -> Result<(), Failure> {
             images.len(),
             dir.display()
         ),
+    }
+    if let Some(notice) = committed.notice() {
+        note!("note: {notice}");
     }
     Ok(())
 }

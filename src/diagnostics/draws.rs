@@ -9,10 +9,18 @@
 
 use super::{mcmc, nested};
 use crate::engine::ChainStates;
+use crate::fsutil::{Committed, FolderWriter, OutputKind};
 use crate::math::Model;
-use anyhow::{Context, bail};
+use anyhow::bail;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+/// The kind of folder an export is ([`crate::fsutil::MANIFEST`]): written whole, and
+/// replacing only an earlier export of draws.
+pub const DRAWS: OutputKind = OutputKind {
+    name: "draws",
+    example: "draws.zarr",
+};
 
 /// The most bytes an export may write; beyond, the run is refused before it starts.
 pub const MAX_DRAW_BYTES: u64 = 1 << 30;
@@ -144,9 +152,7 @@ impl DrawRecorder {
         out
     }
 
-    /// Writes the store at `path` (a folder, created; refused if it exists and is not an
-    /// earlier export). `preset_ron` and the run's `summary` go into the root's attributes,
-    /// beside atmc-lab's own R-hat, ESS and nested R-hat of exactly these draws.
+    /// Writes the store at `path` ([`begin_export`] then [`Self::write_zarr_into`]).
     pub fn write_zarr(
         &self,
         path: &Path,
@@ -154,14 +160,30 @@ impl DrawRecorder {
         superchains: Option<u32>,
         preset_ron: &str,
         summary: &Value,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Committed> {
+        if self.states.is_empty() {
+            bail!("no draws were kept: nothing to export");
+        }
+        self.write_zarr_into(begin_export(path)?, model, superchains, preset_ron, summary)
+    }
+
+    /// Writes the store into `folder` ([`begin_export`]) and moves it into place whole.
+    /// `preset_ron` and the run's `summary` go into the root's attributes, beside atmc-lab's
+    /// own R-hat, ESS and nested R-hat of exactly these draws.
+    pub fn write_zarr_into(
+        &self,
+        mut folder: FolderWriter,
+        model: &Model,
+        superchains: Option<u32>,
+        preset_ron: &str,
+        summary: &Value,
+    ) -> anyhow::Result<Committed> {
         let draws = self.states.len();
         let chains = self.states.first().map_or(0, |s| s.chains.len());
         if draws == 0 || chains == 0 {
             bail!("no draws were kept: nothing to export");
         }
-        prepare_folder(path)?;
-        let mut store = ZarrStore::new(path);
+        let mut store = ZarrStore::new(&mut folder);
         // Chain-major arrays, as ArviZ lays them out: (chain, draw[, coordinate]).
         let per_chain = |f: &dyn Fn(&ChainStates, usize) -> [f32; 2]| -> Vec<f32> {
             let mut out = Vec::with_capacity(chains * draws * 2);
@@ -257,7 +279,8 @@ impl DrawRecorder {
             &step_size,
         )?;
         store.array_i64("sample_stats", "step", &[chains, draws], &cd, &step)?;
-        store.consolidate()
+        store.consolidate()?;
+        folder.commit()
     }
 }
 
@@ -303,78 +326,40 @@ fn own_diagnostics(theta: &[f32], chains: usize, draws: usize, superchains: Opti
     })
 }
 
-/// Makes `path` an empty folder for the store ([`check_destination`]'s rules; an earlier
-/// export there is replaced).
-fn prepare_folder(path: &Path) -> anyhow::Result<()> {
-    check_destination(path)?;
-    if path.join(".zgroup").is_file() {
-        std::fs::remove_dir_all(path)
-            .with_context(|| format!("cannot replace {}", path.display()))?;
-    }
-    std::fs::create_dir_all(path).with_context(|| format!("cannot create {}", path.display()))
-}
-
 /// Checks before a run that `path` can take the store, so that no run is lost to a bad path
-/// at its end: a new folder in a writable folder, an empty folder, or an earlier export (which
-/// is replaced); never a file or a folder holding anything else.
+/// at its end: a new folder in a writable folder, an empty folder, or an earlier export of
+/// draws holding only what it wrote (which is replaced whole); never a file, a link, the
+/// working folder or a folder holding anything atmc-lab did not write
+/// ([`crate::fsutil::FolderWriter`]'s rules). Creates and changes nothing.
 pub fn check_destination(path: &Path) -> anyhow::Result<()> {
-    if path.is_file() {
-        bail!("{} is a file, not a folder for the draws", path.display());
-    }
-    if path.is_dir() {
-        let is_export = path.join(".zgroup").is_file() && path.join("posterior").is_dir();
-        let empty = std::fs::read_dir(path)?.next().is_none();
-        if !is_export && !empty {
-            bail!(
-                "{} exists and is not an earlier export of draws: choose a new folder",
-                path.display()
-            );
-        }
-        return Ok(());
-    }
-    let parent = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !parent.is_dir() {
-        bail!(
-            "cannot write draws to {}: its folder does not exist",
-            path.display()
-        );
-    }
-    let probe = parent.join(format!(".atmc-lab-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"").with_context(|| {
-        format!(
-            "cannot write draws to {}: its folder is not writable",
-            path.display()
-        )
-    })?;
-    let _ = std::fs::remove_file(probe);
-    Ok(())
+    crate::fsutil::check_folder(path, DRAWS)
 }
 
-/// A Zarr v2 store being written: its folders, each array in one uncompressed chunk, and the
-/// consolidated metadata (`.zmetadata`) xarray reads in one go.
-struct ZarrStore {
-    root: PathBuf,
+/// Takes `path` for an export: checked ([`check_destination`]), locked against a second
+/// writer, and a temporary folder beside it to write into. Taken before a run, a bad or busy
+/// destination is refused before any work.
+pub fn begin_export(path: &Path) -> anyhow::Result<FolderWriter> {
+    FolderWriter::begin(path, DRAWS)
+}
+
+/// A Zarr v2 store being written into a folder written whole: its folders, each array in one
+/// uncompressed chunk, and the consolidated metadata (`.zmetadata`) xarray reads in one go.
+struct ZarrStore<'a> {
+    folder: &'a mut FolderWriter,
     metadata: serde_json::Map<String, Value>,
 }
 
-impl ZarrStore {
-    fn new(root: &Path) -> Self {
+impl<'a> ZarrStore<'a> {
+    fn new(folder: &'a mut FolderWriter) -> Self {
         Self {
-            root: root.to_owned(),
+            folder,
             metadata: serde_json::Map::new(),
         }
     }
 
     fn write_json(&mut self, key: String, value: Value) -> anyhow::Result<()> {
-        let path = self.root.join(&key);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&path, serde_json::to_vec_pretty(&value)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        self.folder
+            .write(&key, serde_json::to_vec_pretty(&value)?)?;
         self.metadata.insert(key, value);
         Ok(())
     }
@@ -422,8 +407,7 @@ impl ZarrStore {
             json!({ "_ARRAY_DIMENSIONS": dims }),
         )?;
         let chunk = vec!["0"; shape.len()].join(".");
-        let path = self.root.join(&base).join(chunk);
-        std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
+        self.folder.write(&format!("{base}/{chunk}"), bytes)
     }
 
     fn array_f32(
@@ -470,14 +454,12 @@ impl ZarrStore {
     /// The consolidated metadata of every group and array written.
     fn consolidate(mut self) -> anyhow::Result<()> {
         let metadata = std::mem::take(&mut self.metadata);
-        let path = self.root.join(".zmetadata");
-        std::fs::write(
-            &path,
+        self.folder.write(
+            ".zmetadata",
             serde_json::to_vec_pretty(&json!({
                 "zarr_consolidated_format": 1,
                 "metadata": metadata,
             }))?,
         )
-        .with_context(|| format!("cannot write {}", path.display()))
     }
 }

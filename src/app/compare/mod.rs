@@ -728,6 +728,11 @@ impl View for CompareView {
         }
     }
 
+    fn error(&self) -> Option<String> {
+        self.sessions()
+            .find_map(|session| session.with_snapshot(|s| s.failed.clone()))
+    }
+
     fn settled_at(&mut self, step: u32) -> bool {
         self.refresh();
         let arrived = self

@@ -592,13 +592,17 @@ impl View for PosteriorView {
                     &self.applied.to_ron(),
                     &summary,
                 )
-                .map(|()| {
-                    format!(
+                .map(|committed| {
+                    let what = format!(
                         "the last {} draws of the first {} chains (one per frame, up to step {})",
                         draws.draws(),
                         draws.chains(),
                         snapshot.step
-                    )
+                    );
+                    match committed.notice() {
+                        Some(notice) => format!("{what} ({notice})"),
+                        None => what,
+                    }
                 }),
         )
     }
@@ -610,6 +614,10 @@ impl View for PosteriorView {
             .filter(|(_, r)| r.is_positive())
             .map(|(l, r)| (l.to_string(), r))
             .collect()
+    }
+
+    fn error(&self) -> Option<String> {
+        self.session().with_snapshot(|s| s.failed.clone())
     }
 
     fn settled_at(&mut self, step: u32) -> bool {

@@ -75,6 +75,8 @@ pub struct Snapshot {
     pub backend: Option<BackendInfo>,
     /// Why `auto` fell back to the CPU, or why the engine failed.
     pub notice: Option<String>,
+    /// Why the engine failed and the run stopped (cleared when the engine is made again).
+    pub failed: Option<String>,
     /// Whether the worker is running.
     pub playing: bool,
     /// Measured engine throughput of the last ticks.
@@ -195,6 +197,7 @@ struct Worker<R: Fn()> {
     first_divergence: Option<u32>,
     last_distance: f64,
     notice: Option<String>,
+    failed: Option<String>,
     rate: f64,
     /// The live convergence instruments of the running chains.
     monitor: ConvergenceMonitor,
@@ -240,6 +243,7 @@ impl<R: Fn()> Worker<R> {
             first_divergence: None,
             last_distance: f64::NAN,
             notice: None,
+            failed: None,
             rate: f64::NAN,
             monitor: ConvergenceMonitor::new(&target_for_monitor, chains, superchains),
             engine_seconds: 0.0,
@@ -251,6 +255,7 @@ impl<R: Fn()> Worker<R> {
 
     /// (Re)creates the engine for the current preset.
     fn allocate(&mut self) {
+        self.failed = None;
         let p = &self.preset;
         match create_engine_reusing(
             self.backend,
@@ -487,6 +492,7 @@ impl<R: Fn()> Worker<R> {
             first_divergence: self.first_divergence,
             backend: Some(backend),
             notice: self.notice.clone(),
+            failed: self.failed.clone(),
             playing: self.transport.playing,
             chain_steps_per_s: self.rate,
             chains,
@@ -562,6 +568,7 @@ impl<R: Fn()> Worker<R> {
     fn publish_notice(&self) {
         self.latest.update(|s| {
             s.notice.clone_from(&self.notice);
+            s.failed.clone_from(&self.failed);
             s.playing = self.transport.playing;
             s.run_to = self.transport.run_to;
         });
@@ -629,6 +636,7 @@ impl<R: Fn()> Simulation for Worker<R> {
     }
 
     fn fail(&mut self, message: String) {
+        self.failed = Some(message.clone());
         self.notice = Some(message);
         self.publish_notice();
     }
