@@ -32,6 +32,7 @@ mod reliability;
 mod reliability_cli;
 mod reliability_io;
 mod reliability_stat;
+mod reliability_truth;
 mod shader_interface;
 mod statistics;
 mod sweep;
