@@ -9,6 +9,7 @@
 //! formula is checked. Until a candidate passes, the previous target keeps running and the
 //! panel says why the candidate was refused.
 
+use crate::math::expr::truth::TruthProgress;
 use crate::math::expr::{self, ExprError, ExprTarget};
 use crate::math::{TargetSpec, ranges};
 use egui::text::{LayoutJob, TextFormat};
@@ -48,10 +49,12 @@ enum Verdict {
     Refused(String),
 }
 
-/// A check on its thread: the candidate and where its verdict arrives.
+/// A check on its thread: the candidate, where its verdict arrives and how far it is.
 struct InFlight {
     candidate: TargetSpec,
     verdict: Receiver<Result<Arc<ExprTarget>, String>>,
+    /// The check's latest progress report (the truth of a hard formula takes seconds).
+    progress: Arc<Mutex<Option<TruthProgress>>>,
 }
 
 /// The panel's state, kept between frames in egui's memory (one per control panel).
@@ -218,15 +221,28 @@ impl FormulaEditor {
         };
         let (energy, parameters, bounds) = (energy.clone(), parameters.clone(), *bounds);
         let ctx = ctx.clone();
+        let progress = Arc::new(Mutex::new(None));
+        let told = progress.clone();
         std::thread::Builder::new()
             .name("formula check".into())
             .spawn(move || {
+                let repaint = ctx.clone();
+                expr::truth::set_observer(Some(Box::new(move |p: &TruthProgress| {
+                    if let Ok(mut slot) = told.lock() {
+                        *slot = Some(p.clone());
+                    }
+                    repaint.request_repaint();
+                })));
                 // The cache keeps the result, so the worker builds the same target at once.
                 let _ = send.send(ExprTarget::cached(&energy, &parameters, bounds));
                 ctx.request_repaint();
             })
             .ok()?;
-        self.in_flight = Some(InFlight { candidate, verdict });
+        self.in_flight = Some(InFlight {
+            candidate,
+            verdict,
+            progress,
+        });
         Some(Duration::from_millis(30))
     }
 }
@@ -447,9 +463,23 @@ impl FormulaEditor {
     fn status(&self, ui: &mut Ui, t: &TargetSpec) {
         let checking = self.in_flight.is_some() || self.due.is_some();
         if checking {
+            // After a second, what the check is doing and how much of its work limit it used.
+            let progress = self
+                .in_flight
+                .as_ref()
+                .and_then(|f| f.progress.lock().ok()?.clone())
+                .filter(|p| p.elapsed.as_secs_f64() >= 1.0);
             ui.horizontal(|ui| {
                 ui.spinner();
-                ui.small("checking the density…");
+                match progress {
+                    Some(p) => ui.small(format!(
+                        "checking the density: {} · {:.0}% of the work limit · {:.0} s",
+                        p.stage,
+                        100.0 * p.evaluations as f64 / p.limit as f64,
+                        p.elapsed.as_secs_f64()
+                    )),
+                    None => ui.small("checking the density…"),
+                };
             });
         }
         match &self.verdict {

@@ -18,6 +18,7 @@ mod handout;
 mod render;
 mod sweep_command;
 mod thermo_command;
+mod truth_progress;
 #[cfg(feature = "train")]
 mod train;
 
@@ -221,10 +222,10 @@ struct RunArgs {
     #[arg(long, value_name = "DIR")]
     draws: Option<std::path::PathBuf>,
     /// Chains whose draws `--draws` exports (the first ones).
-    #[arg(long, default_value_t = crate::diagnostics::draws::DEFAULT_DRAW_CHAINS)]
+    #[arg(long, default_value_t = crate::diagnostics::draws::DEFAULT_DRAW_CHAINS, requires = "draws")]
     draw_chains: u32,
     /// Keep every K-th recorded block in `--draws` (thinning).
-    #[arg(long, default_value_t = 1, value_name = "K")]
+    #[arg(long, default_value_t = 1, value_name = "K", requires = "draws")]
     draw_every: u32,
 }
 
@@ -409,6 +410,7 @@ pub fn main() -> ExitCode {
         }
         Err(e) => e.exit(),
     };
+    truth_progress::print_to_stderr();
     let result = match cli.command {
         Some(Command::Run(args)) => run(*args),
         Some(Command::Presets) => list_presets(),

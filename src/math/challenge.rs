@@ -115,4 +115,35 @@ impl ChallengeSpec {
         }
         Ok(())
     }
+
+    /// Checks the goal against the target it is judged on (`target` by name): a goal to visit
+    /// modes needs a target whose modes the diagnostics count (`modes` of them, see
+    /// `Target::modes`; `None`: it lists none), and at most that many per chain.
+    pub fn check_target(
+        &self,
+        modes: Option<usize>,
+        target: &str,
+    ) -> Result<(), (&'static str, String)> {
+        let Goal::ModesPerChain { modes: wanted, .. } = self.goal else {
+            return Ok(());
+        };
+        match modes {
+            None => Err((
+                "goal",
+                format!(
+                    "ModesPerChain counts the visits of a mixture's listed modes, and the target \
+                     {target} lists none (gmm25 lists its 25): the challenge could never pass. \
+                     Use Diverge or LargestStep here, or the gmm25 target"
+                ),
+            )),
+            Some(n) if wanted as usize > n => Err((
+                "modes",
+                format!(
+                    "ModesPerChain asks each chain to visit {wanted} modes, and the target \
+                     {target} has {n}: allowed 1 to {n}"
+                ),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
 }

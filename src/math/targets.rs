@@ -288,8 +288,22 @@ impl TargetSpec {
 
     /// Checks what deserialising cannot: an expression compiles, is finite in its box and
     /// is normalisable (its truth is cached for [`Self::build`]). The message says why not.
+    /// Other targets are whole once their numbers are in range: nothing is built (building a
+    /// logistic posterior costs a quadrature over all its data, which the run pays once).
     pub fn check(&self) -> Result<(), String> {
-        self.try_build().map(|_| ())
+        match self {
+            TargetSpec::Expression { .. } => self.try_build().map(|_| ()),
+            _ => Ok(()),
+        }
+    }
+
+    /// How many modes the diagnostics count visits of ([`Target::modes`]); `None` for a
+    /// target without listed modes (a challenge to visit modes cannot be judged on it).
+    pub fn countable_modes(&self) -> Option<usize> {
+        match self {
+            TargetSpec::Gmm25 { .. } => Some(25),
+            _ => None,
+        }
     }
 
     /// [`Self::build`], or why an expression target cannot be built.
@@ -409,6 +423,20 @@ pub struct Logistic {
     /// box (l the −log posterior): computed once here, since every quadrature of the density
     /// needs it and each costs a pass over all the data at every point of a fine grid.
     pub normaliser: f64,
+    /// The cell masses of the sampling grid, integrated once for the moments and every draw
+    /// of exact samples (shared by clones).
+    sampling_masses: SamplingMemo,
+}
+
+/// The masses of a logistic posterior's sampling grid, once integrated (a target's data
+/// decide them: equal targets, equal masses).
+#[derive(Clone, Debug, Default)]
+struct SamplingMemo(Arc<std::sync::OnceLock<Vec<f64>>>);
+
+impl PartialEq for SamplingMemo {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl Logistic {
@@ -433,6 +461,7 @@ impl Logistic {
             laplace_sd: [1.0; 2],
             display_box: [[-1.0, 1.0]; 2],
             normaliser: 1.0,
+            sampling_masses: SamplingMemo::default(),
         };
         target.fit_laplace();
         target.fit_display_box();
@@ -440,15 +469,44 @@ impl Logistic {
         target
     }
 
-    /// [`Self::normaliser`] by the midpoint rule on 768 × 768 cells over three times the
-    /// display box, so that the mass the display box misses shows up as outside mass.
+    /// [`Self::normaliser`] by Simpson's rule on 257 × 257 nodes over three times the display
+    /// box, so that the mass the display box misses shows up as outside mass. The density is
+    /// smooth on the scale of the nodes (the box spans 36 Laplace standard deviations, a
+    /// node 0.14 of one), where Simpson's error, O(h⁴), is below 10⁻⁵: as good as the
+    /// midpoint rule on 768 × 768 cells at a ninth of the passes over the data.
     fn fit_normaliser(&mut self) {
+        use rayon::prelude::*;
+        const INTERVALS: usize = 256;
         let [x, y] = widened(self.display_box, 3.0);
         let l_mode = self.neg_log_posterior(self.mode);
-        self.normaliser = Grid2::new(x, y, 768, 768)
-            .integrate_cells(1, |x, y| (l_mode - self.neg_log_posterior([x, y])).exp())
-            .iter()
+        let (hx, hy) = (
+            (x[1] - x[0]) / INTERVALS as f64,
+            (y[1] - y[0]) / INTERVALS as f64,
+        );
+        let weight = |i: usize| match i {
+            0 | INTERVALS => 1.0,
+            i if i % 2 == 1 => 4.0,
+            _ => 2.0,
+        };
+        let nodes = INTERVALS + 1;
+        let sum: f64 = (0..nodes * nodes)
+            .into_par_iter()
+            .map(|k| {
+                let (i, j) = (k % nodes, k / nodes);
+                let w = [x[0] + i as f64 * hx, y[0] + j as f64 * hy];
+                weight(i) * weight(j) * (l_mode - self.neg_log_posterior(w)).exp()
+            })
             .sum();
+        self.normaliser = sum * hx * hy / 9.0;
+    }
+
+    /// The cell masses of `grid` (the target's sampling grid), integrated once.
+    fn sampling_masses(&self, grid: &Grid2) -> &[f64] {
+        self.sampling_masses.0.get_or_init(|| {
+            let l_mode = self.neg_log_posterior(self.mode);
+            let z = self.normaliser;
+            grid.integrate_cells(1, |x, y| (l_mode - self.neg_log_posterior([x, y])).exp() / z)
+        })
     }
 
     /// Grows the box mode ± 6 Laplace standard deviations until it holds all but 2.5e-4 of
@@ -548,6 +606,32 @@ fn widened(bounds: [[f64; 2]; 2], factor: f64) -> [[f64; 2]; 2] {
         let (centre, half) = (0.5 * (lo + hi), 0.5 * factor * (hi - lo));
         [centre - half, centre + half]
     })
+}
+
+/// Mean and covariance (c11, c12, c22) of cell masses on a grid, from the cell centres.
+fn grid_moments(grid: &Grid2, m: &[f64]) -> ([f64; 2], [f64; 3]) {
+    let total: f64 = m.iter().sum();
+    let mut mean = [0.0; 2];
+    let mut second = [0.0; 3];
+    for iy in 0..grid.ny {
+        for ix in 0..grid.nx {
+            let w = m[(iy * grid.nx + ix) as usize] / total;
+            let c = grid.cell_center(ix, iy);
+            mean[0] += w * c[0];
+            mean[1] += w * c[1];
+            second[0] += w * c[0] * c[0];
+            second[1] += w * c[0] * c[1];
+            second[2] += w * c[1] * c[1];
+        }
+    }
+    (
+        mean,
+        [
+            second[0] - mean[0] * mean[0],
+            second[1] - mean[0] * mean[1],
+            second[2] - mean[1] * mean[1],
+        ],
+    )
 }
 
 /// One standard normal draw in f64 (rand_distr's ziggurat).
@@ -969,31 +1053,16 @@ impl Target {
                 [0.0; 2],
                 [(sigma_v * sigma_v / 2.0).exp(), 0.0, sigma_v * sigma_v],
             ),
+            // The sampling grid's masses, integrated once for the exact samples too: each
+            // density costs a pass over all the data.
+            Target::Logistic(l) => {
+                let grid = self.sampling_grid();
+                grid_moments(&grid, l.sampling_masses(&grid))
+            }
             _ => {
                 let grid = self.default_grid().with_resolution(400, 400);
                 let (m, _) = self.cell_masses(&grid);
-                let total: f64 = m.iter().sum();
-                let mut mean = [0.0; 2];
-                let mut second = [0.0; 3];
-                for iy in 0..grid.ny {
-                    for ix in 0..grid.nx {
-                        let w = m[(iy * grid.nx + ix) as usize] / total;
-                        let c = grid.cell_center(ix, iy);
-                        mean[0] += w * c[0];
-                        mean[1] += w * c[1];
-                        second[0] += w * c[0] * c[0];
-                        second[1] += w * c[0] * c[1];
-                        second[2] += w * c[1] * c[1];
-                    }
-                }
-                (
-                    mean,
-                    [
-                        second[0] - mean[0] * mean[0],
-                        second[1] - mean[0] * mean[1],
-                        second[2] - mean[1] * mean[1],
-                    ],
-                )
+                grid_moments(&grid, &m)
             }
         }
     }
@@ -1050,7 +1119,10 @@ impl Target {
             Target::DoubleWell { .. } | Target::Logistic(_) => {
                 // A cell of a fine grid drawn by its mass, then a uniform point inside it.
                 let grid = self.sampling_grid();
-                let (m, _) = self.cell_masses(&grid);
+                let m = match self {
+                    Target::Logistic(l) => l.sampling_masses(&grid).to_vec(),
+                    _ => self.cell_masses(&grid).0,
+                };
                 let cells = WeightedIndex::new(&m).expect("cell masses are finite, not all zero");
                 let [dx, dy] = grid.cell_size();
                 for _ in 0..n {

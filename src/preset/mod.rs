@@ -462,6 +462,9 @@ impl Preset {
             .map_err(|m| ("superchains", m))?;
         self.target.check().map_err(|m| ("energy", m))?;
         self.story.validate()?;
+        if let Some(c) = &self.story.challenge {
+            c.check_target(self.target.countable_modes(), self.target.name())?;
+        }
         if let Some(c) = &self.story.challenge
             && c.column != 0
         {

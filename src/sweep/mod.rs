@@ -86,9 +86,16 @@ fn hash(text: &str) -> String {
 #[derive(Default)]
 pub struct TruthCache(HashMap<String, Truth>);
 
+/// Truths a [`TruthCache`] keeps: a typed target's holds its 400 × 400 cell masses (1.3 MB),
+/// and a sweep over its parameters has one per point.
+const TRUTHS_KEPT: usize = 64;
+
 impl TruthCache {
     fn get(&mut self, preset: &crate::preset::Preset) -> &Truth {
         let key = serde_json::to_string(&preset.target).expect("targets serialise");
+        if self.0.len() >= TRUTHS_KEPT && !self.0.contains_key(&key) {
+            self.0.clear();
+        }
         self.0
             .entry(key)
             .or_insert_with(|| Truth::new(&preset.model().target))

@@ -35,6 +35,7 @@ mod reliability_cli;
 mod reliability_input;
 mod reliability_io;
 mod reliability_stat;
+mod reliability_truth;
 mod shader_interface;
 mod statistics;
 mod sweep;
