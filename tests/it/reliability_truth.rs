@@ -108,7 +108,7 @@ fn a_box_is_checked_for_mass_and_for_u_around_it() {
             &path,
             format!(
                 "Preset(name: \"t\", description: \"\", sampler: (kind: Sgld, h: 0.01), \
-                 target: Expression(energy: \"{energy}\", box: {bounds}), chains: 10, \
+                 target: Expression(energy: \"{energy}\", box: Some({bounds})), chains: 10, \
                  steps: 1)"
             ),
         )
