@@ -405,7 +405,8 @@ pub fn main() -> ExitCode {
         }
         // clap's own errors quote the arguments as typed: escaped like every message.
         Err(e) if e.use_stderr() => {
-            eprint!("{}", without_escapes(&e.render().to_string()));
+            let text = without_escapes(&e.render().to_string());
+            note!("{}", text.trim_end_matches('\n'));
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
         Err(e) => e.exit(),
