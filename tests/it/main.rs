@@ -14,6 +14,7 @@ mod app_mlp;
 mod app_thermo;
 mod app_training;
 mod cli;
+mod export_safety;
 mod expression;
 mod fuzz;
 mod gpu;
