@@ -377,7 +377,13 @@ fn inspect(destination: &Path, kind: OutputKind) -> anyhow::Result<Destination> 
     }
     let meta = match std::fs::symlink_metadata(destination) {
         Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        // Absent, or below a file (`a-file/x`): its folder says which.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
             let parent = parent_of(destination);
             if !parent.is_dir() {
                 let why = if parent.exists() {

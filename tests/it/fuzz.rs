@@ -960,3 +960,117 @@ fn hostile_formulas_end_well() {
         .unwrap();
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+// ---- Issue #41: hostile destinations of `--draws` ----
+
+/// A folder of what a user may point `--draws` at by mistake: a project (an ArviZ-shaped
+/// store beside data and notes), a file, an empty home folder, a link to the project, another
+/// kind of atmc-lab output, and an earlier export a user put a file into.
+fn hostile_destinations(root: &std::path::Path) {
+    use atmc_lab::fsutil::{FolderWriter, OutputKind};
+    crate::export_safety::user_project(&root.join("project"));
+    std::fs::write(root.join("a-file"), "keep").unwrap();
+    std::fs::create_dir(root.join("home")).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(root.join("project"), root.join("link")).unwrap();
+    for (folder, name) in [("handout", "handout"), ("export", "draws")] {
+        let kind = OutputKind { name, example: "x" };
+        let mut writer = FolderWriter::begin(&root.join(folder), kind).unwrap();
+        writer.write("index.html", "<html>").unwrap();
+        writer.commit().unwrap();
+    }
+    std::fs::write(root.join("export/analysis.ipynb"), "{}").unwrap();
+}
+
+/// Destinations a user might give `--draws` by mistake, each refused before any work with
+/// exit 2 and a message naming the cause, and nothing changed: the working folder of a
+/// project (`.`, `./`, `..`, its absolute path), a file, a device, a folder of user files
+/// shaped like an ArviZ store, a link to it, a path inside a missing folder or a file, a
+/// folder that cannot be written, the root, the home folder (even empty), another kind of
+/// atmc-lab output, an earlier export holding a user's file, and an empty path. Each case
+/// gets a fresh copy of [`hostile_destinations`]; the failures are listed together.
+/// `ATMC_FUZZ_BINARY` runs them against another build.
+#[test]
+fn hostile_draws_destinations_are_refused_before_work() {
+    use crate::export_safety::snapshot;
+    let binary = std::env::var("ATMC_FUZZ_BINARY")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_atmc-lab").to_owned());
+    let dir = crate::common::scratch("fuzz", "draws");
+    // (working folder below the case's root, destination, what the message names); `ROOT`
+    // stands for the case's root.
+    let mut cases: Vec<(&str, &str, &str)> = vec![
+        ("project", ".", "working folder"),
+        ("project", "./", "working folder"),
+        ("project/notes", "..", "name a new folder"),
+        ("project", "ROOT/project", "working folder"),
+        ("", "a-file", "is a file"),
+        ("", "/dev/null", "is a file"),
+        ("", "project", "precious.txt"),
+        ("", "missing/x.zarr", "does not exist"),
+        ("", "a-file/x.zarr", "is not a folder"),
+        ("", "/", "name a new folder"),
+        ("", "ROOT/home", "home folder"),
+        ("", "handout", "handout"),
+        ("", "export", "analysis.ipynb"),
+        ("", "", "a value is required"),
+    ];
+    #[cfg(unix)]
+    cases.extend([("", "link", "symbolic link"), ("", "link/", "precious.txt")]);
+    // A folder no process can write in, even as root.
+    #[cfg(target_os = "linux")]
+    cases.push(("", "/proc/atmc-lab-draws.zarr", "not writable"));
+    let mut mishandled = Vec::new();
+    let mut unclear = Vec::new();
+    for (k, (cwd, destination, needle)) in cases.iter().enumerate() {
+        let root = dir.join(format!("case-{k}"));
+        std::fs::create_dir(&root).unwrap();
+        hostile_destinations(&root);
+        let before = snapshot(&root);
+        let destination = destination.replace("ROOT", root.to_str().unwrap());
+        let out = Command::new(&binary)
+            .args([
+                "run",
+                "default",
+                "--backend",
+                "cpu",
+                "--chains",
+                "200",
+                "--steps",
+                "100",
+                "--draws",
+                &destination,
+            ])
+            .current_dir(root.join(cwd))
+            .env("HOME", root.join("home"))
+            .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        // "draws: N chains × M draws, about …" is printed once the destination is taken,
+        // just before the run.
+        let ran = err.contains(" draws, about ") || err.contains("chain-steps/s");
+        let changed = snapshot(&root) != before;
+        if out.status.code() != Some(2) || ran || changed {
+            mishandled.push(format!(
+                "--draws '{destination}' in {cwd:?}: exit {:?}, ran {ran}, files changed \
+                 {changed}: {}",
+                out.status.code(),
+                err.trim()
+            ));
+        } else if !err.contains(needle) {
+            unclear.push(format!(
+                "--draws '{destination}': no '{needle}' in: {}",
+                err.trim()
+            ));
+        }
+    }
+    assert!(
+        mishandled.is_empty() && unclear.is_empty(),
+        "{} of {} hostile destinations mishandled:\n{}\nunclear messages:\n{}",
+        mishandled.len(),
+        cases.len(),
+        mishandled.join("\n"),
+        unclear.join("\n")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

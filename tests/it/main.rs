@@ -15,6 +15,7 @@ mod app_thermo;
 mod app_training;
 mod cli;
 mod docs_links;
+mod export_safety;
 mod expression;
 mod full_stderr;
 mod fuzz;
