@@ -18,9 +18,9 @@ mod handout;
 mod render;
 mod sweep_command;
 mod thermo_command;
-mod truth_progress;
 #[cfg(feature = "train")]
 mod train;
+mod truth_progress;
 
 use crate::engine::BackendChoice;
 use crate::math::targets::TARGET_NAMES;

@@ -93,7 +93,11 @@ mod tests {
             "{first}"
         );
         assert_eq!(lines.line(&report(Stage::Normalising, 3), at(2600)), None);
-        assert!(lines.line(&report(Stage::Normalising, 4), at(3200)).is_some());
+        assert!(
+            lines
+                .line(&report(Stage::Normalising, 4), at(3200))
+                .is_some()
+        );
         let end = report(Stage::Finished { accepted: false }, 5);
         assert!(lines.line(&end, at(3300)).unwrap().contains("refused"));
         // The next truth ends before its first line: nothing.

@@ -482,7 +482,9 @@ impl Logistic {
         self.sampling_masses.0.get_or_init(|| {
             let l_mode = self.neg_log_posterior(self.mode);
             let z = self.normaliser;
-            grid.integrate_cells(1, |x, y| (l_mode - self.neg_log_posterior([x, y])).exp() / z)
+            grid.integrate_cells(1, |x, y| {
+                (l_mode - self.neg_log_posterior([x, y])).exp() / z
+            })
         })
     }
 

@@ -40,9 +40,8 @@ fn a_sweep_computes_each_distinct_truth_once() {
             (field: \"sampler.h\", values: List([0.01, 0.02]))])",
     )
     .unwrap();
-    let computed = |s: f64| {
-        truth::times_computed(energy, &BTreeMap::from([("s".to_owned(), s)]), None)
-    };
+    let computed =
+        |s: f64| truth::times_computed(energy, &BTreeMap::from([("s".to_owned(), s)]), None);
     let sweep = Sweep::load(&dir.join("once.ron")).unwrap();
     assert_eq!(sweep.points, 4);
     assert_eq!((computed(0.5), computed(1.0)), (1, 1));
@@ -130,7 +129,9 @@ fn a_modes_challenge_on_a_one_mode_target_is_refused() {
         "Preset(name: \"t\", description: \"\", {story}, sampler: (kind: Sgld, h: 0.01), \
          target: Gaussian(), chains: 10, steps: 10)"
     );
-    let e = Preset::parse(&preset, "one-mode.ron").unwrap_err().to_string();
+    let e = Preset::parse(&preset, "one-mode.ron")
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("one-mode.ron:1:") && e.contains("lists none") && e.contains("gaussian"),
         "{e}"
@@ -144,7 +145,10 @@ fn a_modes_challenge_on_a_one_mode_target_is_refused() {
     let e = AnyPreset::parse(&comparison, "compare.ron")
         .unwrap_err()
         .to_string();
-    assert!(e.contains("compare.ron:1:") && e.contains("lists none"), "{e}");
+    assert!(
+        e.contains("compare.ron:1:") && e.contains("lists none"),
+        "{e}"
+    );
     // On the mixture it counts: at most its 25 modes.
     let gmm = preset.replace("target: Gaussian()", "target: Gmm25()");
     assert!(Preset::parse(&gmm, "gmm.ron").is_ok());

@@ -394,11 +394,17 @@ fn progress_reaches_the_observer() {
         stages.last(),
         Some(&truth::Stage::Finished { accepted: true })
     );
-    assert!(reports.windows(2).all(|w| w[0].evaluations <= w[1].evaluations));
+    assert!(
+        reports
+            .windows(2)
+            .all(|w| w[0].evaluations <= w[1].evaluations)
+    );
     assert!(reports.last().unwrap().evaluations > 100_000);
     let line = reports[0].to_string();
     assert!(
-        line.starts_with("truth of U = (x - 1)^2/2 + y^2/8: finding the box (round 1: θ₁ ∈ [-4, 4]"),
+        line.starts_with(
+            "truth of U = (x - 1)^2/2 + y^2/8: finding the box (round 1: θ₁ ∈ [-4, 4]"
+        ),
         "{line}"
     );
 
@@ -428,22 +434,28 @@ fn what_f32_cannot_hold_is_refused_by_name() {
         "{e}"
     );
     let e = target("a*(x^2 + y^2)", &[("a", 1e-40)]).unwrap_err();
-    assert!(e.contains("parameter a = 1e-40 rounds to") && e.contains("allowed 0 or |a|"), "{e}");
+    assert!(
+        e.contains("parameter a = 1e-40 rounds to") && e.contains("allowed 0 or |a|"),
+        "{e}"
+    );
     // A constant of the gradient the engines run (the energy's own stay in f64 on the host).
     let e = target("log(1e39*x^2 + 1) + y^2/2", &[]).unwrap_err();
     assert!(e.contains("constant 1e39") && e.contains("f32"), "{e}");
     let map = BTreeMap::new();
-    let e = ExprTarget::new("(x^2 + y^2)/2", &map, Some([[-1e308, 1e308], [-1.0, 1.0]]))
-        .unwrap_err();
+    let e =
+        ExprTarget::new("(x^2 + y^2)/2", &map, Some([[-1e308, 1e308], [-1.0, 1.0]])).unwrap_err();
     assert!(
         e.contains("box: the θ₁ range (-1e308, 1e308) is out of range")
             && e.contains("within ±1e5")
             && !e.contains("formula"),
         "{e}"
     );
-    let e = ExprTarget::new("(x^2 + y^2)/2", &map, Some([[700.0, 700.001], [-1.0, 1.0]]))
-        .unwrap_err();
-    assert!(e.contains("narrower than f32") && e.contains("6.104e-5"), "{e}");
+    let e =
+        ExprTarget::new("(x^2 + y^2)/2", &map, Some([[700.0, 700.001], [-1.0, 1.0]])).unwrap_err();
+    assert!(
+        e.contains("narrower than f32") && e.contains("6.104e-5"),
+        "{e}"
+    );
 }
 
 /// A given box is checked for the mass the chains will sample: N(0, I) on [10, 11]² is
@@ -451,8 +463,7 @@ fn what_f32_cannot_hold_is_refused_by_name() {
 #[test]
 fn a_box_without_the_mass_is_refused() {
     let map = BTreeMap::new();
-    let e = ExprTarget::new("(x^2 + y^2)/2", &map, Some([[10.0, 11.0], [10.0, 11.0]]))
-        .unwrap_err();
+    let e = ExprTarget::new("(x^2 + y^2)/2", &map, Some([[10.0, 11.0], [10.0, 11.0]])).unwrap_err();
     assert!(
         e.contains("the box θ₁ ∈ [10, 11], θ₂ ∈ [10, 11] misses the mass")
             && e.contains("lies outside the box (at most 1% allowed)")
@@ -490,11 +501,19 @@ fn an_energy_undefined_around_its_box_is_refused() {
 fn the_truth_check_names_the_cause() {
     let t = target("((x-700)^2 + (y-700)^2)/2", &[]).unwrap();
     assert!((t.log_normaliser - std::f64::consts::TAU.ln()).abs() < 1e-3);
-    assert!(t.bounds.iter().all(|r| r[0] < 696.0 && r[1] > 704.0 && r[1] - r[0] < 30.0));
+    assert!(
+        t.bounds
+            .iter()
+            .all(|r| r[0] < 696.0 && r[1] > 704.0 && r[1] - r[0] < 30.0)
+    );
     // The box shrinks to 0.01 at the least (500 σ here): four cells per σ, Z within 0.3 %.
     let narrow = target("(x^2 + y^2)/(2*s^2)", &[("s", 1e-5)]).unwrap();
     let want = (std::f64::consts::TAU * 1e-10).ln();
-    assert!((narrow.log_normaliser - want).abs() < 3e-3, "{}", narrow.log_normaliser);
+    assert!(
+        (narrow.log_normaliser - want).abs() < 3e-3,
+        "{}",
+        narrow.log_normaliser
+    );
     let e = target("((x-700)^2 + (y-700)^2)/(2*s^2)", &[("s", 1e-5)]).unwrap_err();
     assert!(
         e.contains("exp(−U) is about 1.1")

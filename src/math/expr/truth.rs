@@ -336,7 +336,11 @@ impl<'o> Watch<'o> {
             return;
         };
         let now = Instant::now();
-        if !always && self.told.is_some_and(|t| now - t < Duration::from_millis(100)) {
+        if !always
+            && self
+                .told
+                .is_some_and(|t| now - t < Duration::from_millis(100))
+        {
             return;
         }
         self.told = Some(now);
@@ -715,7 +719,12 @@ impl ExprTarget {
         let made = Self::new(energy, parameters, bounds);
         let mut cache = TARGETS.lock().expect("target cache");
         *cache.computed.entry(key_hash(&key)).or_insert(0) += 1;
-        cache.insert(key, made.as_ref().map(ExprTarget::unshared).map_err(String::clone));
+        cache.insert(
+            key,
+            made.as_ref()
+                .map(ExprTarget::unshared)
+                .map_err(String::clone),
+        );
         made.map(Arc::new)
     }
 
@@ -921,9 +930,8 @@ impl ExprTarget {
                     lowest_at
                 };
                 let local = self.local_minimum(from, &watch.work);
-                let seen = centred_on.is_some_and(|c| {
-                    (0..2).all(|k| (c[k] - local.at[k]).abs() < MIN_WIDTH)
-                });
+                let seen = centred_on
+                    .is_some_and(|c| (0..2).all(|k| (c[k] - local.at[k]).abs() < MIN_WIDTH));
                 if local.singular || seen {
                     let smallest = local.at.map(|v| [v - 0.5 * MIN_WIDTH, v + 0.5 * MIN_WIDTH]);
                     return Err(self.unresolved_message(local.at, smallest, watch));
@@ -1128,10 +1136,7 @@ impl ExprTarget {
         let mut inside = 0.0;
         let mut heaviest = (0.0, [0.0; 2]);
         for (i, m) in pass.masses.iter().enumerate() {
-            let c = grid.cell_center(
-                (i % grid.nx as usize) as u32,
-                (i / grid.nx as usize) as u32,
-            );
+            let c = grid.cell_center((i % grid.nx as usize) as u32, (i / grid.nx as usize) as u32);
             let within = (0..2).all(|k| c[k] > b[k][0] && c[k] < b[k][1]);
             if within {
                 inside += m;
@@ -1316,7 +1321,8 @@ impl ExprTarget {
                 t[c] += sign * h;
                 let u = self.energy(t);
                 evaluations += 1;
-                if !((u - u0).abs() < 0.5) {
+                // A NaN counts as a change: U is undefined that close.
+                if (u - u0).abs() >= 0.5 || u.is_nan() {
                     width = h;
                     break;
                 }
