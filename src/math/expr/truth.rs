@@ -1321,7 +1321,8 @@ impl ExprTarget {
                 t[c] += sign * h;
                 let u = self.energy(t);
                 evaluations += 1;
-                if !((u - u0).abs() < 0.5) {
+                // A NaN counts as a change: U is undefined that close.
+                if (u - u0).abs() >= 0.5 || u.is_nan() {
                     width = h;
                     break;
                 }
