@@ -89,6 +89,9 @@ fn loading_a_preset_from_the_menu() {
     );
     h.get_by_label("Presets").click();
     h.run_steps(3);
+    // The presets are grouped by family, each group a submenu.
+    h.get_by_label("2-D targets").click();
+    h.run_steps(3);
     h.get_by_label_contains("printed: ATMC as printed").click();
     h.run_steps(2);
     let printed = Preset::load("printed").unwrap();
