@@ -306,24 +306,7 @@ impl AnyPreset {
     pub fn parse(text: &str, origin: &str) -> Result<AnyPreset, PresetError> {
         match outer_name(text) {
             Some("MlpPreset") => MlpPreset::parse(text, origin).map(AnyPreset::Mlp),
-            Some("Comparison") => {
-                let comparison = super::Comparison::parse(text, origin)?;
-                // The challenge is judged on the base's target (story.rs checks the rest).
-                if let Some(c) = &comparison.story.challenge {
-                    let target = &comparison.base.target;
-                    c.check_target(target.countable_modes(), target.name())
-                        .map_err(|(field, message)| {
-                            let (line, column) = super::locate(text, field);
-                            PresetError {
-                                file: origin.to_owned(),
-                                line,
-                                column,
-                                message,
-                            }
-                        })?;
-                }
-                Ok(AnyPreset::Comparison(comparison))
-            }
+            Some("Comparison") => super::Comparison::parse(text, origin).map(AnyPreset::Comparison),
             Some("SpherePreset") => {
                 super::sphere::SpherePreset::parse(text, origin).map(AnyPreset::Sphere)
             }

@@ -203,6 +203,11 @@ impl Comparison {
                 .map_err(|m| ("sampler", format!("column '{}': {m}", c.label)))?;
         }
         self.story.validate()?;
+        // The challenge is judged on the base's target.
+        if let Some(c) = &self.story.challenge {
+            let target = &self.base.target;
+            c.check_target(target.countable_modes(), target.name())?;
+        }
         if let Some(c) = &self.story.challenge
             && c.column >= self.columns.len()
         {

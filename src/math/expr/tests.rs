@@ -264,6 +264,9 @@ fn not_normalisable_and_nan_in_the_box_are_refused() {
     );
     let e = target("(x^2 + y^2)/2 - 1/x^2", &[]).unwrap_err();
     assert!(e.contains("U = −∞") && e.contains("pole"), "{e}");
+    // A slope steep only because U oscillates faster than any grid is no pole.
+    let e = target("x^2 + y^2 + sin(1e30*x)", &[]).unwrap_err();
+    assert!(!e.contains("pole") && e.contains("wide"), "{e}");
 }
 
 /// The typed Gaussian's truth: normaliser, mean and covariance as in closed form.

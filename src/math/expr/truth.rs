@@ -1234,7 +1234,7 @@ impl ExprTarget {
     /// finer than f32 resolves there, or one finer than the normaliser's grid resolves.
     fn unresolved_message(&self, at: [f64; 2], b: [[f64; 2]; 2], watch: &Watch) -> String {
         let local = self.local_minimum(at, &watch.work);
-        if local.singular {
+        if local.singular && !self.oscillates(local.at, &watch.work) {
             return format!(
                 "U falls without bound near θ = {}: a pole where exp(−U) → ∞ (U = {} there and \
                  still falling within 10⁻⁹ of it); the density must be finite everywhere. \
@@ -1306,6 +1306,30 @@ impl ExprTarget {
             u,
             singular: u == f64::NEG_INFINITY || g * 1e-9 * scale > 1.0,
         }
+    }
+
+    /// Whether U's slope near `at` flips sign back and forth along an axis (eight or more
+    /// flips over 32 points a millionth of |θ| apart): an oscillation too fast for the
+    /// grid (`sin(1e30·x)`), whose steep slope is no pole. A pole's slope keeps its sign
+    /// on a line through it, or flips once where the line crosses it.
+    fn oscillates(&self, at: [f64; 2], work: &Work) -> bool {
+        let h = 1e-6 * (1.0 + at[0].abs().max(at[1].abs()));
+        work.spend(64);
+        (0..2).any(|c| {
+            let slopes: Vec<f64> = (0..32)
+                .map(|k| {
+                    let mut t = at;
+                    t[c] += (f64::from(k) - 15.5) * h;
+                    self.formula.energy_and_gradient(t, &self.values)[1 + c]
+                })
+                .filter(|g| g.is_finite() && *g != 0.0)
+                .collect();
+            slopes
+                .windows(2)
+                .filter(|w| (w[0] > 0.0) != (w[1] > 0.0))
+                .count()
+                >= 8
+        })
     }
 
     /// The smallest distance from `at` along an axis over which U changes by 1/2 (at most
