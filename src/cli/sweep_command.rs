@@ -85,6 +85,7 @@ impl SweepOutput {
         std::fs::create_dir_all(out).map_err(|e| {
             Failure::usage(format!("--out {}: cannot create it: {e}", out.display()))
         })?;
+        sweep::check_merge_target(out)?;
         Ok(shard)
     }
 

@@ -156,6 +156,10 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
         // `thermo.ron` is rewritten to describe it, and it is written whole or not at all.
         let _folder = sweep::lock_folder(&out)?;
         sweep::check_folder(&loaded, &out)?;
+        sweep::refuse_foreign(&sweep_file, |path| {
+            crate::fsutil::read_text(path, crate::fsutil::TEXT_FILES)
+                .is_ok_and(|t| crate::preset::sweep_file::is_sweep_text(&t))
+        })?;
         crate::fsutil::write_atomic(&sweep_file, &text)
             .map_err(|e| Failure::usage(format!("{e:#}")))?;
     }

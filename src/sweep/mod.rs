@@ -615,8 +615,38 @@ fn describe_point(header: &Header, record: &Record) -> String {
     format!("{} ({})", record.index, coords.join(", "))
 }
 
-/// Writes a merged table atomically (a temporary file renamed over the target).
+/// Refuses to replace `path` when it exists and is not a file atmc-lab wrote there (`ours`
+/// judges it): an output folder may hold a user's file of the same name, and it is never
+/// overwritten.
+pub fn refuse_foreign(path: &Path, ours: impl FnOnce(&Path) -> bool) -> anyhow::Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if meta.is_file() && ours(path) {
+        return Ok(());
+    }
+    Err(anyhow::Error::new(crate::fsutil::Refused(format!(
+        "{} exists and is not a file atmc-lab wrote: it was left as it is; move it away or \
+         choose another --out",
+        path.display()
+    ))))
+}
+
+/// Refuses, before any point runs, an output folder whose `merged.jsonl` is no sweep table:
+/// the merge at the end would have to replace a user's file.
+pub fn check_merge_target(dir: &Path) -> anyhow::Result<()> {
+    refuse_foreign(&dir.join("merged.jsonl"), is_sweep_table)
+}
+
+/// Whether `path` starts with a sweep header (a merged table or a shard file).
+fn is_sweep_table(path: &Path) -> bool {
+    first_line(path).is_ok_and(|line| serde_json::from_str::<Header>(&line).is_ok())
+}
+
+/// Writes a merged table atomically (a temporary file renamed over the target), never over
+/// a file that is no sweep table.
 fn write_merged(merged: &Merged, path: &Path) -> anyhow::Result<()> {
+    refuse_foreign(path, is_sweep_table)?;
     let mut text = serde_json::to_string(&merged.header)?;
     text.push('\n');
     for r in &merged.records {

@@ -249,3 +249,64 @@ fn handout_folders_are_refused_before_rendering() {
     drop(held);
     assert!(!dir.join("new").exists());
 }
+
+/// A sweep's output folder that holds a user's `merged.jsonl` or `thermo.ron` (files of the
+/// names atmc-lab writes there) is refused before any point runs, and nothing in it changes.
+#[test]
+fn sweep_folders_never_replace_a_users_file_of_the_same_name() {
+    let dir = scratch("sweep-foreign");
+    std::fs::write(
+        dir.join("small.ron"),
+        "Sweep(name: \"small\", base: \"default\", set: {\"chains\": 100, \"steps\": 20},
+           axes: [(field: \"sampler.h\", values: List([0.01, 0.02]))])",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("merged.jsonl"), "my own notes\n").unwrap();
+    let before = snapshot(&out);
+    let o = atmc_lab_in(
+        &["sweep", "small.ron", "--out", "out", "--backend", "cpu"],
+        &dir,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("merged.jsonl exists and is not a file atmc-lab wrote"));
+    assert_eq!(snapshot(&out), before, "the folder is as it was");
+    // The same for the sweep file `thermo` keeps in its folder.
+    let thermo = dir.join("thermo-out");
+    std::fs::create_dir_all(&thermo).unwrap();
+    std::fs::write(thermo.join("thermo.ron"), "my own thermo notes\n").unwrap();
+    let before = snapshot(&thermo);
+    let o = atmc_lab_in(
+        &[
+            "thermo",
+            "thermo-quadratic",
+            "--out",
+            "thermo-out",
+            "--points",
+            "3",
+            "--lr-min",
+            "0.01",
+            "--lr-max",
+            "0.1",
+            "--chains",
+            "100",
+            "--steps",
+            "20",
+        ],
+        &dir,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("thermo.ron exists and is not a file atmc-lab wrote"));
+    // The refusal comes under the folder's lock, whose file may stay; the user's are as they
+    // were.
+    let after = snapshot(&thermo);
+    for (path, bytes) in &before {
+        assert_eq!(after.get(path), Some(bytes), "{} unchanged", path.display());
+    }
+    assert!(
+        after
+            .keys()
+            .all(|p| before.contains_key(p) || p.as_os_str() == ".lock")
+    );
+}
