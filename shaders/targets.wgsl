@@ -1,8 +1,10 @@
-// Gradients of -log density, mirroring `Target::gradient` in src/math/targets.rs. The host
-// passes the same f32 constants the Rust code computes (see `Target::gpu_constants`).
+// Gradients of -log density, mirroring each family's `Gradient::gradient` in
+// src/math/targets/<family>.rs. The host passes the same f32 constants the Rust code
+// computes (see `Target::gpu_constants`).
 
-// The constant of the target at `position` (`TargetParam::position`, generated as `PARAM_*`),
-// packed four to a vec4 because arrays in a uniform need a 16-byte stride.
+// The constant of the target at `position` (its index in the family's `GPU_PARAMS`, generated
+// as `PARAM_<FAMILY>_<NAME>`), packed four to a vec4 because arrays in a uniform need a
+// 16-byte stride.
 fn target_param(position: u32) -> f32 {
     return chain2_params.target_params[position / 4u][position % 4u];
 }

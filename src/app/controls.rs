@@ -602,84 +602,40 @@ fn target_controls(ui: &mut Ui, t: &mut TargetSpec) -> bool {
                 }
             }
         });
-    match t {
-        TargetSpec::Gaussian {
-            sigma1,
-            sigma2,
-            rho,
-            ..
-        } => {
-            slider(ui, sigma1, ranges::SIGMA, 0.05, 10.0, true, "σ₁");
-            slider(ui, sigma2, ranges::SIGMA, 0.05, 10.0, true, "σ₂");
-            slider(ui, rho, ranges::RHO, -0.999, 0.999, false, "ρ");
-        }
-        TargetSpec::Banana { a, b, s } => {
-            slider(ui, a, ranges::SIGMA, 0.1, 5.0, true, "a (scale of θ₁)");
-            slider(ui, b, ranges::CURVATURE, -3.0, 3.0, false, "b (curvature)");
-            slider(ui, s, ranges::SIGMA, 0.05, 5.0, true, "s (spread of θ₂)");
-        }
-        TargetSpec::Donut { radius, width } => {
-            slider(ui, radius, ranges::RADIUS, 0.1, 10.0, true, "radius");
-            slider(ui, width, ranges::SIGMA, 0.02, 2.0, true, "width");
-        }
-        TargetSpec::Gmm25 { spacing, variance } => {
-            slider(ui, spacing, ranges::RADIUS, 0.5, 5.0, false, "spacing");
-            slider(ui, variance, ranges::VARIANCE, 0.005, 1.0, true, "variance");
-        }
-        TargetSpec::Funnel { sigma_v } => {
-            slider(ui, sigma_v, ranges::FUNNEL_SIGMA, 0.5, 6.0, false, "σ_v");
-        }
-        TargetSpec::DoubleWell {
-            separation,
-            barrier,
-        } => {
-            slider(
-                ui,
-                separation,
-                ranges::RADIUS,
-                0.2,
-                5.0,
-                false,
-                "well position μ",
-            );
-            slider(
-                ui,
-                barrier,
-                ranges::BARRIER,
-                0.0,
-                20.0,
-                false,
-                "barrier height",
-            );
-        }
-        TargetSpec::Logistic {
-            data_points,
-            batch_size,
-            prior_scale,
-            data_seed,
-            ..
-        } => {
-            bounded(ui, data_points, 10..=ranges::DATA_POINTS.max as u32, |s| {
-                s.logarithmic(true).text("data points N")
-            });
-            bounded(ui, batch_size, 1..=(*data_points).max(1), |s| {
-                s.logarithmic(true).text("batch size n")
-            });
-            slider(
-                ui,
-                prior_scale,
-                ranges::SIGMA,
-                0.1,
-                20.0,
-                true,
-                "prior scale",
-            );
-            ui.horizontal(|ui| {
-                ui.label("data seed");
-                ui.add(egui::DragValue::new(data_seed));
-            });
-        }
-        TargetSpec::Expression { .. } => return super::formula::formula_controls(ui, t),
+    if let TargetSpec::Expression { .. } = t {
+        return super::formula::formula_controls(ui, t);
+    }
+    // Each family lists its continuous parameters with the ranges its file is checked
+    // against; the logistic posterior adds its whole-number data settings.
+    for (parameter, value) in t.parameters_mut() {
+        let [lo, hi] = parameter.usual;
+        slider(
+            ui,
+            value,
+            parameter.range,
+            lo,
+            hi,
+            parameter.log,
+            parameter.label,
+        );
+    }
+    if let TargetSpec::Logistic {
+        data_points,
+        batch_size,
+        data_seed,
+        ..
+    } = t
+    {
+        bounded(ui, data_points, 10..=ranges::DATA_POINTS.max as u32, |s| {
+            s.logarithmic(true).text("data points N")
+        });
+        bounded(ui, batch_size, 1..=(*data_points).max(1), |s| {
+            s.logarithmic(true).text("batch size n")
+        });
+        ui.horizontal(|ui| {
+            ui.label("data seed");
+            ui.add(egui::DragValue::new(data_seed));
+        });
     }
     false
 }

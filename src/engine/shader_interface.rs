@@ -25,7 +25,7 @@
 //!   each taken from the Rust value the host uses: the enum codes (`SamplerKind::gpu_code`,
 //!   `TargetKind`, `Stream`, `Activation`, [`MlpRegion`], [`Axis::index`]), the partial-sum
 //!   slots ([`ChainPartial`], [`MlpPartial`]), the target constants' positions
-//!   ([`TargetParam::position`]), the flag bits, workgroup sizes and buffer strides, and the
+//!   (each family's `Gradient::GPU_PARAMS`), the flag bits, workgroup sizes and buffer strides, and the
 //!   MLP shader's array bounds.
 //!
 //! [`prelude`] is a [`Program`]'s generated WGSL (its structs, the constants, its overrides
@@ -40,7 +40,7 @@ use super::mlp::MAX_LAYERS;
 use crate::math::SamplerKind;
 use crate::math::mlp::{Activation, MAX_ACTIVATIONS, MAX_CLASSES, MAX_HIDDEN_LAYERS, MAX_WIDTH};
 use crate::math::rng::Stream;
-use crate::math::targets::{TARGET_PARAMS, TargetKind, TargetParam};
+use crate::math::targets::{TARGET_PARAMS, TargetKind};
 use bytemuck::{Pod, Zeroable};
 use std::fmt::Write as _;
 use wgpu::naga;
@@ -349,8 +349,8 @@ shader_structs! {
         pub pad2: u32,
         /// Padding.
         pub pad3: u32,
-        /// The target's f32 constants (`Target::gpu_constants`) at their `TargetParam`
-        /// positions, read by `target_param(PARAM_*)`.
+        /// The target's f32 constants (`Target::gpu_constants`) at their positions in its
+        /// family's `GPU_PARAMS`, read by `target_param(PARAM_*)`.
         pub target_params: [[f32; 4]; TARGET_PARAMS / 4],
         /// Per histogram: origin x, origin y, scale x, scale y.
         pub hist_f: [[f32; 4]; super::MAX_HISTOGRAMS],
@@ -659,17 +659,9 @@ fn sampler_name(kind: SamplerKind) -> &'static str {
     }
 }
 
-fn target_name(kind: TargetKind) -> &'static str {
-    match kind {
-        TargetKind::Gaussian => "GAUSSIAN",
-        TargetKind::Banana => "BANANA",
-        TargetKind::Donut => "DONUT",
-        TargetKind::Gmm25 => "GMM25",
-        TargetKind::Funnel => "FUNNEL",
-        TargetKind::DoubleWell => "DOUBLE_WELL",
-        TargetKind::Logistic => "LOGISTIC",
-        TargetKind::Expression => "EXPRESSION",
-    }
+/// A family's name in WGSL constants: `DoubleWell` → `DOUBLE_WELL`.
+fn target_name(kind: TargetKind) -> String {
+    screaming_snake(&format!("{kind:?}"))
 }
 
 fn stream_name(stream: Stream) -> &'static str {
@@ -766,11 +758,13 @@ pub fn constants() -> Vec<WgslConst> {
             slot.slot(0) as u32,
         );
     }
-    for param in TargetParam::ALL {
-        push(
-            format!("PARAM_{}", screaming_snake(&format!("{param:?}"))),
-            param.position() as u32,
-        );
+    for kind in TargetKind::ALL {
+        for (position, name) in kind.gpu_params().iter().enumerate() {
+            push(
+                format!("PARAM_{}_{name}", target_name(kind)),
+                position as u32,
+            );
+        }
     }
     out
 }
@@ -1533,25 +1527,23 @@ mod tests {
         }
     }
 
-    /// Each target's constants take distinct positions below `TARGET_PARAMS`.
+    /// Each family's constants fit the uniform, and `shaders/targets.wgsl` reads every one
+    /// of them (a constant the shader never reads is a gradient that drifted from the host's).
     #[test]
-    fn target_param_positions_are_distinct_per_target() {
+    fn every_target_constant_fits_and_is_read_by_the_shader() {
+        let wgsl = include_str!("../../shaders/targets.wgsl");
         for kind in TargetKind::ALL {
-            if kind == TargetKind::Expression {
-                // Its constants are the formula's parameters, in the order of their names.
-                continue;
+            let params = kind.gpu_params();
+            assert!(params.len() <= TARGET_PARAMS, "{kind:?}");
+            assert_eq!(
+                params.is_empty(),
+                kind == TargetKind::Expression,
+                "{kind:?}: only a formula passes its own parameters"
+            );
+            for name in params {
+                let constant = format!("PARAM_{}_{name}", target_name(kind));
+                assert!(wgsl.contains(&constant), "{constant} is never read");
             }
-            let mut positions: Vec<usize> = TargetParam::ALL
-                .iter()
-                .filter(|p| p.target() == kind)
-                .map(|p| p.position())
-                .collect();
-            assert!(!positions.is_empty(), "{kind:?} has no constants");
-            assert!(positions.iter().all(|&p| p < TARGET_PARAMS), "{kind:?}");
-            let n = positions.len();
-            positions.sort_unstable();
-            positions.dedup();
-            assert_eq!(positions.len(), n, "{kind:?} uses a position twice");
         }
     }
 

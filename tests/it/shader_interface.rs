@@ -15,7 +15,7 @@ use atmc_lab::engine::sphere::gpu::SPHERE_SHADER_SOURCE;
 use atmc_lab::math::SamplerKind;
 use atmc_lab::math::mlp::Activation;
 use atmc_lab::math::rng::Stream;
-use atmc_lab::math::targets::{TargetKind, TargetParam};
+use atmc_lab::math::targets::TargetKind;
 use std::collections::HashMap;
 use wgpu::naga;
 
@@ -337,9 +337,11 @@ fn constants_workgroups_and_validation() {
         let name = screaming_snake(&format!("{slot:?}"));
         expected.insert(format!("PARTIAL_MLP_{name}"), slot as u32);
     }
-    for param in TargetParam::ALL {
-        let name = screaming_snake(&format!("{param:?}"));
-        expected.insert(format!("PARAM_{name}"), param.position() as u32);
+    for kind in TargetKind::ALL {
+        let family = screaming_snake(&format!("{kind:?}"));
+        for (position, name) in kind.gpu_params().iter().enumerate() {
+            expected.insert(format!("PARAM_{family}_{name}"), position as u32);
+        }
     }
     use atmc_lab::engine::Axis;
     for (name, axis) in [
