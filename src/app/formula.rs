@@ -107,7 +107,7 @@ impl FormulaEditor {
     /// verdict (from the cache: a running target was checked).
     fn show_spec(&mut self, spec: &TargetSpec) {
         self.set_fields(spec);
-        self.verdict = spec.try_build().ok().and_then(|t| match t {
+        self.verdict = spec.build().ok().and_then(|t| match t {
             crate::math::Target::Expression(e) => Some(Verdict::Running {
                 bounds: e.bounds,
                 log_z: e.log_normaliser,

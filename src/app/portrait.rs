@@ -52,18 +52,23 @@ pub struct Backdrop {
 }
 
 impl Backdrop {
-    /// The backdrop of `target`.
+    /// The backdrop of `target`; a typed formula that fails its checks (the formula panel
+    /// runs none such) gets a plain box about the origin.
     pub fn new(target: &TargetSpec) -> Self {
+        let grid = match target.build() {
+            Ok(built) => built.default_grid(),
+            Err(_) => Grid2::new([-5.0, 5.0], [-5.0, 5.0], 64, 64),
+        };
         Self {
             target: target.clone(),
-            grid: target.build().default_grid(),
+            grid,
             contours: None,
         }
     }
 
-    /// Follows an edited target (rebuilt only when it changed).
+    /// Follows an edited target (rebuilt only when it changed and builds).
     pub fn set_target(&mut self, target: &TargetSpec) {
-        if *target != self.target {
+        if *target != self.target && target.build().is_ok() {
             *self = Self::new(target);
         }
     }
@@ -627,9 +632,9 @@ mod tests {
         };
         let mut backdrop = Backdrop::new(&gaussian(2.0));
         let grid = *backdrop.grid();
-        assert_eq!(grid, gaussian(2.0).build().default_grid());
+        assert_eq!(grid, gaussian(2.0).build().unwrap().default_grid());
         assert!(backdrop.contours(None).is_empty());
-        let (masses, _) = gaussian(2.0).build().cell_masses(&grid);
+        let (masses, _) = gaussian(2.0).build().unwrap().cell_masses(&grid);
         let truth = (grid, masses);
         let traced = backdrop.contours(Some(&truth)).as_ptr();
         assert!(!backdrop.contours(Some(&truth)).is_empty());

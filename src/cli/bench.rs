@@ -12,8 +12,8 @@ use crate::math::mlp::{Activation, MlpInit, MlpModel, MlpSpec};
 use crate::math::{DataSource, DataSpec, SamplerKind, SamplerSpec, TargetSpec, ranges};
 #[cfg(feature = "gui")]
 use crate::preset::AnyPreset;
-use crate::preset::Preset;
 use crate::preset::ViewHints;
+use crate::preset::{Preset, Validated};
 use std::time::Instant;
 
 /// Options of the benchmark.
@@ -355,7 +355,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), Failure> {
 /// The CPU engine at `chains`, then the GPU engine (if an adapter is found) at 1e4, 1e5, 1e6
 /// chains and `chains`, each with its ratio to the CPU figure.
 fn bench_engines(chains: u32, steps: u32) -> anyhow::Result<()> {
-    let preset = bench_preset(chains, steps);
+    let preset = crate::runner::validated(bench_preset(chains, steps))?;
     let mut cpu = CpuEngine::new(preset.model(), preset.chains, &preset.init, preset.seed);
     let cpu_rate = time_engine(&mut cpu, steps)?;
     let cpu_device = cpu.backend().device;
@@ -373,7 +373,7 @@ fn bench_engines(chains: u32, steps: u32) -> anyhow::Result<()> {
                 sizes.push(chains);
             }
             for n in sizes {
-                let p = bench_preset(n, steps);
+                let p = crate::runner::validated(bench_preset(n, steps))?;
                 let mut gpu = GpuEngine::with_context(ctx.clone(), p.model(), n, &p.init, p.seed)?;
                 let rate = time_engine(&mut gpu, steps)?;
                 super::emit(format_args!(
@@ -401,6 +401,9 @@ fn bench_engines(chains: u32, steps: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Makes an engine for a checked preset (the CPU's or the GPU's).
+type EngineMaker<'a> = dyn Fn(&Validated<Preset>) -> anyhow::Result<Box<dyn Engine>> + 'a;
+
 /// The built-in banana's energy typed as a formula (a = 1, b = 0.5, s = 0.5).
 pub const BANANA_FORMULA: &str = "θ₁^2/(2*a^2) + (θ₂ - b*(θ₁^2 - a^2))^2/(2*s^2)";
 
@@ -410,10 +413,10 @@ fn bench_expression(chains: u32, steps: u32) -> anyhow::Result<()> {
     let builtin = {
         let mut p = bench_preset(chains, steps);
         p.target = TargetSpec::from_name("banana").expect("known target");
-        p
+        crate::runner::validated(p)?
     };
     let typed = {
-        let mut p = builtin.clone();
+        let mut p = builtin.clone().into_inner();
         p.target = TargetSpec::Expression {
             energy: BANANA_FORMULA.into(),
             parameters: [("a", 1.0), ("b", 0.5), ("s", 0.5)]
@@ -423,13 +426,10 @@ fn bench_expression(chains: u32, steps: u32) -> anyhow::Result<()> {
             bounds: None,
             ranges: Default::default(),
         };
-        p.validate().map_err(|(_, m)| anyhow::anyhow!(m))?;
-        p
+        crate::runner::validated(p)?
     };
     let mut rows = Vec::new();
-    let mut measure = |backend: &str,
-                       make: &dyn Fn(&Preset) -> anyhow::Result<Box<dyn Engine>>|
-     -> anyhow::Result<()> {
+    let mut measure = |backend: &str, make: &EngineMaker<'_>| -> anyhow::Result<()> {
         let mut rates = [0.0; 2];
         for (rate, p) in rates.iter_mut().zip([&builtin, &typed]) {
             let mut engine = make(p)?;

@@ -844,6 +844,9 @@ fn execute(
     csv: Option<&std::path::Path>,
     draws: Option<(std::path::PathBuf, crate::runner::DrawSpec)>,
 ) -> Result<(), Failure> {
+    let preset = preset
+        .validated()
+        .map_err(|(_, message)| Failure::usage(message))?;
     // The draws' size and folder are checked before any work: nothing is run to be lost. The
     // folder is taken (locked, a temporary folder beside it) for the whole run.
     let mut export = None;

@@ -452,7 +452,7 @@ mod tests {
 
     #[test]
     fn mixed_draws_give_flat_ranks_and_rhat_near_one() {
-        let target = TargetSpec::from_name("gaussian").unwrap().build();
+        let target = TargetSpec::from_name("gaussian").unwrap().build().unwrap();
         let mut monitor = ConvergenceMonitor::new(&target, 6400, Some(16));
         let mut rng = SequentialRng::seed_from_u64(1);
         for step in 0..300u32 {
@@ -481,7 +481,7 @@ mod tests {
 
     #[test]
     fn chains_that_disagree_pile_up_in_their_ranks() {
-        let target = TargetSpec::from_name("gaussian").unwrap().build();
+        let target = TargetSpec::from_name("gaussian").unwrap().build().unwrap();
         let mut monitor = ConvergenceMonitor::new(&target, 6400, Some(16));
         let mut rng = SequentialRng::seed_from_u64(2);
         for step in 0..64u32 {

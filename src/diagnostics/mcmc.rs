@@ -659,7 +659,7 @@ mod tests {
         // Split halves hold only ~5 autocorrelation times, so R-hat rightly
         // stays above 1 (≈ 1.1) here.
         assert!(r > 1.0 && r < 1.2, "rhat {r}");
-        // Generous so that unoptimised test builds pass too.
-        assert!(elapsed.as_secs_f64() < 20.0, "took {elapsed:?}");
+        // Its time is printed, never asserted: timings on shared machines are noise (the
+        // `bench` command compares them).
     }
 }

@@ -1046,7 +1046,7 @@ mod tests {
     #[test]
     fn exact_samplers_score_the_baseline() {
         for name in ["gaussian", "banana", "gmm25"] {
-            let target = TargetSpec::from_name(name).unwrap().build();
+            let target = TargetSpec::from_name(name).unwrap().build().unwrap();
             let truth = Truth::new(&target);
             let n = 500;
             let scores: Vec<EnergyDistance> = (0..48)

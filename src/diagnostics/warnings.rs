@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn exact_moments_are_not_far_and_wrong_ones_are() {
-        let truth = Truth::new(&TargetSpec::from_name("gaussian").unwrap().build());
+        let truth = Truth::new(&TargetSpec::from_name("gaussian").unwrap().build().unwrap());
         assert_eq!(far_from_target([0.0, 0.0], [1.0, 0.0, 1.0], &truth), None);
         assert_eq!(far_from_target([0.1, -0.1], [1.15, 0.0, 0.9], &truth), None);
         let inflated = far_from_target([0.0, 0.0], [2543.0, 0.0, 1.0], &truth).unwrap();
@@ -278,7 +278,7 @@ mod tests {
 
     #[test]
     fn heavy_tails_are_judged_by_their_mean_only() {
-        let truth = Truth::new(&TargetSpec::from_name("funnel").unwrap().build());
+        let truth = Truth::new(&TargetSpec::from_name("funnel").unwrap().build().unwrap());
         assert!(kurtosis(&truth, 0) > HEAVY_TAIL_KURTOSIS);
         assert!(kurtosis(&truth, 1) < 4.0);
         // Var θ₁ = 90 in theory; a finite run sees far less, which is not a warning.

@@ -405,7 +405,7 @@ mod tests {
         sampler.friction_sign = friction_sign;
         Model {
             sampler: sampler.params(),
-            target: TargetSpec::from_name(target).unwrap().build(),
+            target: TargetSpec::from_name(target).unwrap().build().unwrap(),
             noise: NoiseSpec::Isotropic { sigma: 2.0 }.model(),
             schedule: ScheduleSpec::Constant.schedule(),
         }

@@ -149,7 +149,7 @@ mod tests {
     fn uniform_start_fills_the_square() {
         let model = Model {
             sampler: SamplerSpec::new(SamplerKind::Sgld).params(),
-            target: TargetSpec::from_name("gmm25").unwrap().build(),
+            target: TargetSpec::from_name("gmm25").unwrap().build().unwrap(),
             noise: NoiseSpec::None.model(),
             schedule: ScheduleSpec::Constant.schedule(),
         };
@@ -177,7 +177,7 @@ mod tests {
     fn superchains_share_their_start_and_keep_their_own_momenta() {
         let model = Model {
             sampler: SamplerSpec::new(SamplerKind::Atmc).params(),
-            target: TargetSpec::from_name("gaussian").unwrap().build(),
+            target: TargetSpec::from_name("gaussian").unwrap().build().unwrap(),
             noise: NoiseSpec::None.model(),
             schedule: ScheduleSpec::Constant.schedule(),
         };

@@ -491,9 +491,49 @@ impl Preset {
         }
     }
 
+    /// This preset, checked: the only way to a [`Validated`] one, from which its model is
+    /// built.
+    pub fn validated(self) -> Result<Validated<Preset>, (&'static str, String)> {
+        self.validate()?;
+        Ok(Validated(self))
+    }
+}
+
+/// A preset that passed its checks ([`Preset::validated`] is the only way to make one):
+/// what needs a whole preset — building its model, starting a run — takes this, so an
+/// unchecked typed formula can never reach a target's build. It reads as the preset it holds;
+/// changing it means taking the preset out and checking it again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Validated<P>(P);
+
+impl<P> std::ops::Deref for Validated<P> {
+    type Target = P;
+
+    fn deref(&self) -> &P {
+        &self.0
+    }
+}
+
+impl<P> Validated<P> {
+    /// The preset, to change (and check again).
+    pub fn into_inner(self) -> P {
+        self.0
+    }
+}
+
+impl Validated<Preset> {
     /// The runtime model of this preset.
     pub fn model(&self) -> Model {
-        self.model_on(self.target.build())
+        self.model_on(self.built_target())
+    }
+
+    /// The preset's target, built.
+    pub fn built_target(&self) -> crate::math::Target {
+        // `validate` built an expression target (its truth is cached) and every other family
+        // builds from numbers in range: this cannot fail.
+        self.target
+            .build()
+            .unwrap_or_else(|m| unreachable!("a validated preset's target builds: {m}"))
     }
 
     /// [`Self::model`] on a target already built from `self.target`: building one can be
@@ -898,6 +938,28 @@ mod tests {
             format!("`atmc-lab presets` lists all {}", SHIPPED.len())
         );
         assert!(shipped_names("some/folder/two-moon.ron").contains("two-moons"));
+    }
+
+    /// A typed formula that fails its checks never reaches a model: the preset cannot be
+    /// validated (the message says why) and building its target is an error, not a panic.
+    #[test]
+    fn only_a_checked_preset_builds_a_model() {
+        let mut preset = super::Preset::default_preset();
+        preset.target = crate::math::TargetSpec::Expression {
+            energy: "θ₁^2 +".into(),
+            parameters: Default::default(),
+            bounds: None,
+            ranges: Default::default(),
+        };
+        let (field, message) = preset.clone().validated().unwrap_err();
+        assert_eq!(field, "energy");
+        assert!(!message.is_empty());
+        assert!(preset.target.build().is_err());
+        let fine = super::Preset::default_preset().validated().unwrap();
+        assert_eq!(
+            fine.model().target.kind(),
+            fine.target.build().unwrap().kind()
+        );
     }
 
     #[test]

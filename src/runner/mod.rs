@@ -11,7 +11,7 @@ use crate::engine::ChainStates;
 use crate::engine::{BackendChoice, HistogramSpec, create_engine};
 use crate::math::challenge::ChallengeSpec;
 use crate::math::{NoiseMass, SamplerSpec, XiUpdate};
-use crate::preset::{AnyPreset, Preset};
+use crate::preset::{AnyPreset, Preset, Validated};
 use std::time::Instant;
 
 /// Everything a finished run produced.
@@ -142,7 +142,7 @@ pub fn attempt_networks(
 /// The first `chains` chains of `preset` at every step of its run, replayed on the CPU (the
 /// same random numbers as every engine draws); a path stops at its divergence, the
 /// non-finite or out-of-bound state included.
-pub fn trajectories(preset: &Preset, chains: u32) -> Vec<Vec<crate::math::Chain2>> {
+pub fn trajectories(preset: &Validated<Preset>, chains: u32) -> Vec<Vec<crate::math::Chain2>> {
     use rayon::prelude::*;
     let model = preset.model();
     (0..chains.min(preset.chains))
@@ -183,7 +183,16 @@ pub fn run(
     backend: BackendChoice,
     progress: &mut dyn FnMut(u32),
 ) -> anyhow::Result<RunOutcome> {
-    run_streaming(preset, backend, progress, &mut |_| Ok(()))
+    let preset = validated(preset.clone())?;
+    run_streaming(&preset, backend, progress, &mut |_| Ok(()))
+}
+
+/// `preset` checked, or what is wrong with it as an error: the runner's door for presets
+/// that come without proof (a student's edit, a column of a comparison).
+pub fn validated(preset: Preset) -> anyhow::Result<Validated<Preset>> {
+    preset
+        .validated()
+        .map_err(|(field, message)| anyhow::anyhow!("{field}: {message}"))
 }
 
 /// [`run`] that hands every time-series row to `row` as it is recorded (the command line
@@ -195,7 +204,7 @@ pub fn run(
 /// are independent and draw the same random numbers, so their trajectories are the same) and
 /// pools only them.
 pub fn run_streaming(
-    preset: &Preset,
+    preset: &Validated<Preset>,
     backend: BackendChoice,
     progress: &mut dyn FnMut(u32),
     row: &mut dyn FnMut(&SeriesRow) -> anyhow::Result<()>,
@@ -207,7 +216,7 @@ pub fn run_streaming(
 /// [`run_streaming`] against a given truth (of the preset's target): a sweep over one target
 /// computes its exact samples and baselines once.
 pub fn run_against(
-    preset: &Preset,
+    preset: &Validated<Preset>,
     truth: &Truth,
     backend: BackendChoice,
     progress: &mut dyn FnMut(u32),
@@ -227,7 +236,7 @@ pub fn run_against(
 /// [`run_streaming`] that also keeps the draws `spec` asks for (`run --draws`, File → Export
 /// draws); check the spec with [`DrawSpec::check`] before.
 pub fn run_with_draws(
-    preset: &Preset,
+    preset: &Validated<Preset>,
     backend: BackendChoice,
     progress: &mut dyn FnMut(u32),
     row: &mut dyn FnMut(&SeriesRow) -> anyhow::Result<()>,
@@ -250,7 +259,7 @@ pub fn recorded_blocks(preset: &Preset) -> usize {
 }
 
 fn run_keeping(
-    preset: &Preset,
+    preset: &Validated<Preset>,
     truth: &Truth,
     backend: BackendChoice,
     progress: &mut dyn FnMut(u32),

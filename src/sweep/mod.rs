@@ -91,7 +91,7 @@ pub struct TruthCache(HashMap<String, Truth>);
 const TRUTHS_KEPT: usize = 64;
 
 impl TruthCache {
-    fn get(&mut self, preset: &crate::preset::Preset) -> &Truth {
+    fn get(&mut self, preset: &crate::preset::Validated<crate::preset::Preset>) -> &Truth {
         let key = serde_json::to_string(&preset.target).expect("targets serialise");
         if self.0.len() >= TRUTHS_KEPT && !self.0.contains_key(&key) {
             self.0.clear();
@@ -121,6 +121,7 @@ pub fn run_point(
             (serde_json::to_value(&measured)?, None, seconds)
         }
         AnyPreset::Toy(p) => {
+            let p = &crate::runner::validated(p.clone())?;
             let truth = truths.get(p).clone();
             let started = Instant::now();
             let outcome =

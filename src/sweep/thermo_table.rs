@@ -389,7 +389,8 @@ impl Table {
 fn cells_for(preset: &AnyPreset, t: f64, folded: bool) -> Option<Cells> {
     match preset {
         AnyPreset::Toy(p) => {
-            let target = p.target.build();
+            // A point whose typed formula fails its checks has no cells to integrate.
+            let target = p.target.build().ok()?;
             let start = plane_quadrature_start(&target);
             Some(plane_cells(&|x| target.neg_log_density(x), start, t).1)
         }

@@ -28,11 +28,11 @@ fn superchains_that_stay_in_their_modes_are_caught_by_nested_rhat_alone() {
     assert!(nested > 1.1, "nR̂ = {nested}");
     // Per superchain, from the same monitor the app uses.
     let mut monitor = atmc_lab::diagnostics::convergence::ConvergenceMonitor::new(
-        &p.model().target,
+        &crate::common::model(&p).target,
         p.chains,
         p.init.superchains,
     );
-    let trajectories = runner::trajectories(&p, 64);
+    let trajectories = runner::trajectories(&crate::common::validated(&p), 64);
     for step in (p.steps as usize / 2..=p.steps as usize).step_by(10) {
         let states = atmc_lab::engine::ChainStates {
             chains: trajectories

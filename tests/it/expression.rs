@@ -51,8 +51,8 @@ fn retyped() -> Vec<(&'static str, TargetSpec)> {
 }
 
 fn worst_gap(a: &Preset, b: &Preset, steps: u32) -> f32 {
-    let mut ea = CpuEngine::new(a.model(), a.chains, &a.init, a.seed);
-    let mut eb = CpuEngine::new(b.model(), b.chains, &b.init, b.seed);
+    let mut ea = CpuEngine::new(common::model(a), a.chains, &a.init, a.seed);
+    let mut eb = CpuEngine::new(common::model(b), b.chains, &b.init, b.seed);
     ea.advance(steps, &[]).unwrap();
     eb.advance(steps, &[]).unwrap();
     let sa = ea.read_chains(0, a.chains).unwrap();
@@ -82,7 +82,10 @@ fn formulas_follow_the_built_in_targets() {
         eprintln!("{name}: worst relative gap {gap:e}");
         assert!(gap < 1e-3, "{name}: trajectories differ by {gap}");
 
-        let (b, t) = (builtin.target.build(), typed.target.build());
+        let (b, t) = (
+            builtin.target.build().unwrap(),
+            typed.target.build().unwrap(),
+        );
         let (lb, lt) = (b.log_normaliser().unwrap(), t.log_normaliser().unwrap());
         eprintln!("{name}: log Z {lb} vs {lt}");
         assert!((lb - lt).abs() < 2e-3, "{name}: log Z {lb} vs {lt}");
@@ -175,7 +178,7 @@ fn gallery_presets_load() {
         "expr-sombrero",
     ] {
         let p = Preset::load(name).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let t = p.target.build();
+        let t = p.target.build().unwrap();
         let grid = t.default_grid();
         let (m, _) = t.cell_masses(&grid);
         let inside: f64 = m.iter().sum();
@@ -214,10 +217,15 @@ fn gpu_matches_cpu_on_formulas() {
         p.sampler.h = 0.02;
         p.target = spec.clone();
         p.validate().unwrap();
-        let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
-        let mut gpu =
-            GpuEngine::with_context(common::gpu().clone(), p.model(), p.chains, &p.init, p.seed)
-                .expect("engine");
+        let mut cpu = CpuEngine::new(common::model(&p), p.chains, &p.init, p.seed);
+        let mut gpu = GpuEngine::with_context(
+            common::gpu().clone(),
+            common::model(&p),
+            p.chains,
+            &p.init,
+            p.seed,
+        )
+        .expect("engine");
         for round in 0..2 {
             cpu.advance(50, &[]).unwrap();
             gpu.advance(50, &[]).unwrap();
@@ -239,8 +247,8 @@ fn gpu_matches_cpu_on_formulas() {
                 *v *= 1.1;
             }
             p.validate().unwrap();
-            cpu.set_model(p.model());
-            gpu.set_model(p.model());
+            cpu.set_model(common::model(&p));
+            gpu.set_model(common::model(&p));
         }
     }
 }

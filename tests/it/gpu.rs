@@ -10,8 +10,14 @@ use common::preset;
 
 /// An engine on the binary's shared device (which panics when there is no adapter).
 fn gpu_engine(p: &atmc_lab::preset::Preset) -> GpuEngine {
-    GpuEngine::with_context(common::gpu().clone(), p.model(), p.chains, &p.init, p.seed)
-        .expect("engine")
+    GpuEngine::with_context(
+        common::gpu().clone(),
+        common::model(p),
+        p.chains,
+        &p.init,
+        p.seed,
+    )
+    .expect("engine")
 }
 
 /// The largest deviation, relative to 1 + |CPU value|, of θ and of a second field (p or ξ)
@@ -38,7 +44,7 @@ fn worst_relative_deviation(
 fn gpu_trajectories_match_cpu() {
     let mut p = preset(SamplerKind::Atmc, "correlated", 3.0);
     p.chains = 10_000;
-    let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
+    let mut cpu = CpuEngine::new(common::model(&p), p.chains, &p.init, p.seed);
     let mut gpu = gpu_engine(&p);
     let start_cpu = cpu.read_chains(0, p.chains).unwrap();
     let start_gpu = gpu.read_chains(0, p.chains).unwrap();
@@ -91,7 +97,7 @@ fn gpu_matches_cpu_for_every_sampler_and_target() {
                     kappa: 0.3,
                 };
             }
-            let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
+            let mut cpu = CpuEngine::new(common::model(&p), p.chains, &p.init, p.seed);
             let mut gpu = gpu_engine(&p);
             cpu.advance(50, &[]).unwrap();
             gpu.advance(50, &[]).unwrap();
@@ -141,7 +147,7 @@ fn gpu_matches_cpu_with_the_thermostat_running_while_exploring() {
                 explore_fraction: 0.5,
                 thermostat_while_exploring,
             };
-            let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
+            let mut cpu = CpuEngine::new(common::model(&p), p.chains, &p.init, p.seed);
             let mut gpu = gpu_engine(&p);
             cpu.advance(90, &[]).unwrap();
             gpu.advance(90, &[]).unwrap();
@@ -185,7 +191,7 @@ fn gpu_follows_live_changes_of_every_specialised_feature() {
     let mut p = preset(SamplerKind::Atmc, "gaussian", 0.0);
     p.chains = 2000;
     p.sampler.h = 0.01;
-    let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
+    let mut cpu = CpuEngine::new(common::model(&p), p.chains, &p.init, p.seed);
     let mut gpu = gpu_engine(&p);
     let plain = p.clone();
     type Change = fn(&mut atmc_lab::preset::Preset);
@@ -215,8 +221,8 @@ fn gpu_follows_live_changes_of_every_specialised_feature() {
             if on {
                 change(&mut q);
             }
-            cpu.set_model(q.model());
-            gpu.set_model(q.model());
+            cpu.set_model(common::model(&q));
+            gpu.set_model(common::model(&q));
             cpu.advance(20, &[]).unwrap();
             gpu.advance(20, &[]).unwrap();
             let a = cpu.read_chains(0, p.chains).unwrap();
@@ -240,10 +246,11 @@ fn gpu_histograms_equal_cpu_binning_of_read_back_state() {
     let mut p = preset(SamplerKind::Atmc, "banana", 1.0);
     p.chains = 50_000;
     let mut gpu = gpu_engine(&p);
-    let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
+    let mut cpu = CpuEngine::new(common::model(&p), p.chains, &p.init, p.seed);
     let grid = TargetSpec::from_name("banana")
         .unwrap()
         .build()
+        .unwrap()
         .default_grid();
     let specs = [
         HistogramSpec::theta(grid),
@@ -379,7 +386,7 @@ fn gpu_detects_planted_non_finite_chains() {
         chains: planted.clone(),
     };
     let mut gpu = gpu_engine(&p);
-    let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
+    let mut cpu = CpuEngine::new(common::model(&p), p.chains, &p.init, p.seed);
     for engine in [&mut gpu as &mut dyn Engine, &mut cpu] {
         engine.write_chains(10, &states).unwrap();
         let report = engine.advance(1, &[]).unwrap();
@@ -449,7 +456,7 @@ fn gpu_superchain_moments_match_cpu() {
     p.init.scale = 6.0;
     p.init.uniform = true;
     p.init.superchains = Some(16);
-    let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
+    let mut cpu = CpuEngine::new(common::model(&p), p.chains, &p.init, p.seed);
     let mut gpu = gpu_engine(&p);
     // A few planted diverged chains in different superchains.
     for engine in [&mut cpu as &mut dyn Engine, &mut gpu] {

@@ -46,7 +46,7 @@ fn rate_chains_ok(paths: &[Vec<atmc_lab::math::Chain2>]) -> bool {
 #[test]
 fn explosion_grows_at_the_predicted_rate() {
     let p = toy("lesson-explosion");
-    let paths = runner::trajectories(&p, 64);
+    let paths = runner::trajectories(&crate::common::validated(&p), 64);
     let diverged = paths
         .iter()
         .filter(|path| path.len() <= p.steps as usize)
@@ -203,7 +203,7 @@ fn hyperbolic_momentum_bounds_the_update() {
     // Every step of the tracked hyperbolic chains moves θ by at most c·h per coordinate.
     let preset = c.column_preset(1);
     let limit = 1.0 * preset.sampler.h as f32 * 1.0001;
-    for path in runner::trajectories(&preset, 32) {
+    for path in runner::trajectories(&crate::common::validated(&preset), 32) {
         for w in path.windows(2) {
             for k in 0..2 {
                 let step = (w[1].theta[k] - w[0].theta[k]).abs();

@@ -360,7 +360,12 @@ fn a_diverged_chains_whole_history_is_left_out_of_the_statistics() {
     );
     let outcome = run(&preset);
     // The same run, replayed: states at every recorded step inside the window.
-    let mut engine = CpuEngine::new(preset.model(), preset.chains, &preset.init, preset.seed);
+    let mut engine = CpuEngine::new(
+        common::model(&preset),
+        preset.chains,
+        &preset.init,
+        preset.seed,
+    );
     let stats_from = preset.steps / 2;
     let mut snapshots = Vec::new();
     for step in (preset.record_every..=preset.steps).step_by(preset.record_every as usize) {
@@ -463,12 +468,17 @@ fn memory_is_bounded_for_any_run_length() {
     );
     let mut streamed = 0u32;
     let mut last_step = 0;
-    let outcome = runner::run_streaming(&preset, BackendChoice::Cpu, &mut |_| {}, &mut |row| {
-        streamed += 1;
-        assert_eq!(row.step, last_step + 1);
-        last_step = row.step;
-        Ok(())
-    })
+    let outcome = runner::run_streaming(
+        &common::validated(&preset),
+        BackendChoice::Cpu,
+        &mut |_| {},
+        &mut |row| {
+            streamed += 1;
+            assert_eq!(row.step, last_step + 1);
+            last_step = row.step;
+            Ok(())
+        },
+    )
     .unwrap();
     assert_eq!(streamed, 200_000);
     let series = &outcome.series;

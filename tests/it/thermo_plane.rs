@@ -84,7 +84,7 @@ fn sgd_with_momentum_has_the_known_variance_on_a_quadratic() {
         p.sampler.h = 0.5;
         p.sampler.sgd_momentum = mu;
         p.chains = 20_000;
-        let model = p.model();
+        let model = common::model(&p);
         let known = known_answer(
             SamplerKind::Sgd,
             &ScheduleSpec::Constant,
@@ -132,10 +132,15 @@ fn gpu_matches_cpu_for_sgd_with_momentum() {
         p.chains = 2000;
         p.sampler.h = 0.01;
         p.sampler.sgd_momentum = mu;
-        let mut cpu = CpuEngine::new(p.model(), p.chains, &p.init, p.seed);
-        let mut gpu =
-            GpuEngine::with_context(common::gpu().clone(), p.model(), p.chains, &p.init, p.seed)
-                .expect("engine");
+        let mut cpu = CpuEngine::new(common::model(&p), p.chains, &p.init, p.seed);
+        let mut gpu = GpuEngine::with_context(
+            common::gpu().clone(),
+            common::model(&p),
+            p.chains,
+            &p.init,
+            p.seed,
+        )
+        .expect("engine");
         cpu.advance(50, &[]).unwrap();
         gpu.advance(50, &[]).unwrap();
         let a = cpu.read_chains(0, p.chains).unwrap();

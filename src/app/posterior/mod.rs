@@ -582,14 +582,18 @@ impl View for PosteriorView {
             )));
         };
         let draws = &c.draws;
+        let applied = match self.applied.clone().validated() {
+            Ok(applied) => applied,
+            Err((_, message)) => return Some(Err(anyhow::anyhow!("{message}"))),
+        };
         let summary = serde_json::to_value(c.latest).unwrap_or_default();
         Some(
             draws
                 .write_zarr(
                     path,
-                    &self.applied.model(),
+                    &applied.model(),
                     c.superchains,
-                    &self.applied.to_ron(),
+                    &applied.to_ron(),
                     &summary,
                 )
                 .map(|committed| {

@@ -13,7 +13,7 @@ use crate::engine::{
     create_engine_reusing, gpu::GpuContext, read_alive_head,
 };
 use crate::math::{Chain2, Grid2, SamplerParams, Target};
-use crate::preset::{Change, Preset};
+use crate::preset::{Change, Preset, Validated};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -172,7 +172,7 @@ impl Session {
 }
 
 struct Worker<R: Fn()> {
-    preset: Preset,
+    preset: Validated<Preset>,
     backend: BackendChoice,
     device: Option<GpuContext>,
     engine: Option<Box<dyn Engine>>,
@@ -215,6 +215,17 @@ impl<R: Fn()> Worker<R> {
         latest: Arc<Latest<Snapshot>>,
         repaint: R,
     ) -> Self {
+        // The app sends checked presets; one that fails its checks all the same is refused
+        // with a notice instead of being run, and the lab opens on the default.
+        let (preset, refused) = match preset.validated() {
+            Ok(preset) => (preset, None),
+            Err((_, message)) => (
+                Preset::default_preset()
+                    .validated()
+                    .unwrap_or_else(|(_, m)| unreachable!("the shipped default is valid: {m}")),
+                Some(format!("the preset was not run: {message}")),
+            ),
+        };
         let target = preset.model().target;
         let truth = Truth::new(&target);
         let (target_for_monitor, chains, superchains) =
@@ -250,6 +261,9 @@ impl<R: Fn()> Worker<R> {
             convergence: None,
         };
         w.allocate();
+        if refused.is_some() {
+            w.notice = refused;
+        }
         w
     }
 
@@ -313,6 +327,13 @@ impl<R: Fn()> Worker<R> {
 
     /// Carries out what [`Preset::change_from`] decided.
     fn apply_preset(&mut self, preset: Preset, restart: bool) {
+        let preset = match preset.validated() {
+            Ok(preset) => preset,
+            Err((_, message)) => {
+                self.notice = Some(format!("the edit was not applied: {message}"));
+                return;
+            }
+        };
         let mut change = preset.change_from(&self.preset);
         if restart {
             change = change.max(Change::Restart);

@@ -846,7 +846,8 @@ mod tests {
             sigma2: 1.0,
             rho: 0.0,
         }
-        .build();
+        .build()
+        .unwrap();
         let noise = NoiseSpec::Isotropic { sigma: 1.0 };
         // SGD at η = 1 on λ = 1 with σ = 1: T = ησ²/(2 − ηλ) = 1, the law of the draws.
         let known = known_answer(

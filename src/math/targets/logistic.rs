@@ -312,7 +312,8 @@ mod tests {
 
     #[test]
     fn full_batch_gradient_and_unbiased_minibatch() {
-        let Target::Logistic(mut l) = TargetSpec::from_name("logistic").unwrap().build() else {
+        let Target::Logistic(mut l) = TargetSpec::from_name("logistic").unwrap().build().unwrap()
+        else {
             unreachable!()
         };
         let w = [0.8f64, -0.4];

@@ -391,7 +391,7 @@ mod tests {
     fn all_targets() -> Vec<Target> {
         TARGET_NAMES
             .iter()
-            .map(|(n, _)| TargetSpec::from_name(n).unwrap().build())
+            .map(|(n, _)| TargetSpec::from_name(n).unwrap().build().unwrap())
             .collect()
     }
 

@@ -285,7 +285,7 @@ impl TargetSpec {
     /// logistic posterior costs a quadrature over all its data, which the run pays once).
     pub fn check(&self) -> Result<(), String> {
         match self {
-            TargetSpec::Expression { .. } => self.try_build().map(|_| ()),
+            TargetSpec::Expression { .. } => self.build().map(|_| ()),
             _ => Ok(()),
         }
     }
@@ -299,9 +299,12 @@ impl TargetSpec {
         }
     }
 
-    /// [`Self::build`], or why an expression target cannot be built.
-    pub fn try_build(&self) -> Result<Target, String> {
-        match self {
+    /// Builds the runtime target (generates the data set of data-based targets), or says why
+    /// an expression target cannot be built: the one family whose check is more than its
+    /// numbers' ranges. A preset's model is built from a `preset::Validated` preset, whose
+    /// target has passed [`Self::check`].
+    pub fn build(&self) -> Result<Target, String> {
+        Ok(match self {
             TargetSpec::Expression {
                 energy,
                 parameters,
@@ -309,39 +312,28 @@ impl TargetSpec {
                 ranges,
             } => {
                 check_slider_ranges(parameters, ranges)?;
-                Ok(Target::Expression(crate::math::expr::ExprTarget::cached(
+                Target::Expression(crate::math::expr::ExprTarget::cached(
                     energy, parameters, *bounds,
-                )?))
+                )?)
             }
-            _ => Ok(self.build()),
-        }
-    }
-
-    /// Builds the runtime target (generates the data set of data-based targets). An
-    /// expression target must have passed [`Self::check`] (presets check on loading).
-    pub fn build(&self) -> Target {
-        match *self {
-            TargetSpec::Expression { .. } => self
-                .try_build()
-                .unwrap_or_else(|m| panic!("an unchecked expression target: {m}")),
-            TargetSpec::Gaussian {
+            &TargetSpec::Gaussian {
                 mean,
                 sigma1,
                 sigma2,
                 rho,
             } => Target::Gaussian(Gaussian::new(mean, sigma1, sigma2, rho)),
-            TargetSpec::Banana { a, b, s } => Target::Banana(Banana { a, b, s }),
-            TargetSpec::Donut { radius, width } => Target::Donut(Donut { radius, width }),
-            TargetSpec::Gmm25 { spacing, variance } => Target::Gmm25(Gmm25 { spacing, variance }),
-            TargetSpec::Funnel { sigma_v } => Target::Funnel(Funnel { sigma_v }),
-            TargetSpec::DoubleWell {
+            &TargetSpec::Banana { a, b, s } => Target::Banana(Banana { a, b, s }),
+            &TargetSpec::Donut { radius, width } => Target::Donut(Donut { radius, width }),
+            &TargetSpec::Gmm25 { spacing, variance } => Target::Gmm25(Gmm25 { spacing, variance }),
+            &TargetSpec::Funnel { sigma_v } => Target::Funnel(Funnel { sigma_v }),
+            &TargetSpec::DoubleWell {
                 separation,
                 barrier,
             } => Target::DoubleWell(DoubleWell {
                 separation,
                 barrier,
             }),
-            TargetSpec::Logistic {
+            &TargetSpec::Logistic {
                 data_points,
                 batch_size,
                 true_weights,
@@ -354,7 +346,7 @@ impl TargetSpec {
                 prior_scale,
                 data_seed,
             )),
-        }
+        })
     }
 
     /// The continuous parameters a slider may set, each with its value: the family's own

@@ -57,7 +57,7 @@ fn measure_plane(
     backend: BackendChoice,
     progress: &mut dyn FnMut(u32),
 ) -> anyhow::Result<ThermoPoint> {
-    let model = preset.model();
+    let model = super::validated(preset.clone())?.model();
     let target = model.target.clone();
     let (mut engine, _) = create_engine(backend, model, preset.chains, &preset.init, preset.seed)?;
     let loss = |t: [f64; 2]| target.neg_log_density(t);

@@ -184,3 +184,22 @@ pub fn last_json(out: &Output) -> serde_json::Value {
     let line = stdout.lines().last().expect("stdout has a line");
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
 }
+
+/// The runtime model of a test's preset, checked first (what the app and the runner do).
+pub fn model(preset: &atmc_lab::preset::Preset) -> atmc_lab::math::Model {
+    preset
+        .clone()
+        .validated()
+        .unwrap_or_else(|(field, m)| panic!("the test's preset: {field}: {m}"))
+        .model()
+}
+
+/// A test's preset, checked (what the runner takes).
+pub fn validated(
+    preset: &atmc_lab::preset::Preset,
+) -> atmc_lab::preset::Validated<atmc_lab::preset::Preset> {
+    preset
+        .clone()
+        .validated()
+        .unwrap_or_else(|(field, m)| panic!("the test's preset: {field}: {m}"))
+}
