@@ -322,7 +322,7 @@ fn init_controls(ui: &mut Ui, p: &mut Preset) {
     slider(
         ui,
         &mut init.scale,
-        ranges::INIT_SCALE,
+        const { field_range("init.scale") },
         0.01,
         20.0,
         true,
@@ -407,6 +407,13 @@ fn model_controls(ui: &mut Ui, p: &mut Preset, hidden: &[ControlGroup]) -> bool 
     save
 }
 
+/// The range of the field at `path` of a 2-D preset (an MLP preset's sampler and schedule
+/// have the same), from the table that the command line's flags and the sweeps' axes are
+/// checked against. Called in a `const` block, a path the table lacks does not compile.
+pub(crate) const fn field_range(path: &str) -> ranges::Range {
+    crate::preset::fields::range(crate::preset::fields::Kind::Toy, path)
+}
+
 /// Every parameter of the sampler, ATMC's printed switches included.
 pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
     egui::ComboBox::from_label("sampler")
@@ -421,12 +428,13 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
     } else {
         "step size h"
     };
-    slider(ui, &mut s.h, ranges::STEP_SIZE, 1e-4, 1.0, true, h_label);
+    let h_range = const { field_range("sampler.h") };
+    slider(ui, &mut s.h, h_range, 1e-4, 1.0, true, h_label);
     if s.kind != SamplerKind::Sgd {
         slider(
             ui,
             &mut s.temperature,
-            ranges::TEMPERATURE,
+            const { field_range("sampler.temperature") },
             0.0,
             5.0,
             false,
@@ -434,20 +442,22 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
         );
     }
     if s.kind.has_momentum() {
-        slider(ui, &mut s.mass, ranges::MASS, 0.01, 100.0, true, "mass m");
+        let mass_range = const { field_range("sampler.mass") };
+        slider(ui, &mut s.mass, mass_range, 0.01, 100.0, true, "mass m");
     }
     match s.kind {
         SamplerKind::Atmc => {
             slider(
                 ui,
                 &mut s.friction_floor,
-                ranges::FRICTION_FLOOR,
+                const { field_range("sampler.friction_floor") },
                 0.0,
                 100.0,
                 true,
                 "friction floor D",
             );
-            bounded(ui, &mut s.friction_sign, -1.0..=1.0, |s| {
+            let sign = const { field_range("sampler.friction_sign") };
+            bounded(ui, &mut s.friction_sign, sign.min..=sign.max, |s| {
                 s.text("friction sign φ").step_by(0.05)
             })
             .on_hover_text(
@@ -480,7 +490,8 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
             });
             match (&mut s.kinetic, hyperbolic) {
                 (Kinetic::Hyperbolic { c }, true) => {
-                    slider(ui, c, ranges::SPEED, 0.01, 100.0, true, "speed limit c");
+                    let speed = const { field_range("sampler.kinetic.c") };
+                    slider(ui, c, speed, 0.01, 100.0, true, "speed limit c");
                     ui.small(
                         "Hyperbolic K: the OU step freezes s = √(1 + p²/(m²c²)), an approximation.",
                     );
@@ -517,7 +528,7 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
             slider(
                 ui,
                 &mut s.sghmc_friction,
-                ranges::FRICTION,
+                const { field_range("sampler.sghmc_friction") },
                 0.0,
                 50.0,
                 false,
@@ -526,7 +537,7 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
             slider(
                 ui,
                 &mut s.sghmc_noise_estimate,
-                ranges::FRICTION,
+                const { field_range("sampler.sghmc_noise_estimate") },
                 0.0,
                 50.0,
                 false,
@@ -544,7 +555,7 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
             slider(
                 ui,
                 &mut s.sgnht_diffusion,
-                ranges::FRICTION,
+                const { field_range("sampler.sgnht_diffusion") },
                 0.0,
                 50.0,
                 false,
@@ -559,7 +570,7 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
             slider(
                 ui,
                 &mut s.sgd_momentum,
-                ranges::MOMENTUM,
+                const { field_range("sampler.sgd_momentum") },
                 0.0,
                 0.99,
                 false,
@@ -679,15 +690,20 @@ fn noise_controls(ui: &mut Ui, n: &mut NoiseSpec) {
     match n {
         NoiseSpec::None => {}
         NoiseSpec::Isotropic { sigma } => {
-            slider(ui, sigma, ranges::NOISE_SIGMA, 0.0, 100.0, false, "σ");
+            let range = const { field_range("noise.sigma") };
+            slider(ui, sigma, range, 0.0, 100.0, false, "σ");
         }
         NoiseSpec::Anisotropic { sigma1, sigma2 } => {
-            slider(ui, sigma1, ranges::NOISE_SIGMA, 0.0, 100.0, false, "σ₁");
-            slider(ui, sigma2, ranges::NOISE_SIGMA, 0.0, 100.0, false, "σ₂");
+            let range = const { field_range("noise.sigma1") };
+            slider(ui, sigma1, range, 0.0, 100.0, false, "σ₁");
+            let range = const { field_range("noise.sigma2") };
+            slider(ui, sigma2, range, 0.0, 100.0, false, "σ₂");
         }
         NoiseSpec::StateDependent { sigma, kappa } => {
-            slider(ui, sigma, ranges::NOISE_SIGMA, 0.0, 100.0, false, "σ");
-            slider(ui, kappa, ranges::NOISE_KAPPA, 0.0, 10.0, false, "κ");
+            let range = const { field_range("noise.sigma") };
+            slider(ui, sigma, range, 0.0, 100.0, false, "σ");
+            let range = const { field_range("noise.kappa") };
+            slider(ui, kappa, range, 0.0, 10.0, false, "κ");
             ui.small("σ(θ) = σ(1 + κ|θ|) breaks ATMC's constant-noise assumption.");
         }
     }
@@ -729,7 +745,7 @@ pub fn schedule_controls(ui: &mut Ui, s: &mut ScheduleSpec, steps: u32) {
             if slider(
                 ui,
                 &mut f,
-                ranges::FRACTION,
+                const { field_range("schedule.explore_fraction") },
                 0.0,
                 1.0,
                 false,

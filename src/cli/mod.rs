@@ -23,11 +23,11 @@ mod train;
 mod truth_progress;
 
 use crate::engine::BackendChoice;
+use crate::math::ranges::Range;
 use crate::math::ranges::short_text;
-use crate::math::targets::TARGET_NAMES;
-use crate::math::{NoiseMass, ranges::Range};
-use crate::math::{NoiseSpec, SamplerKind, SamplerSpec, TargetSpec, XiUpdate, ranges};
-use crate::preset::{AnyPreset, MlpPreset, Overrides, Preset, SHIPPED};
+use crate::math::{NoiseMass, XiUpdate};
+use crate::preset::fields::{self, Number, Overrides};
+use crate::preset::{AnyPreset, MlpPreset, Preset, SHIPPED};
 use crate::runner;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -174,32 +174,35 @@ struct RunArgs {
     /// preset and no --energy, changes the preset's parameter.
     #[arg(long = "param", value_name = "NAME=VALUE")]
     params: Vec<String>,
-    /// Number of chains.
+    // The numeric flags are shorthands for dotted paths of the preset (`--h` sets
+    // `sampler.h`), checked against their ranges in `preset::fields`, as a sweep's axes are.
+    /// Number of chains (`chains`; networks of an MLP preset).
     #[arg(long, value_parser = whole::<u32>)]
     chains: Option<u32>,
-    /// Number of steps.
+    /// Number of steps (`steps`).
     #[arg(long, value_parser = whole::<u32>)]
     steps: Option<u32>,
-    /// Seed.
+    /// Seed (`seed`).
     #[arg(long, value_parser = whole::<u64>)]
     seed: Option<u64>,
-    /// Step size h.
-    #[arg(long)]
+    /// Step size h (`sampler.h`; a sphere preset's learning rate η).
+    #[arg(long, value_parser = flag_number("--h"))]
     h: Option<f64>,
-    /// ATMC friction floor D.
-    #[arg(long = "D", value_parser = in_range(ranges::FRICTION_FLOOR))]
+    /// ATMC friction floor D (`sampler.friction_floor`).
+    #[arg(long = "D", value_parser = flag_number("--D"))]
     friction_floor: Option<f64>,
-    /// Mass m.
-    #[arg(long, value_parser = in_range(ranges::MASS))]
+    /// Mass m (`sampler.mass`).
+    #[arg(long, value_parser = flag_number("--m"))]
     m: Option<f64>,
-    /// Temperature T.
-    #[arg(long, value_parser = in_range(ranges::TEMPERATURE))]
+    /// Temperature T (`sampler.temperature`).
+    #[arg(long, value_parser = flag_number("--temperature"))]
     temperature: Option<f64>,
-    /// Isotropic gradient noise σ (0 switches the synthetic noise off).
-    #[arg(long, value_parser = in_range(ranges::NOISE_SIGMA))]
+    /// Isotropic gradient noise σ (0 switches the synthetic noise off; σ has
+    /// `noise.sigma`'s range).
+    #[arg(long, value_parser = flag_number("--noise"))]
     noise: Option<f64>,
-    /// ATMC friction sign φ in [−1, 1]: +1 correct, −1 as printed.
-    #[arg(long, value_parser = friction_sign)]
+    /// ATMC friction sign φ in [−1, 1]: +1 correct, −1 as printed (`sampler.friction_sign`).
+    #[arg(long, value_parser = flag_number("--friction-sign"))]
     friction_sign: Option<f64>,
     /// ATMC thermostat update.
     #[arg(long, value_enum)]
@@ -207,8 +210,8 @@ struct RunArgs {
     /// ATMC noise mass factor.
     #[arg(long, value_enum)]
     noise_mass: Option<NoiseMassArg>,
-    /// SGD's heavy-ball momentum μ in [0, 0.999] (0: plain SGD).
-    #[arg(long, value_parser = in_range(ranges::MOMENTUM))]
+    /// SGD's heavy-ball momentum μ in [0, 0.999] (0: plain SGD; `sampler.sgd_momentum`).
+    #[arg(long, value_parser = flag_number("--sgd-momentum"))]
     sgd_momentum: Option<f64>,
     /// Backend.
     #[arg(long, value_enum, default_value = "auto")]
@@ -347,15 +350,13 @@ fn whole<T: Whole>(text: &str) -> Result<T, String> {
     })
 }
 
-/// The value parser of `--friction-sign`: a number in [−1, 1].
-fn friction_sign(text: &str) -> Result<f64, String> {
-    let v: f64 = text.trim().parse().map_err(|_| {
-        format!(
-            "--friction-sign '{text}' is not a number: use +1 (correct), -1 (as printed) or a \
-             value in [-1, 1]"
-        )
-    })?;
-    ranges::FRICTION_SIGN.check(v)
+/// The value parser of a numeric flag of `run`: any number (its range depends on the kind of
+/// preset, checked with the preset in `preset::fields`); a text that is no number is refused
+/// naming what the flag allows.
+fn flag_number(
+    flag: &'static str,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |text| fields::parse_flag(flag, text)
 }
 
 /// The command line of every command, with negative numbers taken as values everywhere: `--h
@@ -574,36 +575,50 @@ fn load_preset(path: &str) -> Result<AnyPreset, Failure> {
 }
 
 impl RunArgs {
-    /// Whether any sampler option other than the step size was given.
-    fn sampler_options_given(&self) -> bool {
-        self.sampler.is_some()
-            || self.friction_floor.is_some()
-            || self.m.is_some()
-            || self.temperature.is_some()
-            || self.friction_sign.is_some()
-            || self.xi_update.is_some()
-            || self.noise_mass.is_some()
-            || self.sgd_momentum.is_some()
+    /// What the flags set on the preset: each numeric flag as an assignment of the dotted
+    /// path it is the shorthand of, the other options as they are.
+    fn overrides(&self) -> Overrides {
+        let mut overrides = Overrides {
+            sampler: self.sampler.clone(),
+            target: self.target.clone(),
+            energy: self.energy.clone(),
+            params: self.params.clone(),
+            xi_update: self.xi_update.map(Into::into),
+            noise_mass: self.noise_mass.map(Into::into),
+            ..Overrides::default()
+        };
+        let real = |v: Option<f64>| v.map(Number::Real);
+        for (flag, value) in [
+            ("--chains", self.chains.map(Number::from)),
+            ("--steps", self.steps.map(Number::from)),
+            ("--seed", self.seed.map(Number::from)),
+            ("--h", real(self.h)),
+            ("--D", real(self.friction_floor)),
+            ("--m", real(self.m)),
+            ("--temperature", real(self.temperature)),
+            ("--friction-sign", real(self.friction_sign)),
+            ("--sgd-momentum", real(self.sgd_momentum)),
+            ("--noise", real(self.noise)),
+        ] {
+            overrides.flag(flag, value);
+        }
+        overrides
     }
 
-    /// The chains, steps and seed asked for.
-    fn overrides(&self) -> Overrides {
-        Overrides {
-            chains: self.chains,
-            steps: self.steps,
-            seed: self.seed,
+    /// The preset to run: loaded, with the flags set through `preset::fields` (the path a
+    /// sweep's values take), checked as a whole.
+    fn preset(&self) -> Result<AnyPreset, Failure> {
+        let loaded = load_preset(&self.preset)?;
+        if self.csv.is_some() && matches!(loaded, AnyPreset::Sphere(_)) {
+            return Err(Failure::usage(fields::sphere_options()));
         }
+        self.overrides().apply(&loaded).map_err(Failure::usage)
     }
 }
 
 fn run(args: RunArgs) -> Result<(), Failure> {
-    let mut preset = load_preset(&args.preset)?;
-    args.overrides()
-        .apply(&mut preset)
-        .map_err(Failure::usage)?;
-    match preset {
-        AnyPreset::Toy(mut preset) => {
-            apply_overrides(&mut preset, &args)?;
+    match args.preset()? {
+        AnyPreset::Toy(preset) => {
             let draws = args.draws.as_ref().map(|dir| {
                 (
                     dir.clone(),
@@ -619,23 +634,11 @@ fn run(args: RunArgs) -> Result<(), Failure> {
             "--draws exports the chains of a 2-D preset; MLP, comparison and sphere presets \
              have no draws to export",
         )),
-        AnyPreset::Mlp(mut preset) => {
-            apply_mlp_overrides(&mut preset, &args)?;
-            execute_mlp(preset, args.backend, args.csv.as_deref())
-        }
-        AnyPreset::Comparison(mut comparison) => {
-            if args.h.is_some() || args.sampler_options_given() {
-                return Err(Failure::usage(
-                    "sampler options belong to one column of a comparison: edit its file",
-                ));
-            }
-            apply_overrides(&mut comparison.base, &args)?;
+        AnyPreset::Mlp(preset) => execute_mlp(preset, args.backend, args.csv.as_deref()),
+        AnyPreset::Comparison(comparison) => {
             execute_comparison(comparison, args.backend, args.csv.as_deref())
         }
-        AnyPreset::Sphere(mut preset) => {
-            apply_sphere_overrides(&mut preset, &args)?;
-            execute_sphere(&preset)
-        }
+        AnyPreset::Sphere(preset) => execute_sphere(&preset),
     }
 }
 
@@ -649,28 +652,6 @@ fn execute_sphere(preset: &crate::preset::sphere::SpherePreset) -> Result<(), Fa
     )?;
     bar.finish_and_clear();
     print_json(&point)
-}
-
-fn apply_sphere_overrides(
-    preset: &mut crate::preset::sphere::SpherePreset,
-    args: &RunArgs,
-) -> Result<(), Failure> {
-    if args.target.is_some()
-        || args.energy.is_some()
-        || !args.params.is_empty()
-        || args.noise.is_some()
-        || args.csv.is_some()
-        || args.sampler_options_given()
-    {
-        return Err(Failure::usage(
-            "a sphere preset takes --h, --chains, --steps and --seed (projected SGD has no \
-             other option on the command line; edit the file for momentum and batch)",
-        ));
-    }
-    if let Some(v) = args.h {
-        preset.sampler.h = ranges::SPHERE_STEP_SIZE.check(v).map_err(Failure::usage)?;
-    }
-    Ok(())
 }
 
 fn execute_comparison(
@@ -716,126 +697,6 @@ fn execute_comparison(
             .map(|(label, o)| serde_json::json!({ "label": label, "summary": o.summary }))
             .collect::<Vec<_>>(),
     }))
-}
-
-fn apply_mlp_overrides(preset: &mut MlpPreset, args: &RunArgs) -> Result<(), Failure> {
-    if args.target.is_some()
-        || args.energy.is_some()
-        || !args.params.is_empty()
-        || args.noise.is_some()
-    {
-        return Err(Failure::usage(
-            "--target, --energy, --param and --noise belong to 2-D presets: an MLP preset's posterior is its \
-             network and data set, and its gradient noise comes from real minibatches",
-        ));
-    }
-    apply_sampler_overrides(&mut preset.sampler, args)?;
-    preset
-        .validate()
-        .map_err(|(_, message)| Failure::usage(message))
-}
-
-/// The sampler options of `run`, shared by both kinds of preset (the numbers were checked
-/// against their ranges by their parsers, but for the step size: a sphere's has its own).
-fn apply_sampler_overrides(s: &mut SamplerSpec, args: &RunArgs) -> Result<(), Failure> {
-    if let Some(name) = &args.sampler {
-        let kind = SamplerKind::from_name(name).ok_or_else(|| {
-            let names: Vec<_> = SamplerKind::ALL.iter().map(|(_, n)| *n).collect();
-            Failure::usage(format!(
-                "unknown sampler '{}': choose one of {}",
-                short_text(name),
-                names.join(", ")
-            ))
-        })?;
-        s.kind = kind;
-    }
-    if let Some(v) = args.h {
-        s.h = ranges::STEP_SIZE.check(v).map_err(Failure::usage)?;
-    }
-    s.friction_floor = args.friction_floor.unwrap_or(s.friction_floor);
-    s.mass = args.m.unwrap_or(s.mass);
-    s.temperature = args.temperature.unwrap_or(s.temperature);
-    s.friction_sign = args.friction_sign.unwrap_or(s.friction_sign);
-    if let Some(v) = args.xi_update {
-        s.xi_update = v.into();
-    }
-    if let Some(v) = args.noise_mass {
-        s.noise_mass = v.into();
-    }
-    s.sgd_momentum = args.sgd_momentum.unwrap_or(s.sgd_momentum);
-    Ok(())
-}
-
-/// `--energy` and `--param`: a typed energy as the target, or new values for the parameters
-/// of the preset's. Checked (compiled, finite, normalisable) by the preset's validation.
-fn apply_energy_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Failure> {
-    if let Some(energy) = &args.energy {
-        preset.target = TargetSpec::Expression {
-            energy: energy.clone(),
-            parameters: Default::default(),
-            bounds: None,
-            ranges: Default::default(),
-        };
-    }
-    if args.params.is_empty() {
-        return Ok(());
-    }
-    let TargetSpec::Expression { parameters, .. } = &mut preset.target else {
-        return Err(Failure::usage(
-            "--param sets a parameter of a typed energy: give --energy or an expression preset",
-        ));
-    };
-    for given in &args.params {
-        let item = short_text(given);
-        let (name, value) = given
-            .split_once('=')
-            .ok_or_else(|| Failure::usage(format!("--param {item}: write NAME=VALUE")))?;
-        let value: f64 = value.trim().parse().map_err(|_| {
-            Failure::usage(format!(
-                "--param {item}: '{}' is not a number",
-                short_text(value)
-            ))
-        })?;
-        if args.energy.is_none() && !parameters.contains_key(name.trim()) {
-            let known: Vec<&str> = parameters.keys().map(String::as_str).collect();
-            return Err(Failure::usage(format!(
-                "--param {item}: the preset's energy has no parameter '{}' (it has: {})",
-                short_text(name.trim()),
-                if known.is_empty() {
-                    "none".to_owned()
-                } else {
-                    known.join(", ")
-                }
-            )));
-        }
-        parameters.insert(name.trim().to_owned(), value);
-    }
-    Ok(())
-}
-
-fn apply_overrides(preset: &mut Preset, args: &RunArgs) -> Result<(), Failure> {
-    apply_sampler_overrides(&mut preset.sampler, args)?;
-    if let Some(name) = &args.target {
-        preset.target = TargetSpec::from_name(name).ok_or_else(|| {
-            let names: Vec<_> = TARGET_NAMES.iter().map(|(n, _)| *n).collect();
-            Failure::usage(format!(
-                "unknown target '{}': choose one of {}",
-                short_text(name),
-                names.join(", ")
-            ))
-        })?;
-    }
-    apply_energy_overrides(preset, args)?;
-    if let Some(sigma) = args.noise {
-        preset.noise = if sigma == 0.0 {
-            NoiseSpec::None
-        } else {
-            NoiseSpec::Isotropic { sigma }
-        };
-    }
-    preset
-        .validate()
-        .map_err(|(_, message)| Failure::usage(message))
 }
 
 fn execute(
@@ -1021,4 +882,140 @@ fn execute_mlp(
         s.timings.chain_gradients_per_s
     );
     print_json(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preset::fields::{FIELDS, ends, example_with, just_outside};
+    use crate::preset::sweep_file::Sweep;
+    use std::path::Path;
+
+    /// `run PRESET FLAG VALUE` up to the preset it would run: the flag's refusal (by its
+    /// parser or by the preset's fields) or the preset.
+    fn run_preset(preset: &str, flag: &str, value: &str) -> Result<AnyPreset, String> {
+        let matches = command()
+            .try_get_matches_from(["atmc-lab", "run", preset, &format!("{flag}={value}")])
+            .map_err(|e| format!("parser: {e}"))?;
+        let Some(Command::Run(args)) = Cli::from_arg_matches(&matches).unwrap().command else {
+            panic!("a run command")
+        };
+        args.preset().map_err(|f| {
+            assert_eq!(f.code, 2, "{}", f.message);
+            f.message
+        })
+    }
+
+    /// A value as a flag's text: whole numbers as integers, others exactly (`{:e}` parses back
+    /// to the same `f64`).
+    fn text(v: f64, whole: bool) -> String {
+        if whole && v >= 0.0 && v < u64::MAX as f64 {
+            format!("{}", v as u64)
+        } else if whole && v < 0.0 {
+            format!("{}", v as i64)
+        } else {
+            format!("{v:e}")
+        }
+    }
+
+    /// Every field of the table, on every kind of preset that has it: the value just outside
+    /// its range is refused with the same message by its flag (`run --h`), by a sweep's axis
+    /// on its path and by `fields::set`, and the range's ends are taken by all three. A flag
+    /// whose type cannot hold the value (a seed of -1) is refused by its parser.
+    #[test]
+    fn a_flag_a_sweep_axis_and_set_refuse_the_same_values_alike() {
+        let dir = std::env::temp_dir().join(format!("atmc-lab-fields-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut checked = 0;
+        for (n, field) in FIELDS.iter().enumerate() {
+            for &kind in field.kinds {
+                let base = example_with(kind, field);
+                let file = dir.join(format!("base-{n}-{}.ron", kind.name()));
+                let ron = match &base {
+                    AnyPreset::Toy(p) => p.to_ron(),
+                    AnyPreset::Mlp(p) => p.to_ron(),
+                    AnyPreset::Sphere(p) => p.to_ron(),
+                    AnyPreset::Comparison(p) => p.to_ron(),
+                };
+                std::fs::write(&file, ron).unwrap();
+                let path = file.to_str().unwrap();
+                let sweep = |v: f64| {
+                    let text = format!(
+                        "Sweep(base: \"{path}\", axes: [(field: \"{}\", values: List([{v:e}]))])",
+                        field.path
+                    );
+                    Sweep::parse(&text, "s.ron", Path::new(".")).map_err(|e| e.message)
+                };
+                for v in just_outside(field) {
+                    let expected = fields::check(kind, field.path, Number::Real(v)).unwrap_err();
+                    let by_set = fields::set(&base, &[(field.path, Number::Real(v))], None);
+                    assert_eq!(by_set.unwrap_err(), expected);
+                    let by_sweep = sweep(v).unwrap_err();
+                    assert!(by_sweep.ends_with(&expected), "{by_sweep} / {expected}");
+                    if let Some(flag) = field.flag {
+                        let by_flag = run_preset(path, flag, &text(v, field.whole)).unwrap_err();
+                        let fits = match flag {
+                            "--chains" | "--steps" => v >= 0.0 && v <= f64::from(u32::MAX),
+                            "--seed" => v >= 0.0 && v < u64::MAX as f64,
+                            _ => true,
+                        };
+                        if fits {
+                            assert_eq!(by_flag, expected, "{flag} {v}");
+                        } else {
+                            assert!(by_flag.starts_with("parser: "), "{flag} {v}: {by_flag}");
+                        }
+                    }
+                    checked += 1;
+                }
+                for v in ends(field) {
+                    let at = |e: String| format!("{} = {v} on {}: {e}", field.path, kind.name());
+                    fields::set(&base, &[(field.path, Number::Real(v))], None)
+                        .unwrap_or_else(|e| panic!("{}", at(e)));
+                    sweep(v).unwrap_or_else(|e| panic!("{}", at(e)));
+                    if let Some(flag) = field.flag {
+                        let value = if flag == "--seed" && v >= u64::MAX as f64 {
+                            u64::MAX.to_string()
+                        } else {
+                            text(v, field.whole)
+                        };
+                        run_preset(path, flag, &value).unwrap_or_else(|e| panic!("{}", at(e)));
+                    }
+                }
+            }
+        }
+        assert!(checked >= 2 * FIELDS.len(), "{checked}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A sphere's sweep axis out of its range is refused as its `--h` is (the sphere's own
+    /// learning-rate range, not the 2-D step size's), and a sphere point is validated.
+    #[test]
+    fn a_sphere_axis_is_checked_against_the_spheres_range() {
+        let text =
+            "Sweep(base: \"sphere-op\", axes: [(field: \"sampler.h\", values: List([20.0]))])";
+        let e = Sweep::parse(text, "s.ron", Path::new(".")).unwrap_err();
+        assert!(
+            e.message.ends_with(
+                "sampler.h (--h): learning rate η = 20 is out of range: allowed (0, 10]"
+            ),
+            "{e}"
+        );
+        let e = run_preset("sphere-op", "--h", "20").unwrap_err();
+        assert_eq!(
+            e,
+            "sampler.h (--h): learning rate η = 20 is out of range: allowed (0, 10]"
+        );
+        let e = run_preset("sphere-op", "--m", "2").unwrap_err();
+        assert!(e.starts_with("a sphere preset takes --h, --chains"), "{e}");
+        let e = run_preset("two-moons", "--chains", "65537").unwrap_err();
+        assert!(
+            e.contains("networks = 65537") && e.contains("[1, 65536]"),
+            "{e}"
+        );
+        let e = run_preset("default", "--m", "heavy").unwrap_err();
+        assert!(
+            e.contains("mass m = 'heavy' is not a number: allowed [1e-4, 10000] (sampler.mass)"),
+            "{e}"
+        );
+    }
 }

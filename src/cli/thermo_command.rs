@@ -9,8 +9,9 @@ use crate::diagnostics::thermodynamics::{
     DEFAULT_SLOPE_WINDOW, SLOPE_WINDOWS, VARIANT_DIVISORS, VARIANT_K,
 };
 use crate::math::ranges::{THERMO_LR, THERMO_POINTS, short_fixed};
+use crate::preset::AnyPreset;
+use crate::preset::fields::{self, Number};
 use crate::preset::sweep_file::Sweep;
-use crate::preset::{AnyPreset, Overrides};
 use crate::sweep::thermo_table::TableOptions;
 use crate::sweep::{self, Shard};
 use std::path::{Path, PathBuf};
@@ -113,21 +114,19 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
             "--lr-min {lo} must be below --lr-max {hi}"
         )));
     }
-    let mut preset = AnyPreset::load(name).map_err(|e| Failure::usage(e.to_string()))?;
+    let preset = AnyPreset::load(name).map_err(|e| Failure::usage(e.to_string()))?;
     if let AnyPreset::Comparison(_) = preset {
         return Err(Failure::usage(format!(
             "{name}: the thermodynamics lab takes a 2-D, sphere or MLP preset, not a comparison"
         )));
     }
-    // Checked here, against the preset's kind (an MLP preset's chains are networks); the
-    // sweep file sets them on every point.
-    Overrides {
-        chains: args.chains,
-        steps: args.steps,
-        seed: None,
-    }
-    .apply(&mut preset)
-    .map_err(Failure::usage)?;
+    // Checked here, against the preset's kind (an MLP preset's chains are networks), by the
+    // path `run --chains` takes; the sweep file sets them on every point.
+    let given: Vec<(&str, Number)> = [("chains", args.chains), ("steps", args.steps)]
+        .into_iter()
+        .filter_map(|(path, v)| Some((path, Number::from(v?))))
+        .collect();
+    fields::set(&preset, &given, None).map_err(Failure::usage)?;
     // A relative preset path is read from the sweep file's folder: make it absolute.
     let base = if Path::new(name).exists() {
         std::fs::canonicalize(name)

@@ -8,6 +8,7 @@
 //! 4 MB) and data files within [`crate::fsutil::DATA_FILES`]' (64 MB), as regular files only.
 
 pub mod data;
+pub mod fields;
 pub mod mlp;
 pub mod sphere;
 pub mod story;
@@ -878,50 +879,9 @@ impl From<Comparison> for AnyPreset {
     }
 }
 
-/// The chains, steps and seed set on a preset of any kind from outside its file: by the
-/// command line (`run --chains --steps --seed`, `thermo --chains --steps`) or by the app (a
-/// sweep's point opened live takes the point's seed). A comparison's are its base's; an MLP
-/// preset's chains are networks, with their own range.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Overrides {
-    /// Chains (networks of an MLP preset).
-    pub chains: Option<u32>,
-    /// Steps.
-    pub steps: Option<u32>,
-    /// Seed.
-    pub seed: Option<u64>,
-}
-
-impl Overrides {
-    /// Sets the values given on `preset`. A value out of its range is refused with a message
-    /// naming the value and the allowed range, and then nothing is changed.
-    pub fn apply(&self, preset: &mut AnyPreset) -> Result<(), String> {
-        let chains_range = match preset {
-            AnyPreset::Mlp(_) => ranges::MLP_CHAINS,
-            _ => ranges::CHAINS,
-        };
-        if let Some(c) = self.chains {
-            chains_range.check(f64::from(c))?;
-        }
-        if let Some(s) = self.steps {
-            ranges::STEPS.check(f64::from(s))?;
-        }
-        let (chains, steps, seed) = match preset {
-            AnyPreset::Toy(p) => (&mut p.chains, &mut p.steps, &mut p.seed),
-            AnyPreset::Mlp(p) => (&mut p.chains, &mut p.steps, &mut p.seed),
-            AnyPreset::Sphere(p) => (&mut p.chains, &mut p.steps, &mut p.seed),
-            AnyPreset::Comparison(c) => (&mut c.base.chains, &mut c.base.steps, &mut c.base.seed),
-        };
-        *chains = self.chains.unwrap_or(*chains);
-        *steps = self.steps.unwrap_or(*steps);
-        *seed = self.seed.unwrap_or(*seed);
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{AnyPreset, Overrides, SHIPPED, shipped_names};
+    use super::{SHIPPED, shipped_names};
 
     /// A mistyped name gets the closest shipped names, a name like none of them only the
     /// command that lists them; either way one short line.
@@ -960,55 +920,5 @@ mod tests {
             fine.model().target.kind(),
             fine.target.build().unwrap().kind()
         );
-    }
-
-    #[test]
-    fn overrides_set_what_is_given_in_range_for_every_kind() {
-        let given = Overrides {
-            chains: Some(300),
-            steps: Some(40),
-            seed: Some(7),
-        };
-        for name in ["default", "two-moons", "lesson-defects", "sphere-op"] {
-            let mut preset = AnyPreset::load(name).unwrap();
-            given.apply(&mut preset).unwrap();
-            let (chains, steps, seed) = match &preset {
-                AnyPreset::Toy(p) => (p.chains, p.steps, p.seed),
-                AnyPreset::Mlp(p) => (p.chains, p.steps, p.seed),
-                AnyPreset::Sphere(p) => (p.chains, p.steps, p.seed),
-                AnyPreset::Comparison(c) => (c.base.chains, c.base.steps, c.base.seed),
-            };
-            assert_eq!((chains, steps, seed), (300, 40, 7), "{name}");
-        }
-        // Nothing given, nothing changed.
-        let mut preset = AnyPreset::load("default").unwrap();
-        let before = preset.clone();
-        Overrides::default().apply(&mut preset).unwrap();
-        assert_eq!(preset, before);
-    }
-
-    #[test]
-    fn an_override_out_of_range_is_refused_with_its_range_and_changes_nothing() {
-        let mut mlp = AnyPreset::load("two-moons").unwrap();
-        let before = mlp.clone();
-        // 100,000 chains are fine for a 2-D preset but not as networks.
-        let many = Overrides {
-            chains: Some(100_000),
-            seed: Some(1),
-            ..Overrides::default()
-        };
-        let message = many.apply(&mut mlp).unwrap_err();
-        assert!(
-            message.contains("networks") && message.contains("65536"),
-            "{message}"
-        );
-        assert_eq!(mlp, before);
-        let mut toy = AnyPreset::load("default").unwrap();
-        many.apply(&mut toy).unwrap();
-        let zero_steps = Overrides {
-            steps: Some(0),
-            ..Overrides::default()
-        };
-        assert!(zero_steps.apply(&mut toy).unwrap_err().contains("steps"));
     }
 }

@@ -66,7 +66,12 @@ impl Default for SpherePreset {
 impl SpherePreset {
     /// Parses and checks RON text.
     pub fn parse(text: &str, origin: &str) -> Result<SpherePreset, PresetError> {
-        parse_ron(text, origin, |p: &SpherePreset| p.story.only_judged_on_2d())
+        parse_ron(text, origin, SpherePreset::validate)
+    }
+
+    /// Checks what its fields' ranges do not: a sphere preset's lesson has no challenge.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        self.story.only_judged_on_2d()
     }
 
     /// RON text that parses back to the same preset.

@@ -3,11 +3,13 @@
 //! is `crate::sweep`'s business.
 //!
 //! A field is named by its path in the preset as written, with dots: `sampler.h`,
-//! `target.b` (the variant name, `Banana`, may be left out), `noise.sigma`, `chains`.
+//! `target.b` (the variant name, `Banana`, may be left out), `noise.sigma`, `chains`. Values
+//! are set through [`super::fields::set`], the one override path the command line's flags
+//! take too, and checked against the same ranges.
 
+use super::fields::{self, Number};
 use super::{AnyPreset, PresetError, parse_ron};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::path::Path;
 
 /// Most grid points one sweep may have: beyond, split the sweep (a million runs of seconds
@@ -302,14 +304,13 @@ impl Sweep {
         let values: Vec<f64> = spec.set.values().copied().collect();
         let base =
             apply(&base, &fixed, &values, None).map_err(|m| located("set", format!("set: {m}")))?;
-        let base_json = preset_json(&base);
         let mut axis_values = Vec::new();
         for (i, axis) in spec.axes.iter().enumerate() {
             let values = axis
                 .values
                 .expand()
                 .map_err(|m| located("values", format!("axis {} ({}): {m}", i + 1, axis.field)))?;
-            field_value(&base_json, &axis.field).map_err(|m| located("field", m))?;
+            fields::check_path(&base, &axis.field).map_err(|m| located("field", m))?;
             if spec.axes[..i].iter().any(|a| a.field == axis.field) {
                 return Err(located("field", format!("{} is swept twice", axis.field)));
             }
@@ -432,162 +433,20 @@ impl Sweep {
     }
 }
 
-/// The preset as JSON (the shape sweeps address fields in).
-pub fn preset_json(preset: &AnyPreset) -> Value {
-    match preset {
-        AnyPreset::Toy(p) => serde_json::to_value(p),
-        AnyPreset::Mlp(p) => serde_json::to_value(p),
-        AnyPreset::Comparison(p) => serde_json::to_value(p),
-        AnyPreset::Sphere(p) => serde_json::to_value(p),
-    }
-    .expect("presets serialise to JSON")
-}
-
-/// `base` with `fields` set to `values` and the seed moved by `seed_offset`, checked like a
-/// preset file.
+/// `base` with the fields at `paths` set to `values` (a sweep's axes, its fixed fields, a record's
+/// coordinates) and the seed moved by `seed_offset`, through [`fields::set`].
 pub fn apply(
     base: &AnyPreset,
-    fields: &[&str],
+    paths: &[&str],
     values: &[f64],
     seed_offset: Option<u64>,
 ) -> Result<AnyPreset, String> {
-    let mut json = preset_json(base);
-    for (field, &value) in fields.iter().zip(values) {
-        set_field(&mut json, field, value)?;
-    }
-    if let Some(offset) = seed_offset {
-        let seed = json["seed"].as_u64().unwrap_or(0).wrapping_add(offset);
-        json["seed"] = Value::from(seed);
-    }
-    let checked = match base {
-        AnyPreset::Toy(_) => serde_json::from_value(json)
-            .map_err(|e| e.to_string())
-            .and_then(|p: super::Preset| {
-                p.validate().map_err(|(_, m)| m)?;
-                Ok(AnyPreset::Toy(p))
-            }),
-        AnyPreset::Mlp(_) => serde_json::from_value(json)
-            .map_err(|e| e.to_string())
-            .and_then(|p: super::MlpPreset| {
-                p.validate().map_err(|(_, m)| m)?;
-                Ok(AnyPreset::Mlp(p))
-            }),
-        AnyPreset::Sphere(_) => serde_json::from_value(json)
-            .map_err(|e| e.to_string())
-            .map(AnyPreset::Sphere),
-        AnyPreset::Comparison(_) => Err("a comparison cannot be swept".into()),
-    };
-    // serde_json appends " at line 1 column N" of its own text, which means nothing here;
-    // "expected u32" is given its range.
-    checked.map_err(|m| {
-        super::with_type_ranges(match m.rfind(" at line ") {
-            Some(i) => &m[..i],
-            None => &m,
-        })
-    })
-}
-
-/// The numeric value at a dotted path, or what is wrong with the path.
-pub fn field_value(json: &Value, path: &str) -> Result<f64, String> {
-    let mut node = json;
-    for part in path.split('.') {
-        node = step_into(node, part).ok_or_else(|| unknown_field(json, path))?;
-    }
-    node.as_f64().ok_or_else(|| {
-        format!(
-            "{path} is not a number (it is {}); numeric fields: {}",
-            node,
-            numeric_fields(json).join(", ")
-        )
-    })
-}
-
-fn set_field(json: &mut Value, path: &str, value: f64) -> Result<(), String> {
-    let snapshot = json.clone();
-    let mut node = json;
-    for part in path.split('.') {
-        node = step_into_mut(node, part).ok_or_else(|| unknown_field(&snapshot, path))?;
-    }
-    *node = match node {
-        Value::Number(n) if n.is_u64() || n.is_i64() => {
-            if value.fract() != 0.0 || value < 0.0 || value > u64::MAX as f64 {
-                return Err(format!(
-                    "{path} takes whole numbers in [0, {}], not {}",
-                    crate::math::ranges::short_number(u64::MAX as f64),
-                    crate::math::ranges::short_number(value)
-                ));
-            }
-            Value::from(value as u64)
-        }
-        Value::Number(_) => {
-            Value::from(serde_json::Number::from_f64(value).ok_or("not a finite number")?)
-        }
-        other => return Err(format!("{path} is not a number (it is {other})")),
-    };
-    Ok(())
-}
-
-/// The child `part` of `node`; an enum variant's name may be left out of a path.
-fn step_into<'a>(node: &'a Value, part: &str) -> Option<&'a Value> {
-    let map = node.as_object()?;
-    if let Some(child) = map.get(part) {
-        return Some(child);
-    }
-    match map.iter().next() {
-        Some((variant, inner)) if map.len() == 1 && is_variant(variant) => inner.get(part),
-        _ => None,
-    }
-}
-
-fn step_into_mut<'a>(node: &'a mut Value, part: &str) -> Option<&'a mut Value> {
-    let map = node.as_object_mut()?;
-    if map.contains_key(part) {
-        return map.get_mut(part);
-    }
-    if map.len() == 1 {
-        let (variant, inner) = map.iter_mut().next()?;
-        if is_variant(variant) {
-            return inner.get_mut(part);
-        }
-    }
-    None
-}
-
-fn is_variant(key: &str) -> bool {
-    key.starts_with(|c: char| c.is_ascii_uppercase())
-}
-
-fn unknown_field(json: &Value, path: &str) -> String {
-    format!(
-        "unknown field {path}: numeric fields of the base preset are {}",
-        numeric_fields(json).join(", ")
-    )
-}
-
-/// Dotted paths of every numeric field (variant names left out), for messages and the app.
-pub fn numeric_fields(json: &Value) -> Vec<String> {
-    fn walk(node: &Value, prefix: &str, out: &mut Vec<String>) {
-        match node {
-            Value::Number(_) if !prefix.is_empty() => out.push(prefix.to_owned()),
-            Value::Object(map) => {
-                for (key, child) in map {
-                    let path = if is_variant(key) && map.len() == 1 {
-                        prefix.to_owned()
-                    } else if prefix.is_empty() {
-                        key.clone()
-                    } else {
-                        format!("{prefix}.{key}")
-                    };
-                    walk(child, &path, out);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(json, "", &mut out);
-    out.retain(|f| !f.starts_with("view.") && !f.starts_with("story."));
-    out
+    let assignments: Vec<(&str, Number)> = paths
+        .iter()
+        .zip(values)
+        .map(|(f, v)| (*f, Number::Real(*v)))
+        .collect();
+    fields::set(base, &assignments, seed_offset)
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 //! read here, by an explicit table, never by a Rust name: renaming a variant changes no file.
 
 use crate::preset::AnyPreset;
-use crate::preset::sweep_file::{Combine, MAX_POINTS, Measure, SeedPolicy, Sweep, preset_json};
+use crate::preset::fields::preset_json;
+use crate::preset::sweep_file::{Combine, MAX_POINTS, Measure, SeedPolicy, Sweep};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -235,17 +235,28 @@ fn preset_errors_name_the_cause_on_one_short_line() {
     assert!(e.contains("superchains: Some(16)"), "{e}");
     let e = refused_text(&toy_with("chains: 1.5"));
     assert!(e.contains("chains takes a whole number, not 1.5"), "{e}");
-    // A whole number beyond its type, set by a sweep: the type's range, not "expected u32".
-    let e = Sweep::parse(
-        "Sweep(base: \"default\", set: {\"chains\": 5e9}, axes: [(field: \"sampler.h\", \
-         values: List([0.1]))])",
-        "s.ron",
-        Path::new("."),
-    )
-    .unwrap_err()
-    .to_string();
+    // A whole number beyond its type, set by a sweep: the type's range, not "expected u32";
+    // chains, a field of the override table, is given its own range, as `--chains` is.
+    let sweep_setting = |set: &str| {
+        Sweep::parse(
+            &format!(
+                "Sweep(base: \"default\", set: {{{set}}}, axes: [(field: \"sampler.h\", \
+                 values: List([0.1]))])"
+            ),
+            "s.ron",
+            Path::new("."),
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    let e = sweep_setting("\"record_every\": 5e9");
     assert!(
         e.contains("a whole number from 0 to 4294967295 (u32)"),
+        "{e}"
+    );
+    let e = sweep_setting("\"chains\": 5e9");
+    assert!(
+        e.contains("chains = 5000000000 is out of range: allowed [1, 1.6777216e7]"),
         "{e}"
     );
     // A 170 kB name in a place RON quotes it: cut, with its length.

@@ -21,7 +21,8 @@ use crate::diagnostics::mlp::{Uncertainty, uncertainty};
 use crate::diagnostics::views::Histogram;
 use crate::engine::BackendChoice;
 use crate::math::mlp::{Activation, Architecture, MAX_HIDDEN_LAYERS, MAX_WIDTH};
-use crate::math::{DataSource, Dataset, ranges};
+use crate::math::{DataSource, Dataset};
+use crate::preset::fields::{self, Kind};
 use crate::preset::{AnyPreset, MlpPreset};
 use egui::{Color32, Rect, RichText, Sense, Slider, Ui, Vec2, pos2};
 use egui_plot::{Bar, BarChart, HLine, Legend, Line, PlotPoints, Points, VLine};
@@ -173,7 +174,7 @@ impl MlpView {
                 slider(
                     ui,
                     &mut p.baseline.h,
-                    ranges::STEP_SIZE,
+                    const { fields::range(Kind::Mlp, "baseline.h") },
                     1e-5,
                     0.1,
                     true,
@@ -963,7 +964,7 @@ fn network_controls(ui: &mut Ui, p: &mut MlpPreset) {
     slider(
         ui,
         &mut n.prior_scale,
-        ranges::SIGMA,
+        const { fields::range(Kind::Mlp, "network.prior_scale") },
         0.05,
         20.0,
         true,

@@ -8,7 +8,8 @@ use crate::app::plots::Outlined;
 use crate::diagnostics::growth::thermostat_blowup_step_size;
 use crate::engine::BackendChoice;
 use crate::preset::AnyPreset;
-use crate::preset::sweep_file::{SHIPPED_SWEEPS, Sweep, apply};
+use crate::preset::fields::{self, Number};
+use crate::preset::sweep_file::{SHIPPED_SWEEPS, Sweep};
 use crate::sweep::background::{BackgroundSweep, Polled};
 use crate::sweep::{self, Merged, Shard, Slice2d};
 use egui::{Color32, Rect, RichText, Ui};
@@ -211,14 +212,15 @@ impl SweepView {
         let table = self.table.as_ref().ok_or("no sweep open")?;
         let record = table.records.get(k).ok_or("no such point")?;
         let header = &table.header;
-        let fields: Vec<&str> = header.fields.iter().map(String::as_str).collect();
-        let mut preset = apply(&header.base, &fields, &record.coords, None)?;
-        crate::preset::Overrides {
-            seed: Some(record.seed),
-            ..Default::default()
-        }
-        .apply(&mut preset)?;
-        Ok(preset)
+        // The point's coordinates and its seed, as the sweep ran it.
+        let assignments: Vec<(&str, Number)> = header
+            .fields
+            .iter()
+            .map(String::as_str)
+            .zip(record.coords.iter().map(|&v| Number::Real(v)))
+            .chain([("seed", Number::Whole(record.seed))])
+            .collect();
+        fields::set(&header.base, &assignments, None)
     }
 
     /// The slice shown, recomputed only when the statistic, the axes, the held values or
