@@ -11,7 +11,7 @@
 
 use atmc_lab::engine::BackendChoice;
 use atmc_lab::preset::AnyPreset;
-use atmc_lab::runner::thermo_measure::measure_mlp_costed;
+use atmc_lab::runner::thermodynamics::measure_mlp_costed;
 
 fn main() {
     let spec = std::env::args()

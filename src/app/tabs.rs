@@ -3,7 +3,7 @@
 //! knows about tabs is read from that table. A new view is one panel type and one row here.
 
 use super::view::View;
-use super::{Folders, compare, mlp, posterior, sweep_view, thermo_view, training};
+use super::{Folders, compare, mlp, posterior, sweep, thermodynamics, training};
 use crate::engine::BackendChoice;
 use crate::preset::{AnyPreset, Comparison, MlpPreset, Preset};
 
@@ -18,9 +18,9 @@ pub enum Tab {
     Mlp,
     /// ResNet++ trained in the background ([`training::TrainingView`]).
     Training,
-    /// A statistic of a parameter sweep over its grid ([`sweep_view::SweepView`]).
+    /// A statistic of a parameter sweep over its grid ([`sweep::SweepView`]).
     Sweep,
-    /// The free energy of SGD over learning rates ([`thermo_view::ThermoView`]).
+    /// The free energy of SGD over learning rates ([`thermodynamics::ThermoView`]).
     Thermo,
 }
 
@@ -96,7 +96,7 @@ pub const TABS: [TabSpec; 6] = [
         name: "sweep",
         shows: |_| false,
         create: |start| {
-            Box::new(sweep_view::SweepView::new(
+            Box::new(sweep::SweepView::new(
                 start.backend,
                 start.folders.sweeps.clone(),
             ))
@@ -109,7 +109,7 @@ pub const TABS: [TabSpec; 6] = [
                 rates, the Gibbs test, the sphere toy",
         name: "thermo",
         shows: |p| matches!(p, AnyPreset::Sphere(_)),
-        create: thermo_view,
+        create: thermodynamics_view,
     },
 ];
 
@@ -152,8 +152,8 @@ fn mlp_view(start: ViewStart) -> Box<dyn View> {
     ))
 }
 
-fn thermo_view(start: ViewStart) -> Box<dyn View> {
-    let mut view = thermo_view::ThermoView::new(start.backend, start.folders.sweeps.clone());
+fn thermodynamics_view(start: ViewStart) -> Box<dyn View> {
+    let mut view = thermodynamics::ThermoView::new(start.backend, start.folders.sweeps.clone());
     if let Some(preset) = start.preset {
         view.load(preset);
     }

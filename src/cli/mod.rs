@@ -16,8 +16,8 @@ mod bench;
 mod handout;
 #[cfg(feature = "gui")]
 mod render;
-mod sweep_command;
-mod thermo_command;
+mod sweep;
+mod thermodynamics;
 #[cfg(feature = "train")]
 mod train;
 mod truth_progress;
@@ -86,11 +86,11 @@ enum Command {
     Train(Unavailable),
     /// Run a sweep over preset fields (one JSON line per point, resumable, shardable), merge
     /// its shards, or write SLURM scripts for it.
-    Sweep(Box<sweep_command::SweepArgs>),
+    Sweep(Box<sweep::SweepArgs>),
     /// The thermodynamics of SGD (and any 2-D sampler, or the sphere toy) over a log grid of
     /// learning rates: U, S, slope and Gibbs temperatures, the Gibbs test, a held-out
     /// prediction (a sweep underneath: shardable, resumable).
-    Thermo(Box<thermo_command::ThermoArgs>),
+    Thermo(Box<thermodynamics::ThermoArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard
     /// output, generated from these command-line definitions.
     Completions(CompletionsArgs),
@@ -439,8 +439,8 @@ pub fn main() -> ExitCode {
         Some(Command::Train(args)) => train::train(&args),
         #[cfg(not(feature = "train"))]
         Some(Command::Train(_)) => Err(Failure::missing_feature("train", "train")),
-        Some(Command::Sweep(args)) => sweep_command::sweep(&args),
-        Some(Command::Thermo(args)) => thermo_command::thermo(&args),
+        Some(Command::Sweep(args)) => sweep::sweep(&args),
+        Some(Command::Thermo(args)) => thermodynamics::thermo(&args),
         Some(Command::Completions(args)) => completions(&args),
         Some(Command::Man(args)) => man(&args),
     };
@@ -645,7 +645,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
 /// `run` of a sphere preset: its thermodynamic measurement as one JSON line.
 fn execute_sphere(preset: &crate::preset::sphere::SpherePreset) -> Result<(), Failure> {
     let bar = progress_bar(preset.steps.into(), "steps", "projected SGD on the sphere");
-    let point = runner::thermo_measure::measure(
+    let point = runner::thermodynamics::measure(
         &AnyPreset::Sphere(preset.clone()),
         BackendChoice::Cpu,
         &mut |done| bar.set_position(u64::from(done)),

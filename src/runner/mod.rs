@@ -26,7 +26,7 @@ pub struct RunOutcome {
 }
 
 pub mod mlp;
-pub mod thermo_measure;
+pub mod thermodynamics;
 
 pub use crate::diagnostics::draws::{DrawRecorder, DrawSpec};
 

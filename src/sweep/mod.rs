@@ -9,7 +9,7 @@
 pub mod background;
 pub mod record;
 pub mod slurm;
-pub mod thermo_table;
+pub mod thermodynamics;
 
 pub use record::{BaseKind, Header, Record, SweepHashes, header};
 
@@ -116,7 +116,7 @@ pub fn run_point(
     let (mut run, kinetic_temperature, seconds) = match &point.preset {
         preset if is_thermo(sweep) => {
             let started = Instant::now();
-            let measured = crate::runner::thermo_measure::measure(preset, backend, &mut |_| {})?;
+            let measured = crate::runner::thermodynamics::measure(preset, backend, &mut |_| {})?;
             let seconds = started.elapsed().as_secs_f64();
             (serde_json::to_value(&measured)?, None, seconds)
         }

@@ -5,7 +5,7 @@
 
 use crate::common;
 use atmc_lab::app::screenshot::{AppHarness, harness_in, run_to_step};
-use atmc_lab::app::thermo_view::ThermoView;
+use atmc_lab::app::thermodynamics::ThermoView;
 use atmc_lab::app::view::View;
 use atmc_lab::app::{Folders, Opening, Tab};
 use atmc_lab::engine::BackendChoice;

@@ -179,7 +179,7 @@ fn run_small(preset: AnyPreset) {
         AnyPreset::Sphere(mut p) => {
             p.chains = p.chains.min(64);
             p.steps = p.steps.min(60);
-            let point = runner::thermo_measure::measure(
+            let point = runner::thermodynamics::measure(
                 &AnyPreset::Sphere(p),
                 BackendChoice::Cpu,
                 &mut |_| {},

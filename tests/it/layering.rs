@@ -273,7 +273,7 @@ fn the_check_catches_a_forbidden_import_in_each_form_it_can_take() {
             .collect()
     };
     assert_eq!(
-        seen("use crate::runner::thermo_measure::Histogram;"),
+        seen("use crate::runner::thermodynamics::Histogram;"),
         ["runner"]
     );
     assert_eq!(

@@ -275,7 +275,7 @@ fn sphere(name: &str) -> atmc_lab::preset::sphere::SpherePreset {
 }
 
 fn thermo_point(p: AnyPreset) -> atmc_lab::diagnostics::thermodynamics::ThermoPoint {
-    atmc_lab::runner::thermo_measure::measure(&p, BackendChoice::Cpu, &mut |_| {}).unwrap()
+    atmc_lab::runner::thermodynamics::measure(&p, BackendChoice::Cpu, &mut |_| {}).unwrap()
 }
 
 /// Free energy 3: at η = 0.02 the folded ensemble on the underparameterised sphere passes the

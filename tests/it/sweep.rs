@@ -498,7 +498,7 @@ fn the_explosion_boundary_follows_h_sqrt_phi_as_the_thermostat_blowup_predicts()
 #[test]
 fn the_sweep_view_shows_a_merged_sweep_and_a_click_opens_its_point_live() {
     use atmc_lab::app::screenshot::harness;
-    use atmc_lab::app::sweep_view::SweepView;
+    use atmc_lab::app::sweep::SweepView;
     use atmc_lab::app::view::View;
     use atmc_lab::app::{Opening, Tab};
     use atmc_lab::engine::BackendChoice;

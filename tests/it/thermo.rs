@@ -133,7 +133,7 @@ fn mlps_with_fewer_and_more_weights_than_points_behave_as_up_and_op() {
     use atmc_lab::diagnostics::thermodynamics::ThermoPoint;
     use atmc_lab::engine::BackendChoice;
     use atmc_lab::preset::AnyPreset;
-    use atmc_lab::runner::thermo_measure::measure;
+    use atmc_lab::runner::thermodynamics::measure;
     let show = |p: &ThermoPoint| {
         eprintln!(
             "{} η {:.1e}: U {:.4} S {:.2} SNR {:.3} {:?}",
@@ -496,7 +496,7 @@ fn sphere_up_point(
 ) -> atmc_lab::diagnostics::thermodynamics::ThermoPoint {
     use atmc_lab::engine::BackendChoice;
     use atmc_lab::preset::AnyPreset;
-    use atmc_lab::runner::thermo_measure::measure;
+    use atmc_lab::runner::thermodynamics::measure;
     let AnyPreset::Sphere(mut p) = AnyPreset::load("sphere-up").unwrap() else {
         panic!("sphere-up is a sphere preset")
     };

@@ -174,7 +174,7 @@ fn gpu_matches_cpu_for_sgd_with_momentum() {
 fn delta_u_over_delta_s_along_a_relaxing_run_measures_a_width() {
     use atmc_lab::engine::BackendChoice;
     use atmc_lab::preset::AnyPreset;
-    use atmc_lab::runner::thermo_measure::measure;
+    use atmc_lab::runner::thermodynamics::measure;
     let AnyPreset::Toy(mut p) = AnyPreset::load("thermo-quadratic").unwrap() else {
         panic!("a 2-D preset")
     };
@@ -207,7 +207,7 @@ fn delta_u_over_delta_s_along_a_relaxing_run_measures_a_width() {
 #[test]
 fn the_view_draws_the_free_energy_test_and_the_objections() {
     use atmc_lab::app::screenshot::{harness_in, run_to_step};
-    use atmc_lab::app::thermo_view::ThermoView;
+    use atmc_lab::app::thermodynamics::ThermoView;
     use atmc_lab::app::view::View;
     use atmc_lab::app::{Folders, Opening, Tab};
     use atmc_lab::engine::BackendChoice;

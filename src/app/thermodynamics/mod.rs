@@ -16,7 +16,7 @@ use crate::math::SamplerKind;
 use crate::preset::AnyPreset;
 use crate::preset::sweep_file::Sweep;
 use crate::sweep::background::{BackgroundSweep, Polled};
-use crate::sweep::thermo_table::{Row, Table, TableOptions, table_with};
+use crate::sweep::thermodynamics::{Row, Table, TableOptions, table_with};
 use crate::sweep::{self, Merged};
 use egui::{Color32, Rect, RichText, Ui};
 use egui_plot::{Legend, Line, LineStyle, PlotImage, PlotPoint, PlotPoints, Points, VLine};
@@ -150,7 +150,7 @@ impl ThermoView {
         crate::fsutil::write_atomic(&base_file, self.base.to_ron())
             .map_err(|e| format!("{e:#}"))?;
         let base = std::fs::canonicalize(&base_file).map_err(|e| e.to_string())?;
-        let spec = crate::sweep::thermo_table::spec(
+        let spec = crate::sweep::thermodynamics::spec(
             &base.display().to_string(),
             self.lr,
             self.points,
@@ -1270,7 +1270,7 @@ impl View for ThermoView {
     }
 
     fn series_csv(&self) -> Option<String> {
-        self.table.as_ref().map(crate::sweep::thermo_table::csv)
+        self.table.as_ref().map(crate::sweep::thermodynamics::csv)
     }
 
     fn panels(&self) -> Vec<(String, Rect)> {

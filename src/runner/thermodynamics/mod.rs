@@ -2,7 +2,7 @@
 //! blocks and read the ensemble back at each block end. What is measured on it (U, S, the
 //! Gibbs test, stationarity, the gradient's signal-to-noise ratio) is
 //! [`crate::diagnostics::thermodynamics`]'s business, as are the sweep's slopes and held-out
-//! prediction (with [`crate::sweep::thermo_table`]).
+//! prediction (with [`crate::sweep::thermodynamics`]).
 
 mod mlp;
 

@@ -3,7 +3,7 @@
 //! sweep can be sharded (`--shard`), merged (`--merge`) or sent to SLURM (`atmc-lab sweep
 //! DIR/thermo.ron --slurm`).
 
-use super::sweep_command::SweepOutput;
+use super::sweep::SweepOutput;
 use super::{Failure, in_range, whole_in_range};
 use crate::diagnostics::thermodynamics::{
     DEFAULT_SLOPE_WINDOW, SLOPE_WINDOWS, VARIANT_DIVISORS, VARIANT_K,
@@ -12,7 +12,7 @@ use crate::math::ranges::{THERMO_LR, THERMO_POINTS, short_fixed};
 use crate::preset::AnyPreset;
 use crate::preset::fields::{self, Number};
 use crate::preset::sweep_file::Sweep;
-use crate::sweep::thermo_table::TableOptions;
+use crate::sweep::thermodynamics::TableOptions;
 use crate::sweep::{self, Shard};
 use std::path::{Path, PathBuf};
 
@@ -136,7 +136,7 @@ pub fn thermo(args: &ThermoArgs) -> Result<(), Failure> {
     } else {
         name.to_owned()
     };
-    let spec = sweep::thermo_table::spec(&base, (lo, hi), args.points, args.chains, args.steps);
+    let spec = sweep::thermodynamics::spec(&base, (lo, hi), args.points, args.chains, args.steps);
     // Every learning rate is checked against the preset before anything is written (a
     // sphere's η, say, stops at 10); the generated file's line numbers would mean nothing.
     let text = ron::ser::to_string_pretty(&spec, ron::ser::PrettyConfig::new().struct_names(true))
@@ -193,7 +193,7 @@ fn report_table(
     csv: Option<&Path>,
     wall: Option<f64>,
 ) -> Result<(), Failure> {
-    let table = sweep::thermo_table::table_with(merged, options)
+    let table = sweep::thermodynamics::table_with(merged, options)
         .map_err(|e| Failure::usage(format!("{e:#}")))?;
     // Every number through one formatter: a diverged point's 1e300 stays one short cell.
     let short = |v: Option<f64>| v.map_or("—".to_owned(), |x| short_fixed(x, 4));
@@ -268,15 +268,15 @@ fn report_table(
         );
     }
     if let Some(path) = csv {
-        crate::fsutil::write_atomic(path, sweep::thermo_table::csv(&table))?;
+        crate::fsutil::write_atomic(path, sweep::thermodynamics::csv(&table))?;
         note!("wrote {}", path.display());
     }
-    let included: Vec<&sweep::thermo_table::Row> = table
+    let included: Vec<&sweep::thermodynamics::Row> = table
         .rows
         .iter()
         .filter(|r| r.point.excluded.is_none())
         .collect();
-    let max_rel = |f: &dyn Fn(&sweep::thermo_table::Row) -> Option<(f64, f64)>| {
+    let max_rel = |f: &dyn Fn(&sweep::thermodynamics::Row) -> Option<(f64, f64)>| {
         included
             .iter()
             .filter_map(|r| f(r))
