@@ -105,6 +105,11 @@ fn target_gradient(t: vec2<f32>, rng: RngCounter) -> vec2<f32> {
             let q = t.x * t.x / mu2 - 1.0;
             return vec2<f32>(4.0 * barrier * q * t.x / mu2, t.y);
         }
+        case TARGET_STUDENT_T: {
+            let dof_scale_sq = target_param(PARAM_STUDENT_T_DOF_SCALE_SQ);
+            let f = target_param(PARAM_STUDENT_T_DOF_PLUS_TWO) / ((t.x * t.x + t.y * t.y) + dof_scale_sq);
+            return vec2<f32>(f * t.x, f * t.y);
+        }
         case TARGET_EXPRESSION: {
             // Written from the formula's gradient program (src/math/expr/wgsl.rs); the
             // built-in targets' shader carries a stub.

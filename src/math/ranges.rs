@@ -215,6 +215,9 @@ pub const FUNNEL_SIGMA: Range = Range::positive("funnel σ_v", 6.0);
 /// (Without a barrier the density is flat in θ₁ and cannot be normalised; below 1e-3 its
 /// quartic tails reach beyond 40 μ.)
 pub const BARRIER: Range = Range::closed("barrier height", 1e-3, 100.0);
+/// Degrees of freedom ν of the Student-t: above 2 its variance is finite (the moments the
+/// diagnostics compare with); up to 100 it is already close to a Gaussian.
+pub const DEGREES_OF_FREEDOM: Range = Range::closed("degrees of freedom ν", 2.5, 100.0);
 /// Data points of data-based targets: the exact logistic posterior passes over all of them at
 /// about a million grid points before a run starts, so 1,000 keeps that set-up under half a
 /// minute on two cores (27 CPU-seconds measured; 100,000 took hours).
@@ -332,6 +335,8 @@ ranged! {
     de_funnel_sigma: f64 => FUNNEL_SIGMA;
     /// Deserialises a barrier height.
     de_barrier: f64 => BARRIER;
+    /// Deserialises the Student-t's degrees of freedom.
+    de_degrees_of_freedom: f64 => DEGREES_OF_FREEDOM;
     /// Deserialises a data-set size.
     de_data_points: u32 => DATA_POINTS;
     /// Deserialises the size of a generated classification data set.

@@ -284,6 +284,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../../presets/cyclical-gmm25.ron"),
     ),
     ("logistic", include_str!("../../presets/logistic.ron")),
+    ("student-t", include_str!("../../presets/student-t.ron")),
     (
         "missing-mass",
         include_str!("../../presets/missing-mass.ron"),

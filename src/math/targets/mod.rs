@@ -17,6 +17,7 @@ mod gaussian;
 mod gmm25;
 mod logistic;
 mod spec;
+mod student_t;
 
 pub use banana::Banana;
 pub use donut::Donut;
@@ -26,6 +27,7 @@ pub use gaussian::Gaussian;
 pub use gmm25::Gmm25;
 pub use logistic::Logistic;
 pub use spec::{TARGET_NAMES, TargetSpec};
+pub use student_t::StudentT;
 
 use super::expr::ExprTarget;
 use super::grid::Grid2;
@@ -244,6 +246,8 @@ families! {
     DoubleWell(DoubleWell),
     /// Bayesian logistic regression ([`TargetSpec::Logistic`]).
     Logistic(Logistic),
+    /// Bivariate Student-t ([`TargetSpec::StudentT`]).
+    StudentT(StudentT),
     /// A typed formula ([`TargetSpec::Expression`]): the gradient is a generated WGSL
     /// function, one pipeline per formula.
     Expression(Arc<ExprTarget>),
@@ -547,6 +551,11 @@ mod tests {
                     separation,
                     barrier,
                 }));
+            }
+        }
+        for dof in [2.5, 5.0, 100.0] {
+            for scale in [1e-3, 1.0, 1e3] {
+                cases.push(Target::StudentT(StudentT { dof, scale }));
             }
         }
         for target in cases {

@@ -3,8 +3,8 @@
 //! names, and the step from a written target to a runtime [`Target`].
 
 use super::{
-    Banana, Donut, DoubleWell, Funnel, Gaussian, Gmm25, Logistic, Parameter, Target, banana, donut,
-    double_well, funnel, gaussian, gmm25, logistic,
+    Banana, Donut, DoubleWell, Funnel, Gaussian, Gmm25, Logistic, Parameter, StudentT, Target,
+    banana, donut, double_well, funnel, gaussian, gmm25, logistic, student_t,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -115,6 +115,18 @@ pub enum TargetSpec {
         #[serde(default = "one_u64")]
         data_seed: u64,
     },
+    /// Bivariate Student-t: L = (ν + 2)/2 · log(1 + |θ|²/(ν s²)), polynomial tails.
+    StudentT {
+        /// Degrees of freedom ν.
+        #[serde(
+            default = "five",
+            deserialize_with = "crate::math::ranges::de_degrees_of_freedom"
+        )]
+        dof: f64,
+        /// Scale s.
+        #[serde(default = "one", deserialize_with = "crate::math::ranges::de_sigma")]
+        scale: f64,
+    },
     /// A typed energy U(θ₁, θ₂) = −log density up to a constant (docs/MATH.md §9), in the
     /// language of `math::expr`, with named parameters and an optional box for its truth
     /// (found by growing when left out).
@@ -175,6 +187,9 @@ fn two() -> f64 {
 fn three() -> f64 {
     3.0
 }
+fn five() -> f64 {
+    5.0
+}
 fn one_and_half() -> f64 {
     1.5
 }
@@ -208,6 +223,7 @@ pub const TARGET_NAMES: &[(&str, &str)] = &[
         "logistic",
         "Bayesian logistic regression, 2 weights, minibatches",
     ),
+    ("student-t", "Student-t, ν = 5: heavy, polynomial tails"),
 ];
 
 impl TargetSpec {
@@ -248,6 +264,10 @@ impl TargetSpec {
                 prior_scale: 2.0,
                 data_seed: 1,
             },
+            "student-t" => TargetSpec::StudentT {
+                dof: 5.0,
+                scale: 1.0,
+            },
             _ => return None,
         })
     }
@@ -275,6 +295,7 @@ impl TargetSpec {
             TargetSpec::Funnel { .. } => "funnel",
             TargetSpec::DoubleWell { .. } => "double-well",
             TargetSpec::Logistic { .. } => "logistic",
+            TargetSpec::StudentT { .. } => "student-t",
             TargetSpec::Expression { .. } => "expression",
         }
     }
@@ -346,6 +367,7 @@ impl TargetSpec {
                 prior_scale,
                 data_seed,
             )),
+            &TargetSpec::StudentT { dof, scale } => Target::StudentT(StudentT { dof, scale }),
         })
     }
 
@@ -370,6 +392,7 @@ impl TargetSpec {
                 barrier,
             } => (double_well::PARAMETERS, vec![separation, barrier]),
             TargetSpec::Logistic { prior_scale, .. } => (logistic::PARAMETERS, vec![prior_scale]),
+            TargetSpec::StudentT { dof, scale } => (student_t::PARAMETERS, vec![dof, scale]),
             TargetSpec::Expression { .. } => (&[], vec![]),
         };
         debug_assert_eq!(parameters.len(), fields.len());
