@@ -20,9 +20,29 @@ fn git(args: &[&str]) -> Option<String> {
 
 fn main() {
     println!("cargo:rerun-if-env-changed=ATMC_LAB_COMMIT");
+    // Registered whatever git answers: a build whose git call failed once (git busy, a
+    // checkout being moved) runs this again on the next change instead of keeping "commit
+    // unknown" for good.
+    for source in [
+        "src",
+        "shaders",
+        "presets",
+        "assets",
+        "Cargo.toml",
+        "Cargo.lock",
+    ] {
+        println!("cargo:rerun-if-changed={source}");
+    }
     let commit = match std::env::var("ATMC_LAB_COMMIT") {
         Ok(c) if !c.trim().is_empty() => c.trim().to_owned(),
-        _ => from_git().unwrap_or_else(|| "commit unknown".into()),
+        _ => from_git().unwrap_or_else(|| {
+            // In a checkout git could not read, any change to it (a commit, a checkout) is
+            // another chance.
+            if Path::new(".git").exists() {
+                println!("cargo:rerun-if-changed=.git");
+            }
+            "commit unknown".into()
+        }),
     };
     println!("cargo:rustc-env=ATMC_LAB_COMMIT={commit}");
 }
@@ -46,16 +66,6 @@ fn from_git() -> Option<String> {
                 println!("cargo:rerun-if-changed={}", path.display());
             }
         }
-    }
-    for source in [
-        "src",
-        "shaders",
-        "presets",
-        "assets",
-        "Cargo.toml",
-        "Cargo.lock",
-    ] {
-        println!("cargo:rerun-if-changed={source}");
     }
     let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some();
     let mut text = format!("commit {hash}");
