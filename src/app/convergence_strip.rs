@@ -6,8 +6,7 @@ use super::palette;
 use super::plots::{Outlined, SERIES_COLUMNS, decimate, series_plot, show_or_wait};
 use crate::diagnostics::SeriesRow;
 use crate::diagnostics::convergence::{
-    ConvergenceSummary, ESS_FLOOR, KSD_POINTS, MONITOR_CHAINS, MONITOR_WINDOW, RHAT_THRESHOLD,
-    RankPlot,
+    ConvergenceSummary, ESS_FLOOR, KSD_POINTS, MONITOR_CHAINS, MONITOR_WINDOW, RankPlot, mixed,
 };
 use egui::{Color32, RichText, Ui};
 use egui_plot::{HLine, Line, LineStyle, PlotPoints, Span};
@@ -21,18 +20,20 @@ pub const MEANINGS: [(&str, &str); 5] = [
     (
         "R-hat bulk",
         "Split, rank-normalised R-hat of the last draws of the first chains (the larger over θ₁ \
-         and θ₂): above 1.01 the chains still disagree about where the mass is.",
+         and θ₂). Even stationary chains sit above 1 on a window this short: at √((n − 1)/(n − τ)) \
+         for n draws a half-chain and autocorrelation time τ. Above that level by more than \
+         noise (the limit shown), the chains still disagree about where the mass is.",
     ),
     (
         "R-hat tail",
-        "The same R-hat on the folded draws |θ − median|: above 1.01 the chains disagree about \
-         how far the mass spreads.",
+        "The same R-hat on the folded draws |θ − median|, judged against its own stationary \
+         level the same way: above its limit the chains disagree about how far the mass spreads.",
     ),
     (
         "nested R-hat",
         "Nested R-hat over every chain: whether superchains started far apart have forgotten their \
-         starts; it settles at √(1 + 1/M) for M chains a superchain, and above 1.01 they have \
-         not.",
+         starts. It settles at √(1 + 1/M) for M chains a superchain; above that level by more \
+         than noise over the K superchains (the limit shown) they have not.",
     ),
     (
         "ESS/s",
@@ -54,8 +55,8 @@ fn meaning(name: &str) -> &'static str {
         .map_or("", |(_, m)| m)
 }
 
-/// The numbers row: each instrument's latest value, coloured against its threshold, its
-/// meaning on hover.
+/// The numbers row: each instrument's latest value, coloured against its own stationary
+/// limit (which it shows), its meaning on hover; then what cannot be trusted and why.
 fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
     let v = ui.visuals().clone();
     let judged = |ok: Option<bool>| match ok {
@@ -71,7 +72,20 @@ fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
             "—".into()
         }
     };
-    let rhat_ok = |x: f64| x.is_finite().then_some(x < RHAT_THRESHOLD);
+    let judged_rhat = |value: f64, level: f64, limit: f64| {
+        if value.is_finite() && limit.is_finite() {
+            format!(
+                "{} (stationary {}, limit {})",
+                fmt(value, 3),
+                fmt(level, 3),
+                fmt(limit, 3)
+            )
+        } else if value.is_finite() {
+            format!("{} (window too short to judge)", fmt(value, 3))
+        } else {
+            fmt(value, 3)
+        }
+    };
     ui.horizontal_wrapped(|ui| {
         let item = |ui: &mut Ui, name: &str, value: String, ok: Option<bool>, extra: &str| {
             ui.label(RichText::new(format!("{name} {value}")).color(judged(ok)))
@@ -80,15 +94,15 @@ fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
         item(
             ui,
             "R-hat bulk",
-            fmt(c.rhat_bulk, 3),
-            rhat_ok(c.rhat_bulk),
+            judged_rhat(c.rhat_bulk, c.rhat_bulk_level, c.rhat_bulk_limit),
+            mixed(c.rhat_bulk, c.rhat_bulk_limit),
             "",
         );
         item(
             ui,
             "R-hat tail",
-            fmt(c.rhat_tail, 3),
-            rhat_ok(c.rhat_tail),
+            judged_rhat(c.rhat_tail, c.rhat_tail_level, c.rhat_tail_limit),
+            mixed(c.rhat_tail, c.rhat_tail_limit),
             "",
         );
         match (s.superchains, &s.nested_note) {
@@ -96,11 +110,12 @@ fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
                 ui,
                 "nested R-hat",
                 format!(
-                    "{} (settles at {})",
+                    "{} (stationary {}, limit {})",
                     fmt(c.nested_rhat, 4),
-                    fmt(c.nested_rhat_level, 4)
+                    fmt(c.nested_rhat_level, 4),
+                    fmt(c.nested_rhat_limit, 4)
                 ),
-                rhat_ok(c.nested_rhat),
+                mixed(c.nested_rhat, c.nested_rhat_limit),
                 &format!(" Here {k} superchains."),
             ),
             (Some(_), Some(note)) => item(ui, "nested R-hat", format!("— ({note})"), None, ""),
@@ -148,19 +163,25 @@ fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
         let worst = s
             .superchain_rhats
             .iter()
-            .copied()
+            .map(|r| r.0)
             .filter(|r| r.is_finite())
             .fold(f64::NAN, f64::max);
+        let inside = s.superchain_rhats.iter().map(|r| r.1);
+        let all_mixed = inside.clone().all(|v| v == Some(true));
+        let some_not = inside.clone().any(|v| v == Some(false));
+        let nested_mixed = mixed(c.nested_rhat, c.nested_rhat_limit);
         ui.label(
             RichText::new(format!(
                 "Within each superchain the worst split R-hat is {}: {}",
                 fmt(worst, 3),
-                if worst < 1.05 && c.nested_rhat >= RHAT_THRESHOLD {
+                if all_mixed && nested_mixed == Some(false) {
                     "every superchain looks mixed on its own, yet they disagree with each other"
-                } else if worst < 1.05 {
+                } else if all_mixed {
                     "each superchain looks mixed"
-                } else {
+                } else if some_not {
                     "some superchains have not mixed even inside"
+                } else {
+                    "too few draws inside a superchain to judge it"
                 }
             ))
             .small(),
@@ -169,6 +190,13 @@ fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
             "Split R-hat of each superchain's own monitored chains. Chains that share a start can \
              agree with each other while still sitting where they began: that is what nested R-hat \
              catches and per-chain R-hat cannot.",
+        );
+    }
+    for note in [&s.nested_resolution, &s.starts_note].into_iter().flatten() {
+        ui.label(
+            RichText::new(format!("⚠ {note}"))
+                .small()
+                .color(palette::warning(&v)),
         );
     }
 }
@@ -227,6 +255,16 @@ pub fn strip(
         );
         return;
     };
+    if rows.last().is_some_and(|r| r.exploring) {
+        ui.label(
+            RichText::new(format!(
+                "Exploration stage: its states are kept out of every instrument; the numbers \
+                 below are from step {}, the last sampling-stage evaluation.",
+                s.latest.step
+            ))
+            .weak(),
+        );
+    }
     numbers(ui, s);
     ui.horizontal(|ui| {
         ui.selectable_value(rank_plots, false, "over time");
@@ -264,28 +302,38 @@ pub fn strip(
         ui.set_max_width(width);
         let bulk = curve(rows, |r| r.rhat_bulk);
         let tail = curve(rows, |r| r.rhat_tail);
+        let (bulk_limit, tail_limit) = (s.latest.rhat_bulk_limit, s.latest.rhat_tail_limit);
         show_or_wait(
             step_plot("split rhat", w, h, &[bulk.clone(), tail.clone()])
                 .y_axis_label(super::axes::fit_title(
                     ui,
                     &[
-                        &format!("split R-hat (last {MONITOR_WINDOW} draws)"),
+                        &format!("split R-hat (last {MONITOR_WINDOW} draws), dashed: limits"),
+                        "split R-hat, dashed: limits",
                         "split R-hat",
                     ],
                     h,
                 ))
                 .include_y(1.0)
-                .include_y(1.02),
+                .include_y(if bulk_limit.is_finite() {
+                    bulk_limit.max(tail_limit) + 0.005
+                } else {
+                    1.02
+                }),
             ui,
             waiting,
             move |p| {
-                p.hline(reference(RHAT_THRESHOLD));
+                for (limit, color) in [(bulk_limit, BULK), (tail_limit, TAIL)] {
+                    if limit.is_finite() {
+                        p.hline(reference(limit).color(color));
+                    }
+                }
                 p.line(Line::new("bulk", PlotPoints::from(bulk)).color(BULK));
                 p.line(Line::new("tail", PlotPoints::from(tail)).color(TAIL));
             },
         );
         let nested = curve(rows, |r| r.nested_rhat);
-        let level = s.latest.nested_rhat_level;
+        let (level, limit) = (s.latest.nested_rhat_level, s.latest.nested_rhat_limit);
         let nested_waiting = match (s.superchains, &s.nested_note) {
             (None, _) => Some("no superchains: set Initial state → superchains"),
             (Some(_), Some(_)) if nested.is_empty() => Some("nested R-hat is undefined here"),
@@ -296,18 +344,24 @@ pub fn strip(
                 .y_axis_label(super::axes::fit_title(
                     ui,
                     &[
-                        "nested R-hat, dashed 1.01, dotted its level",
-                        "nested R-hat, dashed 1.01",
+                        "nested R-hat, dashed its limit, dotted its level",
+                        "nested R-hat, dashed its limit",
                         "nested R-hat",
                     ],
                     h,
                 ))
                 .include_y(1.0)
-                .include_y(1.02),
+                .include_y(if limit.is_finite() {
+                    limit + 0.005
+                } else {
+                    1.02
+                }),
             ui,
             nested_waiting,
             move |p| {
-                p.hline(reference(RHAT_THRESHOLD));
+                if limit.is_finite() {
+                    p.hline(reference(limit));
+                }
                 if level.is_finite() {
                     p.hline(
                         HLine::new("", level)

@@ -141,13 +141,17 @@ fn rhat_bulk(draws: &[Vec<f64>]) -> f64 {
 /// Tail R-hat: the same on the folded draws |x − median|, which turns a
 /// difference in scale between chains into a difference in location.
 fn rhat_tail(draws: &[Vec<f64>]) -> f64 {
+    basic_rhat(&rank_normalise(&split_chains(&fold(draws))))
+}
+
+/// The draws folded about their pooled median, |x − median|.
+fn fold(draws: &[Vec<f64>]) -> Vec<Vec<f64>> {
     let all: Vec<f64> = draws.iter().flatten().copied().collect();
     let median = quantile_type7(&all, 0.5);
-    let folded: Vec<Vec<f64>> = draws
+    draws
         .iter()
         .map(|c| c.iter().map(|v| (v - median).abs()).collect())
-        .collect();
-    basic_rhat(&rank_normalise(&split_chains(&folded)))
+        .collect()
 }
 
 /// The bulk R-hat alone ([`split_rhat`] is the larger of it and the tail's); NaN in
@@ -234,14 +238,27 @@ fn ess_multichain(chains: &[Vec<f64>]) -> f64 {
         return f64::NAN;
     }
     let rho = |t: usize| 1.0 - (mean_var - mean_acov(t)) / var_plus;
+    let total = (m * n) as f64;
+    // Caps ESS at S·log10(S) for strongly antithetic chains, as Stan does.
+    let (tau, _) = geyer_tau(n, rho);
+    if tau.is_nan() {
+        return f64::NAN;
+    }
+    total / tau.max(1.0 / total.log10())
+}
 
+/// The integrated autocorrelation time τ = −1 + 2 Σ ρ_t of a series of length `n` whose
+/// autocorrelation at lag t is `rho(t)`: Geyer's initial positive sequence of pair sums, made
+/// monotone, plus Stan's "improved estimate" term; NaN when any ρ_t is. This mirrors the
+/// reference implementation exactly. Also returns the lags summed (the sum runs over
+/// −lags..=lags).
+fn geyer_tau(n: usize, rho: impl Fn(usize) -> f64) -> (f64, usize) {
     let mut rho_t = vec![0.0; n];
     let mut rho_even = 1.0;
     let mut rho_odd = rho(1);
     rho_t[0] = rho_even;
     rho_t[1] = rho_odd;
-    // Signed indices because max_t is −1 when the loop never runs (very short
-    // chains); this mirrors the reference implementation exactly.
+    // Signed indices because max_t is −1 when the loop never runs (very short chains).
     let n_i = n as isize;
     let mut t: isize = 1;
     while t < n_i - 3 && rho_even + rho_odd > 0.0 {
@@ -268,16 +285,67 @@ fn ess_multichain(chains: &[Vec<f64>]) -> f64 {
         }
         t += 2;
     }
+    if rho_t.iter().any(|r| r.is_nan()) {
+        return (f64::NAN, 0);
+    }
     let head = (max_t + 1) as usize;
     let extra = rho_t.get(head).copied().unwrap_or(0.0);
-    let total = (m * n) as f64;
-    let tau = -1.0 + 2.0 * rho_t[..head].iter().sum::<f64>() + extra;
-    // Caps ESS at S·log10(S) for strongly antithetic chains, as Stan does.
-    let tau = tau.max(1.0 / total.log10());
-    if rho_t.iter().any(|r| r.is_nan()) {
+    (-1.0 + 2.0 * rho_t[..head].iter().sum::<f64>() + extra, head)
+}
+
+/// The autocorrelation time of equal-length chains from their own dynamics only: ρ_t is the
+/// chains' mean autocovariance at lag t over their mean variance, so (unlike the ESS's ρ_t,
+/// which is measured against var⁺) chains that disagree with each other do not lengthen it.
+///
+/// Centring each chain on its own mean lowers every autocovariance by about the variance of
+/// that mean, σ²τ/n, so a sum over the lags −L..=L reads τ̂ ≈ τ(1 − (2L + 1)/n)/(1 − τ/n);
+/// this is solved for τ (docs/MATH.md §6, "R̂ at stationarity"): on short windows the
+/// uncorrected sum falls 15–20 % short.
+fn within_chain_tau(chains: &[Vec<f64>]) -> f64 {
+    let n = chains[0].len();
+    let centred: Vec<Vec<f64>> = chains
+        .iter()
+        .map(|c| {
+            let mu = mean(c);
+            c.iter().map(|v| v - mu).collect()
+        })
+        .collect();
+    let acov = |t: usize| -> f64 { centred.iter().map(|d| dot(&d[..n - t], &d[t..])).sum() };
+    let acov0 = acov(0);
+    if !(acov0 > 0.0 && acov0.is_finite()) {
         return f64::NAN;
     }
-    total / tau
+    let (raw, lags) = geyer_tau(n, |t| acov(t) / acov0);
+    let nf = n as f64;
+    let kept = 1.0 - (2 * lags + 1) as f64 / nf;
+    if raw.is_nan() || kept <= 0.0 {
+        return f64::NAN;
+    }
+    (raw / (kept + raw / nf)).max(1.0 / nf.log10())
+}
+
+/// Where split R̂ of these draws would settle if the chains were stationary, from the
+/// autocorrelation the chains show inside themselves (docs/MATH.md §6, "R̂ at
+/// stationarity"): each split half of n draws with autocorrelation time τ has a within-chain
+/// variance biased low by (n − τ)/(n − 1), while var⁺ stays unbiased, so
+/// R̂² ≈ (n − 1)/(n − τ). `folded` takes the tail R̂'s draws |x − median|. Returns
+/// `(level, tau, n, split chains)`; the level is NaN where R̂ is, and when τ reaches n/2 (the
+/// window is too short for the chains' autocorrelation to judge them at all).
+pub fn rhat_stationary(draws: &[Vec<f64>], folded: bool) -> (f64, f64, usize, usize) {
+    if validate_chains(draws).is_none() {
+        return (f64::NAN, f64::NAN, 0, 0);
+    }
+    let source = if folded { fold(draws) } else { draws.to_vec() };
+    let split = rank_normalise(&split_chains(&source));
+    let n = split[0].len();
+    let tau = within_chain_tau(&split);
+    let nf = n as f64;
+    let level = if tau < nf / 2.0 {
+        ((nf - 1.0) / (nf - tau)).max(1.0).sqrt()
+    } else {
+        f64::NAN
+    };
+    (level, tau, n, split.len())
 }
 
 /// Bulk effective sample size (Vehtari et al. 2021): the multi-chain ESS of

@@ -653,6 +653,9 @@ pub struct Summary {
     pub nested_rhat: Option<f64>,
     /// Where nested R̂ settles for stationary chains, √(1 + 1/M); null without superchains.
     pub nested_rhat_level: Option<f64>,
+    /// Above this nested R̂ says the superchains disagree: its level plus what sampling noise
+    /// over the superchains reaches (docs/MATH.md §6); null without superchains.
+    pub nested_rhat_limit: Option<f64>,
     /// Why nested R̂ is null, when it is.
     pub nested_rhat_note: Option<String>,
     /// Kernel Stein discrepancy (IMQ, c = 1, β = −1/2) of up to 1000 alive chains at the last
@@ -748,22 +751,22 @@ impl RunRecorder {
         }
     }
 
-    /// Evaluates the convergence instruments ([`convergence`]) on a run of `chains` chains,
-    /// grouped in `superchains` when given, of `blocks` recorded blocks: every block feeds the
+    /// Evaluates the convergence instruments ([`convergence`]) on a run of `chains` chains
+    /// started as `init` says (grouped in its superchains, whose starts are judged for
+    /// over-dispersion), of `blocks` recorded blocks: every sampling-stage block feeds the
     /// window, and at most [`CONVERGENCE_ROWS`] of them are evaluated (each evaluation costs
     /// about 15 ms; a run of 200 blocks would otherwise spend 3 s on them).
     pub fn with_convergence(
         mut self,
         chains: u32,
-        superchains: Option<u32>,
+        init: &crate::math::InitSpec,
         blocks: usize,
     ) -> Self {
         self.convergence_every = (blocks as u64).div_ceil(CONVERGENCE_ROWS).max(1);
-        self.monitor = Some(convergence::ConvergenceMonitor::new(
-            &self.truth.target,
-            chains,
-            superchains,
-        ));
+        self.monitor = Some(
+            convergence::ConvergenceMonitor::new(&self.truth.target, chains, init.superchains)
+                .with_starts(init),
+        );
         self
     }
 
@@ -826,15 +829,21 @@ impl RunRecorder {
             energy_distance,
             exploring,
         );
+        // Exploration-stage blocks are kept out of the instruments (the monitor skips them)
+        // and do not count towards the evaluation cadence, which would otherwise fall into
+        // exploration stages every time for some cycle lengths.
         if let Some(monitor) = &mut self.monitor {
-            self.blocks_recorded += 1;
-            monitor.observe(head, report.step, step_size, self.engine_seconds);
-            if self.blocks_recorded.is_multiple_of(self.convergence_every) {
-                let c = monitor.evaluate(report.step, &report.superchains, head);
-                row = row.with_convergence(&c);
-                self.last_convergence = Some(c);
+            monitor.observe(head, report.step, step_size, self.engine_seconds, exploring);
+            if !exploring {
+                self.blocks_recorded += 1;
+                if self.blocks_recorded.is_multiple_of(self.convergence_every)
+                    && let Some(c) = monitor.evaluate(report.step, &report.superchains, head)
+                {
+                    row = row.with_convergence(&c);
+                    self.last_convergence = Some(c);
+                }
+                self.last_superchains.clone_from(&report.superchains);
             }
-            self.last_superchains.clone_from(&report.superchains);
         }
         self.series.push(row);
         if !self.pools(report.step, exploring) {
@@ -903,11 +912,17 @@ impl RunRecorder {
         }
         let monitor = self.monitor.as_ref();
         let superchains = monitor.and_then(|m| m.superchains());
-        // Nested R̂ of the last block, whether or not the instruments were evaluated there.
+        // Nested R̂ of the last sampling-stage block, whether or not the instruments were
+        // evaluated there.
         let nested = superchains.map(|_| nested::nested_rhat_of_moments(&self.last_superchains));
         let nested_rhat = nested.and_then(|r| r.ok());
         let nested_rhat_note = nested.and_then(|r| r.err()).map(|u| u.to_string());
-        let nested_rhat_level = monitor.map(|m| m.nested_level()).filter(|v| v.is_finite());
+        let nested_rhat_level = monitor
+            .map(|m| m.nested_level().0)
+            .filter(|v| v.is_finite());
+        let nested_rhat_limit = monitor
+            .map(|m| m.nested_level().1)
+            .filter(|v| v.is_finite());
         // The summary's KSD on more points than the live one: its sampling noise shrinks as
         // 1/√n, so a smaller bias stands out against the baseline.
         let points = convergence::alive_points(final_states, KSD_SUMMARY_POINTS);
@@ -955,6 +970,7 @@ impl RunRecorder {
             superchains,
             nested_rhat,
             nested_rhat_level,
+            nested_rhat_limit,
             nested_rhat_note,
             ksd: ksd_value,
             ksd_baseline,

@@ -346,6 +346,20 @@ fn run_keeping(
         pooled.truth(),
         movement,
     );
+    summary
+        .warnings
+        .extend(crate::diagnostics::convergence::starts_note(
+            &preset.init,
+            &pooled.truth().target,
+        ));
+    if let Some(k) = summary.superchains {
+        summary
+            .warnings
+            .extend(crate::diagnostics::convergence::nested_resolution_note(
+                preset.chains,
+                k,
+            ));
+    }
     Ok((
         RunOutcome {
             summary,
@@ -389,7 +403,7 @@ impl<'a> Pass<'a> {
         let mut recorder = RunRecorder::new(truth, stats_from, preset.sampler.kind)
             .with_convergence(
                 preset.chains,
-                preset.init.superchains,
+                &preset.init,
                 block_ends(preset.steps, preset.record_every).len(),
             );
         recorder.set_max_rows(MAX_SERIES_ROWS);
@@ -482,7 +496,7 @@ impl<'a> Pass<'a> {
 }
 
 /// Replays `steps` steps from `step0` of the tracked chains (the first ones, whose states at
-/// `step0` are `tracked`) and records the modes they visit at every step.
+/// `step0` are `tracked`) and records the modes they visit after every sampling-stage step.
 fn replay_modes(
     model: &crate::math::Model,
     seed: u64,
@@ -506,6 +520,11 @@ fn replay_modes(
         })
         .collect();
     for k in 0..steps as usize {
+        // A state after an exploration-stage step is a transit, not a draw: the modes a
+        // chain samples are counted in the sampling stages only.
+        if model.schedule.at(model.sampler.h, step0 + k as u32).1 {
+            continue;
+        }
         let states = ChainStates {
             chains: paths
                 .iter()

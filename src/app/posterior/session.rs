@@ -183,6 +183,9 @@ struct Worker<R: Fn()> {
     contour_truth: Option<Arc<(Grid2, Vec<f64>)>>,
     transport: Transport,
     ticks: u32,
+    /// Ticks that ended in a sampling stage: the instruments' cadence counts only these,
+    /// since exploration-stage states are kept out of them.
+    sampling_ticks: u32,
     /// The latest [`Command::Apply`]'s generation.
     generation: u64,
     latest: Arc<Latest<Snapshot>>,
@@ -228,8 +231,12 @@ impl<R: Fn()> Worker<R> {
         };
         let target = preset.model().target;
         let truth = Truth::new(&target);
-        let (target_for_monitor, chains, superchains) =
-            (target.clone(), preset.chains, preset.init.superchains);
+        let (target_for_monitor, chains, superchains, init_for_monitor) = (
+            target.clone(),
+            preset.chains,
+            preset.init.superchains,
+            preset.init,
+        );
         let mut w = Self {
             preset,
             backend,
@@ -242,6 +249,7 @@ impl<R: Fn()> Worker<R> {
             contour_truth: None,
             transport: Transport::new(playing),
             ticks: 0,
+            sampling_ticks: 0,
             generation: 0,
             latest,
             repaint,
@@ -256,7 +264,8 @@ impl<R: Fn()> Worker<R> {
             notice: None,
             failed: None,
             rate: f64::NAN,
-            monitor: ConvergenceMonitor::new(&target_for_monitor, chains, superchains),
+            monitor: ConvergenceMonitor::new(&target_for_monitor, chains, superchains)
+                .with_starts(&init_for_monitor),
             engine_seconds: 0.0,
             convergence: None,
         };
@@ -316,7 +325,9 @@ impl<R: Fn()> Worker<R> {
     /// A fresh monitor for the current target, chains and superchains.
     fn restart_monitor(&mut self) {
         let p = &self.preset;
-        self.monitor = ConvergenceMonitor::new(&self.target, p.chains, p.init.superchains);
+        self.monitor = ConvergenceMonitor::new(&self.target, p.chains, p.init.superchains)
+            .with_starts(&p.init);
+        self.sampling_ticks = 0;
         self.engine_seconds = 0.0;
         self.convergence = None;
     }
@@ -458,14 +469,23 @@ impl<R: Fn()> Worker<R> {
             .flatten();
         let mut convergence = None;
         if new_step {
-            self.monitor
-                .observe(&head, report.step, f64::from(h), self.engine_seconds);
-            if self.ticks.is_multiple_of(CONVERGENCE_EVERY) {
-                let row = self
-                    .monitor
-                    .evaluate(report.step, &report.superchains, &head);
-                self.convergence = Some(Arc::new(self.monitor.summary(row)));
-                convergence = Some(row);
+            self.monitor.observe(
+                &head,
+                report.step,
+                f64::from(h),
+                self.engine_seconds,
+                exploring,
+            );
+            if !exploring {
+                if self.sampling_ticks.is_multiple_of(CONVERGENCE_EVERY)
+                    && let Some(row) =
+                        self.monitor
+                            .evaluate(report.step, &report.superchains, &head)
+                {
+                    self.convergence = Some(Arc::new(self.monitor.summary(row)));
+                    convergence = Some(row);
+                }
+                self.sampling_ticks += 1;
             }
             self.ticks += 1;
             self.record_row(
@@ -535,7 +555,7 @@ impl<R: Fn()> Worker<R> {
 
     /// Replays the tracked chains through the steps of the last tick on the CPU (the same
     /// random numbers as the engine), so that every step of them is kept, and counts the
-    /// modes they visit.
+    /// modes they visit in sampling stages.
     fn replay_tracked(&mut self, step0: u32, steps: u32) {
         let model = self.engine().model().clone();
         let seed = self.preset.seed;
@@ -554,7 +574,10 @@ impl<R: Fn()> Worker<R> {
                     path.pop_front();
                 }
                 path.push_back((step, *c));
-                if let Some(m) = modes.as_mut() {
+                // Modes are counted in the sampling stages only: a state after an
+                // exploration-stage step is a transit (the run's count agrees).
+                let explored = model.schedule.at(model.sampler.h, step - 1).1;
+                if let Some(m) = modes.as_mut().filter(|_| !explored) {
                     m.record_one(i, c);
                 }
             });
