@@ -8,7 +8,7 @@
 use super::Merged;
 use crate::diagnostics::thermodynamics::{
     Cells, DEFAULT_SLOPE_WINDOW, FreeEnergyCurve, KnnVariant, Measured, SLOPE_WINDOWS, ThermoPoint,
-    WINDOW_MIN_KEPT, fit_temperature_law, free_energy_test, measured, plane_cells,
+    WINDOW_KEPT, fit_temperature_law, free_energy_test, measured, plane_cells,
     plane_quadrature_start, slope_spread, slope_temperatures_with, sphere_quadrature,
     temperature_law, variant_entropy,
 };
@@ -248,9 +248,9 @@ impl Table {
                     "too few independent iterates in the window; a run of at least {steps} \
                      steps would measure it"
                 )
-            } else if w.kept > 0 && (w.kept as usize) < WINDOW_MIN_KEPT {
+            } else if w.kept > 0 && (w.kept as usize) < WINDOW_KEPT {
                 // Records written before the drift check carry no steps: one reason for all.
-                format!("too few independent iterates in the window ({WINDOW_MIN_KEPT} needed)")
+                format!("too few independent iterates in the window ({WINDOW_KEPT} needed)")
             } else {
                 w.note.clone().unwrap_or_else(|| "not measured".to_owned())
             };
@@ -513,8 +513,8 @@ pub fn table_with(merged: &Merged, options: TableOptions) -> anyhow::Result<Tabl
 /// stationarity, the held-out predictions, F(η; T*) at the table's η* with T* = T_slope(η*)
 /// and T_gibbs(η*), the spread of T_slope over k, N and windows, the Gibbs test's critical
 /// values, KS distance and verdict, the k-NN entropy on quarters of the chains, and for
-/// networks the windowed S with its dimension and why the ensemble S is not used for T_slope
-/// (empty cells where undefined).
+/// networks the windowed S with its dimension, why the ensemble S is not used for T_slope and
+/// the windows' r-th eigenvalue over their noise edge (empty cells where undefined).
 pub fn csv(table: &Table) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let header = [
@@ -552,6 +552,7 @@ pub fn csv(table: &Table) -> String {
         "S_window_se",
         "window_dims",
         "entropy_note",
+        "window_edge_ratio",
     ];
     w.write_record(header).expect("in memory");
     let num = |v: Option<f64>| {
@@ -597,6 +598,7 @@ pub fn csv(table: &Table) -> String {
                 .as_ref()
                 .map_or(String::new(), |w| w.dims.to_string()),
             p.ensemble_entropy_note.clone().unwrap_or_default(),
+            num(p.window.as_ref().and_then(|w| w.edge_ratio)),
         ])
         .expect("in memory");
     }

@@ -294,8 +294,8 @@ fn synthetic(
 }
 
 /// MATH.md §5.6, entropy of networks, on synthetic iterates in `mlp-op`'s 1,218 weights with a
-/// known ΔS: the windowed estimate (each network's own thinned window on its 8 principal
-/// directions) gets the sign and size within 20 %, the ensemble's k-NN estimate over 512
+/// known ΔS: the windowed estimate (each network's own thinned window, measured on one half
+/// along the 8 principal directions of the other) gets the sign and size within 20 %, the ensemble's k-NN estimate over 512
 /// networks does not, and its subsample check says so. (1) One basin whose 8 wide directions
 /// shrink by half: ΔS = 8 ln ½ in all weights (the others keep their spread); the ensemble
 /// follows the total variance, (d/2) ln of its ratio. (2) Networks in separate basins

@@ -967,7 +967,8 @@ impl ThermoView {
                         RichText::new(format!(
                             "{} of {} networks measured, each from its last {} iterates \
                              (every {} steps after step {}), thinned by their autocorrelation \
-                             time ({} iterates) to {}; k = {}",
+                             time ({} iterates) to {}, directions fitted on one half and S \
+                             measured on the other; k = {}{}",
                             w.measured,
                             w.networks,
                             w.iterates,
@@ -975,7 +976,12 @@ impl ThermoView {
                             w.first_step,
                             short(w.autocorrelation),
                             w.kept,
-                            w.k
+                            w.k,
+                            w.edge_ratio.map_or(String::new(), |ratio| format!(
+                                "; {}th eigenvalue {} × the noise edge",
+                                w.dims,
+                                short(Some(ratio))
+                            ))
                         ))
                         .small(),
                     );

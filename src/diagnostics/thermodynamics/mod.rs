@@ -32,11 +32,10 @@ pub use point::{
     sphere_signal_and_noise, stationarity,
 };
 pub use window::{
-    ENSEMBLE_ENTROPY_NETWORKS, EnsembleEntropyCheck, SMALL_DIMS, Trajectory, WINDOW_DIMS,
-    WINDOW_ITERATES, WINDOW_KNN_K, WINDOW_MAX_KEPT, WINDOW_MEMORY, WINDOW_MIN_KEPT,
-    WINDOW_NETWORKS, WindowEntropy, WindowPlan, WindowRecorder, autocorrelation_time,
-    ensemble_entropy_check, principal_coordinates, symmetric_eigen, trajectory_entropy,
-    windowed_entropy,
+    ENSEMBLE_ENTROPY_NETWORKS, EnsembleEntropyCheck, NoiseEdge, SMALL_DIMS, Trajectory,
+    WINDOW_DIMS, WINDOW_ITERATES, WINDOW_KEPT, WINDOW_KNN_K, WINDOW_MEMORY, WINDOW_NETWORKS,
+    WindowEntropy, WindowPlan, WindowRecorder, autocorrelation_time, ensemble_entropy_check,
+    noise_edge, principal_coordinates, symmetric_eigen, trajectory_entropy, windowed_entropy,
 };
 
 use crate::math::{Grid2, Target};

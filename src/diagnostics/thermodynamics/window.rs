@@ -4,17 +4,22 @@
 //! keeps around one of them. The paper's estimate is from a window of one trajectory; this
 //! file does that for a subset of networks: each network's iterates over the last half of
 //! the run ([`WindowPlan`], recorded by [`WindowRecorder`] in bounded memory), thinned by the
-//! integrated autocorrelation time of its slowest direction, projected on the
-//! [`WINDOW_DIMS`] principal directions of its own window, and measured there by
-//! Kozachenko–Leonenko; the mean over the networks is [`WindowEntropy`]. It also holds the
-//! rule that says when the ensemble estimate means something ([`ensemble_entropy_check`]).
+//! integrated autocorrelation time of its slowest direction to a fixed [`WINDOW_KEPT`]
+//! iterates, split in two halves: the [`WINDOW_DIMS`] principal directions fitted on one half,
+//! Kozachenko–Leonenko on the other half's coordinates along them, and the other way round.
+//! Directions fitted on the iterates they then measure are those iterates' widest noise
+//! directions, and read several nats too much. The Marchenko–Pastur edge ([`noise_edge`])
+//! says whether those directions stand out of the noise at all. The mean over the networks is
+//! [`WindowEntropy`]. The file also holds the rule that says when the ensemble estimate means
+//! something ([`ensemble_entropy_check`]).
 
 use crate::diagnostics::entropy::knn_entropy_dense;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-/// Principal directions r each network's window is projected on: well below the iterates a
-/// window keeps after thinning ([`WINDOW_MIN_KEPT`] = 8 r), so that the k-NN balls stay local.
+/// Principal directions r each network's window is projected on: well below the iterates
+/// each half of a thinned window holds ([`WINDOW_KEPT`] / 2 = 8 r), so that the k-NN balls
+/// stay local.
 pub const WINDOW_DIMS: usize = 8;
 
 /// Neighbour rank k of the windowed estimate (the ensemble's, MATH.md §5.2).
@@ -26,11 +31,12 @@ pub const WINDOW_ITERATES: u32 = 512;
 /// Networks whose windows are recorded (the first ones; the diverged are dropped).
 pub const WINDOW_NETWORKS: u32 = 16;
 
-/// Fewest iterates a network's window must keep after thinning to be measured.
-pub const WINDOW_MIN_KEPT: usize = 8 * WINDOW_DIMS;
-
-/// Most iterates a thinned window keeps (thinned further, evenly, beyond it).
-pub const WINDOW_MAX_KEPT: usize = 256;
+/// Iterates every measured window keeps after thinning, whatever its autocorrelation time:
+/// two halves of 8 r = 64, one to fit the directions on and one to measure (MATH.md §5.6).
+/// The k-NN estimate's bias depends on how many points it is given, so one count for every
+/// η keeps that bias out of S(η); a window that cannot keep this many iterates at least an
+/// autocorrelation time apart is not measured.
+pub const WINDOW_KEPT: usize = 16 * WINDOW_DIMS;
 
 /// Most bytes the recorded windows may hold. [`WindowPlan::new`] records fewer networks when
 /// a network's window would exceed it; at the widest architecture (2,472 weights) 16 windows
@@ -167,7 +173,7 @@ impl WindowRecorder {
         // A longer run helps windows that fluctuate too slowly, not windows that drift.
         if entropy.s.is_none()
             && entropy.kept > 0
-            && (entropy.kept as usize) < WINDOW_MIN_KEPT
+            && (entropy.kept as usize) < WINDOW_KEPT
             && 2 * entropy.drifting < entropy.networks
             && let Some(tau) = entropy.autocorrelation
         {
@@ -185,17 +191,18 @@ fn is_zero(v: &u32) -> bool {
     *v == 0
 }
 
-/// The steps a run needs so that its window, the last half, holds [`WINDOW_MIN_KEPT`]
+/// The steps a run needs so that its window, the last half, holds [`WINDOW_KEPT`]
 /// iterates `tau_steps` apart (the autocorrelation time in steps, which does not change with
 /// the run's length), rounded up to two significant figures.
 pub fn steps_for_window(tau_steps: f64) -> u32 {
-    let steps = 2.0 * WINDOW_MIN_KEPT as f64 * tau_steps.max(1.0);
+    let steps = 2.0 * WINDOW_KEPT as f64 * tau_steps.max(1.0);
     let unit = 10f64.powi(steps.log10().floor() as i32 - 1).max(1.0);
     ((steps / unit).ceil() * unit).min(f64::from(u32::MAX)) as u32
 }
 
 /// The windowed entropy of networks in weight space (MATH.md §5.6): the mean over networks
-/// of the k-NN entropy of each one's thinned window on its own principal directions.
+/// of the k-NN entropy of one half of each one's thinned window on the principal directions
+/// of the other half (both ways round).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WindowEntropy {
     /// Mean entropy (nats) over the networks measured, on `dims` principal directions; None
@@ -220,23 +227,31 @@ pub struct WindowEntropy {
     /// Integrated autocorrelation time of each window's top principal coordinate, in
     /// recorded iterates: the median over the networks (None where no window had one).
     pub autocorrelation: Option<f64>,
-    /// Iterates each window keeps after thinning: the median over the networks.
+    /// Iterates each window keeps after thinning: the median over the networks;
+    /// [`WINDOW_KEPT`] for every measured one (fewer where a window cannot reach it).
     pub kept: u32,
     /// Networks whose windows drift along their widest direction instead of fluctuating
     /// ([`drifts`]): no run length measures them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub drifting: u32,
     /// Where the windows held too few independent iterates: the steps a run needs so that
-    /// its window (the last half) holds [`WINDOW_MIN_KEPT`] of them at the autocorrelation
+    /// its window (the last half) holds [`WINDOW_KEPT`] of them at the autocorrelation
     /// time measured, in steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps_needed: Option<u32>,
+    /// The r-th eigenvalue of a half window's covariance over the Marchenko–Pastur edge of
+    /// its noise ([`noise_edge`]): the mean over the two halves, the median over the networks
+    /// measured. Above 1 the r directions stand out of the noise (a spectral gap); below 1
+    /// they are noise directions of the sample covariance, and `note` says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edge_ratio: Option<f64>,
     /// Why there is no estimate, or what limits it.
     pub note: Option<String>,
 }
 
 /// The windowed entropy of `windows` (each a network's iterates, iterate-major, `params`
-/// weights each) on `dims` principal directions with neighbour rank `k`.
+/// weights each) on `dims` principal directions with neighbour rank `k` ([`trajectory_entropy`]
+/// for each).
 pub fn windowed_entropy(windows: &[&[f32]], params: usize, dims: usize, k: usize) -> WindowEntropy {
     let results: Vec<Trajectory> = windows
         .par_iter()
@@ -267,6 +282,13 @@ pub fn windowed_entropy(windows: &[&[f32]], params: usize, dims: usize, k: usize
         autocorrelation: median(results.iter().filter_map(|t| t.autocorrelation).collect()),
         kept: median(results.iter().map(|t| t.kept as f64).collect()).unwrap_or(0.0) as u32,
         drifting: drifting as u32,
+        edge_ratio: median(
+            results
+                .iter()
+                .filter(|t| t.entropy.is_some())
+                .filter_map(|t| t.edge_ratio)
+                .collect(),
+        ),
         ..WindowEntropy::default()
     };
     if windows.is_empty() {
@@ -285,13 +307,32 @@ pub fn windowed_entropy(windows: &[&[f32]], params: usize, dims: usize, k: usize
     let (mean, se) = super::mean_and_se(&values);
     entropy.s = Some(mean);
     entropy.s_se = Some(se);
+    let mut notes = Vec::new();
     if values.len() < windows.len() {
-        entropy.note = Some(format!(
+        notes.push(format!(
             "{} of {} windows measured; the others: {why}",
             values.len(),
             windows.len()
         ));
     }
+    if let Some(ratio) = entropy.edge_ratio.filter(|&ratio| ratio < 1.0) {
+        let above = median(
+            results
+                .iter()
+                .filter(|t| t.entropy.is_some())
+                .map(|t| t.above_edge as f64)
+                .collect(),
+        )
+        .unwrap_or(0.0);
+        notes.push(format!(
+            "no spectral gap: the {dims}th eigenvalue of a half window's covariance is \
+             {ratio:.2} of the Marchenko–Pastur edge of its noise ({above:.0} of {dims} \
+             directions above it), so the {dims} principal directions are directions of the \
+             noise and S is the entropy of {dims} arbitrary directions of the spread, not of \
+             its widest"
+        ));
+    }
+    entropy.note = (!notes.is_empty()).then(|| notes.join("; "));
     entropy
 }
 
@@ -307,6 +348,11 @@ pub struct Trajectory {
     pub kept: usize,
     /// Whether the window's top coordinate drifts rather than fluctuates ([`drifts`]).
     pub drifting: bool,
+    /// The r-th eigenvalue of a half's covariance over its noise edge, the mean over the two
+    /// halves ([`WindowEntropy::edge_ratio`]).
+    pub edge_ratio: Option<f64>,
+    /// Eigenvalues above the noise edge, the mean over the two halves (rounded down).
+    pub above_edge: usize,
     /// Why there is no entropy.
     pub why: Option<String>,
 }
@@ -336,19 +382,26 @@ pub fn drifts(series: &[f64]) -> bool {
 }
 
 /// The entropy of one trajectory's `window` (iterates of `params` weights, in order): the
-/// integrated autocorrelation time τ of its top principal coordinate sets the thinning
-/// (every ⌈τ⌉-th iterate, and evenly down to [`WINDOW_MAX_KEPT`]); the kept iterates are
-/// projected on their `dims` principal directions and measured by k-NN (MATH.md §5.2).
-/// Without an entropy, `why` says why: a window that never moved, or too few independent
-/// iterates.
+/// integrated autocorrelation time τ of its top principal coordinate sets the thinning,
+/// [`WINDOW_KEPT`] iterates spread evenly over the window (so at least ⌈τ⌉ apart); the first
+/// half of them and the second are each projected on the `dims` principal directions of the
+/// other ([`HalfFit`]) and measured by k-NN (MATH.md §5.2), and the two estimates averaged.
+/// Without an entropy, `why` says why: a window that never moved, one that drifts, or too few
+/// independent iterates.
 pub fn trajectory_entropy(window: &[f32], params: usize, dims: usize, k: usize) -> Trajectory {
     let n = window.len() / params.max(1);
-    let min = WINDOW_MIN_KEPT.max(dims + k + 1);
+    let half = WINDOW_KEPT / 2;
     let fail = |why: String| Trajectory {
         why: Some(why),
         ..Trajectory::default()
     };
-    if n < min {
+    if dims == 0 || dims > params || dims >= half || k >= half {
+        return fail(format!(
+            "{dims} directions of {params} weights cannot be measured from halves of {half} \
+             iterates with k = {k}"
+        ));
+    }
+    if n < 4 {
         return fail(format!("a window of {n} iterates is too short"));
     }
     let all = centred(window, params, &(0..n).collect::<Vec<_>>());
@@ -357,17 +410,15 @@ pub fn trajectory_entropy(window: &[f32], params: usize, dims: usize, k: usize) 
         return fail("the window never moved".into());
     }
     let tau = autocorrelation_time(&top);
-    let stride = (tau.ceil() as usize)
-        .max(n.div_ceil(WINDOW_MAX_KEPT))
-        .max(1);
-    let kept: Vec<usize> = (0..n).step_by(stride).collect();
+    // Iterates ⌈τ⌉ apart the window can hold.
+    let independent = (n - 1) / (tau.ceil() as usize).max(1) + 1;
     let mut result = Trajectory {
         autocorrelation: Some(tau),
-        kept: kept.len(),
+        kept: independent.min(WINDOW_KEPT),
         drifting: drifts(&top),
         ..Trajectory::default()
     };
-    if kept.len() < min && result.drifting {
+    if independent < WINDOW_KEPT && result.drifting {
         result.why = Some(format!(
             "the networks drift along their widest direction (their squared change keeps growing \
              with the lag; autocorrelation time {tau:.0} of {n} iterates): a longer run keeps \
@@ -375,18 +426,161 @@ pub fn trajectory_entropy(window: &[f32], params: usize, dims: usize, k: usize) 
         ));
         return result;
     }
-    if kept.len() < min {
+    if independent < WINDOW_KEPT {
         result.why = Some(format!(
-            "the window holds {} independent iterates (autocorrelation time {tau:.0} of {n} \
-             iterates), {min} needed",
-            kept.len()
+            "the window holds {independent} independent iterates (autocorrelation time \
+             {tau:.0} of {n} iterates), {WINDOW_KEPT} needed"
         ));
         return result;
     }
-    let x = centred(window, params, &kept);
-    let coordinates = principal_coordinates(&x, kept.len(), params, dims);
-    let points: Vec<f32> = coordinates.iter().map(|&v| v as f32).collect();
-    result.entropy = knn_entropy_dense(&points, dims, k);
+    // Evenly spread: consecutive ones are at least (n − 1)/(WINDOW_KEPT − 1) ≥ ⌈τ⌉ apart.
+    let kept: Vec<usize> = (0..WINDOW_KEPT)
+        .map(|i| i * (n - 1) / (WINDOW_KEPT - 1))
+        .collect();
+    // Contiguous halves: interleaved ones would share the residual correlation of neighbours
+    // τ apart, which the fit's overfitting in d ≫ n dimensions amplifies (MATH.md §5.6).
+    let (early, late) = kept.split_at(half);
+    let both = [(early, late), (late, early)].map(|(fit_rows, measured_rows)| {
+        let fit = HalfFit::new(window, params, fit_rows, dims);
+        let points = fit.project(window, params, measured_rows);
+        (knn_entropy_dense(&points, dims, k), fit.edge)
+    });
+    let [(a, edge_a), (b, edge_b)] = both;
+    result.entropy = a.zip(b).map(|(a, b)| (a + b) / 2.0);
+    result.edge_ratio = Some((edge_a.ratio + edge_b.ratio) / 2.0);
+    result.above_edge = (edge_a.above + edge_b.above) / 2;
+    result
+}
+
+/// The principal directions of half a window, fitted on its own iterates, with its
+/// covariance spectrum's noise edge.
+struct HalfFit {
+    /// The `dims` directions (unit vectors of `params` weights), in order of falling variance.
+    directions: Vec<Vec<f64>>,
+    /// Its noise edge and the `dims`-th eigenvalue against it.
+    edge: NoiseEdge,
+}
+
+impl HalfFit {
+    /// The fit on iterates `rows` of `window`: the eigenvectors of their n × n Gram matrix
+    /// (n = `rows.len()` is far below the weights, so this is exact and cheaper than the d × d
+    /// covariance), mapped back to weight space.
+    fn new(window: &[f32], params: usize, rows: &[usize], dims: usize) -> Self {
+        let n = rows.len();
+        let x = centred(window, params, rows);
+        let row = |i: usize| &x[i * params..(i + 1) * params];
+        let mut gram = vec![0.0; n * n];
+        for i in 0..n {
+            for j in i..n {
+                let dot: f64 = row(i)
+                    .iter()
+                    .zip(row(j))
+                    .map(|(&a, &b)| f64::from(a) * f64::from(b))
+                    .sum();
+                gram[i * n + j] = dot;
+                gram[j * n + i] = dot;
+            }
+        }
+        let (values, vectors) = symmetric_eigen(gram, n);
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&i, &j| values[j].total_cmp(&values[i]));
+        // The covariance (normalised by n − 1) has at most min(n − 1, d) nonzero eigenvalues.
+        let eigenvalues: Vec<f64> = order
+            .iter()
+            .take((n - 1).min(params))
+            .map(|&e| values[e].max(0.0) / (n - 1) as f64)
+            .collect();
+        let directions = order
+            .iter()
+            .take(dims)
+            .map(|&e| {
+                let mut u = vec![0.0; params];
+                if values[e] > 0.0 {
+                    let scale = values[e].sqrt();
+                    for i in 0..n {
+                        let weight = vectors[i * n + e] / scale;
+                        u.iter_mut()
+                            .zip(row(i))
+                            .for_each(|(u, &a)| *u += weight * f64::from(a));
+                    }
+                }
+                u
+            })
+            .collect();
+        Self {
+            directions,
+            edge: noise_edge(&eigenvalues, n, params, dims),
+        }
+    }
+
+    /// The coordinates (row-major, f32 as the k-NN estimate takes them) of iterates `rows` of
+    /// `window`, centred on their own mean (k-NN distances do not see a shift), along the
+    /// directions.
+    fn project(&self, window: &[f32], params: usize, rows: &[usize]) -> Vec<f32> {
+        let x = centred(window, params, rows);
+        x.chunks_exact(params)
+            .flat_map(|r| {
+                self.directions.iter().map(move |u| {
+                    r.iter()
+                        .zip(u)
+                        .map(|(&a, &b)| f64::from(a) * b)
+                        .sum::<f64>() as f32
+                })
+            })
+            .collect()
+    }
+}
+
+/// Where the eigenvalues of a sample covariance stop being noise, and the r-th eigenvalue
+/// against that edge (MATH.md §5.6).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct NoiseEdge {
+    /// The noise variance per weight σ², from the bulk of the spectrum.
+    pub variance: f64,
+    /// The Marchenko–Pastur edge σ²(1 + √(d/(n − 1)))²: the largest eigenvalue isotropic
+    /// noise of that variance gives n iterates in d weights.
+    pub edge: f64,
+    /// Eigenvalues above the edge.
+    pub above: usize,
+    /// The r-th eigenvalue over the edge (0 where the covariance has fewer than r).
+    pub ratio: f64,
+}
+
+/// The [`NoiseEdge`] of the nonzero `eigenvalues` (largest first) of the covariance of `rows`
+/// centred iterates of `params` weights, normalised by `rows` − 1, and the `dims`-th
+/// eigenvalue against it. σ² is the bulk's: the eigenvalues above the edge are set aside and
+/// the rest, which hold the noise of `rows` − 1 − m samples in `params` − m weights, give
+/// σ² = (n − 1) Σ_bulk λ / ((d − m)(n − 1 − m)); the edge moves with σ², so this is repeated
+/// until no further eigenvalue crosses it (m grows at every round, so it ends).
+pub fn noise_edge(eigenvalues: &[f64], rows: usize, params: usize, dims: usize) -> NoiseEdge {
+    let (samples, d) = (rows.saturating_sub(1) as f64, params as f64);
+    let spread = (1.0 + (d / samples.max(1.0)).sqrt()).powi(2);
+    let nonzero = eigenvalues.len();
+    let mut above = 0;
+    let mut result = NoiseEdge::default();
+    for _ in 0..=nonzero {
+        let bulk: f64 = eigenvalues[above..].iter().sum();
+        let m = above as f64;
+        let variance = samples * bulk / ((d - m) * (samples - m)).max(f64::MIN_POSITIVE);
+        let edge = variance * spread;
+        let now = eigenvalues
+            .iter()
+            .take(nonzero.saturating_sub(1))
+            .filter(|&&l| l > edge)
+            .count();
+        result = NoiseEdge {
+            variance,
+            edge,
+            above: now,
+            ratio: eigenvalues
+                .get(dims.wrapping_sub(1))
+                .map_or(0.0, |&l| if edge > 0.0 { l / edge } else { 0.0 }),
+        };
+        if now <= above {
+            break;
+        }
+        above = now;
+    }
     result
 }
 
@@ -675,15 +869,17 @@ mod tests {
     }
 
     /// A window that holds too few independent iterates says how long a run would do: at
-    /// τ = 157 recorded iterates 2 steps apart (mlp-up at 3,000 steps), 2 × 64 × 314 steps.
+    /// τ = 157 recorded iterates 2 steps apart (mlp-up at 3,000 steps), 2 × 128 × 314 steps.
     #[test]
     fn a_short_window_says_how_many_steps_would_measure_it() {
-        assert_eq!(steps_for_window(314.0), 41_000);
-        assert_eq!(steps_for_window(0.2), 130);
-        // The window of a run that long, at the same τ in steps, keeps enough iterates.
-        let plan = WindowPlan::new(41_000, 512, 1218);
+        assert_eq!(steps_for_window(314.0), 81_000);
+        assert_eq!(steps_for_window(0.2), 260);
+        // The window of a run that long, at the same τ in steps, keeps enough iterates ⌈τ⌉
+        // apart, as trajectory_entropy counts them.
+        let plan = WindowPlan::new(81_000, 512, 1218);
         let tau_iterates = 314.0 / f64::from(plan.every);
-        assert!((f64::from(plan.iterates) / tau_iterates).floor() as usize >= WINDOW_MIN_KEPT);
+        let independent = (plan.iterates as usize - 1) / tau_iterates.ceil() as usize + 1;
+        assert!(independent >= WINDOW_KEPT, "{independent}");
     }
 
     #[test]
@@ -791,5 +987,162 @@ mod tests {
                 var.sqrt()
             );
         }
+    }
+
+    /// `iterates` iterates of a Gaussian AR(1) process with coefficient `phi` in `params`
+    /// weights, stationary spread `sd(a)` along weight a (independent draws at φ = 0).
+    fn ar_window(
+        params: usize,
+        iterates: usize,
+        phi: f64,
+        sd: impl Fn(usize) -> f64,
+        seed: u64,
+    ) -> Vec<f32> {
+        let mut rng = SequentialRng::new(seed, 43);
+        let mut normal = move || -> f64 { StandardNormal.sample(&mut rng) };
+        let sd: Vec<f64> = (0..params).map(sd).collect();
+        let innovation = (1.0 - phi * phi).sqrt();
+        let mut x: Vec<f64> = sd.iter().map(|s| s * normal()).collect();
+        let mut out = Vec::with_capacity(iterates * params);
+        for _ in 0..iterates {
+            for (v, s) in x.iter_mut().zip(&sd) {
+                *v = phi * *v + innovation * s * normal();
+            }
+            out.extend(x.iter().map(|&v| v as f32));
+        }
+        out
+    }
+
+    /// The entropy of a Gaussian with standard deviations `sd`: Σ ½ ln(2πe sd²).
+    fn gaussian_entropy(sd: impl IntoIterator<Item = f64>) -> f64 {
+        sd.into_iter()
+            .map(|s| 0.5 * (2.0 * std::f64::consts::PI * std::f64::consts::E * s * s).ln())
+            .sum()
+    }
+
+    /// Eight wide directions (sd 1 down to 0.44) and the rest narrow (0.01).
+    fn low_rank(a: usize) -> f64 {
+        if a < 8 { 1.0 - 0.08 * a as f64 } else { 0.01 }
+    }
+
+    /// The audit's isotropic case (#43): i.i.d. N(0, I) iterates in `mlp-op`'s 1,218 weights,
+    /// whose projection on any r orthonormal directions has entropy (r/2) ln(2πe) = 11.35.
+    /// Directions fitted on the iterates they then measure are the sample's widest noise
+    /// directions and read about 10 nats too much (20.96 before the split); directions fitted
+    /// on the other half are independent of the half measured, which reads the truth within
+    /// 1 nat. The r-th eigenvalue sits below the Marchenko–Pastur edge, and the note says so.
+    #[test]
+    fn the_windowed_entropy_of_isotropic_noise_is_its_known_entropy() {
+        let (d, r) = (1218, WINDOW_DIMS);
+        let truth = gaussian_entropy(vec![1.0; r]);
+        let windows: Vec<Vec<f32>> = (0..4)
+            .map(|seed| ar_window(d, 256, 0.0, |_| 1.0, seed))
+            .collect();
+        let views: Vec<&[f32]> = windows.iter().map(Vec::as_slice).collect();
+        let entropy = windowed_entropy(&views, d, r, WINDOW_KNN_K);
+        let s = entropy.s.unwrap();
+        eprintln!(
+            "isotropic: S {s:.2} ± {:.2} against {truth:.2}; {entropy:?}",
+            entropy.s_se.unwrap()
+        );
+        assert!((s - truth).abs() < 1.0, "S {s} against {truth}");
+        assert_eq!(entropy.kept as usize, WINDOW_KEPT);
+        assert!(
+            entropy.edge_ratio.is_some_and(|ratio| ratio < 1.0),
+            "{entropy:?}"
+        );
+        assert!(
+            entropy
+                .note
+                .as_ref()
+                .is_some_and(|n| n.contains("no spectral gap")),
+            "{entropy:?}"
+        );
+        // The record keeps the ratio through JSON; a record from before it reads None.
+        let text = serde_json::to_string(&entropy).unwrap();
+        assert_eq!(
+            serde_json::from_str::<WindowEntropy>(&text).unwrap(),
+            entropy
+        );
+        let old = text.replace(
+            &format!(",\"edge_ratio\":{}", entropy.edge_ratio.unwrap()),
+            "",
+        );
+        assert_eq!(
+            serde_json::from_str::<WindowEntropy>(&old)
+                .unwrap()
+                .edge_ratio,
+            None
+        );
+    }
+
+    /// A window whose spread lies in 8 wide directions (sd 1 down to 0.44, the other 1,210
+    /// weights 0.01) has a spectral gap: its 8th eigenvalue stands far above the noise edge,
+    /// the note says nothing about a gap, and S is the entropy of the 8 wide directions.
+    #[test]
+    fn a_low_rank_signal_has_a_spectral_gap() {
+        let d = 1218;
+        let truth = gaussian_entropy((0..8).map(low_rank));
+        let windows: Vec<Vec<f32>> = (0..2)
+            .map(|seed| ar_window(d, 256, 0.0, low_rank, 10 + seed))
+            .collect();
+        let views: Vec<&[f32]> = windows.iter().map(Vec::as_slice).collect();
+        let entropy = windowed_entropy(&views, d, WINDOW_DIMS, WINDOW_KNN_K);
+        eprintln!("low rank: truth {truth:.2}; {entropy:?}");
+        assert!(
+            entropy.edge_ratio.is_some_and(|ratio| ratio > 5.0),
+            "{entropy:?}"
+        );
+        assert_eq!(entropy.note, None);
+        assert!((entropy.s.unwrap() - truth).abs() < 1.0, "{entropy:?}");
+    }
+
+    /// The estimator's bias depends on the number of points it is given, so every measured
+    /// window keeps the same number whatever its autocorrelation time (τ = 1 and 3 here:
+    /// before, 256 and 171), and reads the same entropy; a window too slow to keep that many
+    /// (τ = 19) is not measured and says how many it needed.
+    #[test]
+    fn windows_keep_the_same_number_of_iterates_at_every_thinning() {
+        let d = 1218;
+        let truth = gaussian_entropy((0..8).map(low_rank));
+        let measure = |phi: f64, seed: u64| {
+            let window = ar_window(d, 512, phi, low_rank, seed);
+            let t = trajectory_entropy(&window, d, WINDOW_DIMS, WINDOW_KNN_K);
+            eprintln!(
+                "φ {phi}: τ {:?}, kept {}, S {:?} (truth {truth:.2}), edge ratio {:?}",
+                t.autocorrelation, t.kept, t.entropy, t.edge_ratio
+            );
+            t
+        };
+        let (fast, slow) = (measure(0.0, 20), measure(0.5, 21));
+        assert_eq!((fast.kept, slow.kept), (WINDOW_KEPT, WINDOW_KEPT));
+        for t in [&fast, &slow] {
+            assert!((t.entropy.unwrap() - truth).abs() < 1.0, "{t:?}");
+        }
+        let slower = measure(0.9, 22);
+        assert!(slower.entropy.is_none() && slower.kept < WINDOW_KEPT);
+        assert!(
+            slower
+                .why
+                .as_ref()
+                .is_some_and(|why| why.contains(&format!("{WINDOW_KEPT} needed"))),
+            "{slower:?}"
+        );
+    }
+
+    /// The noise edge of a known spectrum: the bulk's variance is recovered once the spikes
+    /// above the edge are set aside.
+    #[test]
+    fn the_noise_edge_sets_the_spikes_aside() {
+        // 63 eigenvalues of 19.3 (noise σ² = 1 in 1,218 weights from 64 rows: the mean
+        // nonzero eigenvalue is σ² d/(n − 1)) and two spikes.
+        let mut values = vec![1000.0, 500.0];
+        values.extend(vec![1218.0 / 63.0; 61]);
+        let edge = noise_edge(&values, 64, 1218, 2);
+        let exact = (1.0 + (1218.0f64 / 63.0).sqrt()).powi(2);
+        assert_eq!(edge.above, 2);
+        assert!((edge.variance - 1.0).abs() < 0.02, "{edge:?}");
+        assert!((edge.edge / exact - 1.0).abs() < 0.02, "{edge:?}");
+        assert!((edge.ratio - 500.0 / edge.edge).abs() < 1e-12);
     }
 }
