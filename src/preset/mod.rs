@@ -922,4 +922,58 @@ mod tests {
             fine.target.build().unwrap().kind()
         );
     }
+
+    /// The time of each shipped typed preset's truth (`ExprTarget::new_with`, uncached, and
+    /// its moments), printed with the work and time spent before the look beyond the box
+    /// began: run with `cargo test --lib typed_truth_timings -- --ignored --nocapture` to
+    /// compare a change to the truth's cost (dev profile: the ratios matter).
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn typed_truth_timings() {
+        use crate::math::expr::ExprTarget;
+        use crate::math::expr::truth::{Stage, TruthProgress};
+        for (name, text) in SHIPPED.iter().filter(|(n, _)| n.starts_with("expr-")) {
+            let preset = super::Preset::parse(text, name).expect("a shipped preset parses");
+            let crate::math::TargetSpec::Expression {
+                energy,
+                parameters,
+                bounds,
+                ..
+            } = &preset.target
+            else {
+                continue;
+            };
+            let mut before_beyond = None;
+            let mut last = None;
+            let mut observer = |p: &TruthProgress| {
+                if matches!(p.stage, Stage::LookingBeyond { .. }) && before_beyond.is_none() {
+                    before_beyond = Some((p.elapsed.as_secs_f64(), p.evaluations));
+                }
+                last = Some((p.elapsed.as_secs_f64(), p.evaluations));
+            };
+            let start = std::time::Instant::now();
+            let target =
+                ExprTarget::new_with(energy, parameters, *bounds, None, Some(&mut observer))
+                    .expect("its truth");
+            let truth = start.elapsed().as_secs_f64();
+            let start = std::time::Instant::now();
+            let built = crate::math::Target::Expression(std::sync::Arc::new(target.clone()));
+            let (mean, cov) = built.moments();
+            let moments = start.elapsed().as_secs_f64();
+            let (t, e) = last.unwrap_or_default();
+            let (tb, eb) = before_beyond.unwrap_or((t, e));
+            eprintln!(
+                "{name}: truth {truth:.2} s ({:.1} M evaluations), of which beyond the box \
+                 {:.2} s ({:.2} M); moments {moments:.2} s; box {:?}; mean {mean:?} cov \
+                 {cov:?}; outside mass {:e}; moment box {:?}; {:?}",
+                e as f64 / 1e6,
+                t - tb,
+                (e - eb) as f64 / 1e6,
+                target.bounds,
+                target.outside_mass(),
+                target.beyond.moment_box,
+                target.beyond.growth,
+            );
+        }
+    }
 }
