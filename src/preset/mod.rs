@@ -976,4 +976,50 @@ mod tests {
             );
         }
     }
+
+    /// The shipped typed presets with each parameter at either end of its slider (the formula
+    /// panel's range): every truth is accepted within the work limit, printed with its time, the
+    /// share of the limit it spent and what lies beyond its box. Run as
+    /// `cargo test --lib typed_truth_at_slider_ends -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn typed_truth_at_slider_ends() {
+        use crate::math::expr::truth::{TruthProgress, evaluation_limit};
+        use crate::math::expr::{ExprTarget, slider_range, truth::compile_cached};
+        for (name, text) in SHIPPED.iter().filter(|(n, _)| n.starts_with("expr-")) {
+            let preset = super::Preset::parse(text, name).expect("a shipped preset parses");
+            let crate::math::TargetSpec::Expression {
+                energy,
+                parameters,
+                bounds,
+                ranges,
+            } = &preset.target
+            else {
+                continue;
+            };
+            let names: Vec<String> = parameters.keys().cloned().collect();
+            let limit = evaluation_limit(&compile_cached(energy, &names).expect("compiles"));
+            for (key, value) in parameters {
+                for end in slider_range(*value, ranges.get(key)) {
+                    let mut at = parameters.clone();
+                    at.insert(key.clone(), end);
+                    let mut spent = 0;
+                    let mut observer = |p: &TruthProgress| spent = p.evaluations;
+                    let start = std::time::Instant::now();
+                    let made =
+                        ExprTarget::new_with(energy, &at, *bounds, None, Some(&mut observer));
+                    let time = start.elapsed().as_secs_f64();
+                    let t = made.unwrap_or_else(|e| panic!("{name} at {key} = {end}: {e}"));
+                    eprintln!(
+                        "{name} at {key} = {end}: {time:.2} s, {:.1} % of the limit; outside {:e}; \
+                         {:?}; unsettled {:?}",
+                        100.0 * spent as f64 / limit as f64,
+                        t.outside_mass(),
+                        t.beyond.growth,
+                        t.beyond.unsettled.as_ref().map(|u| (u.moment, u.values))
+                    );
+                }
+            }
+        }
+    }
 }
