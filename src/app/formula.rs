@@ -43,10 +43,28 @@ pub fn gallery_target(name: &str) -> Option<TargetSpec> {
 /// What the latest check of a candidate found.
 #[derive(Clone, Debug)]
 enum Verdict {
-    /// It runs: its box and log normaliser.
-    Running { bounds: [[f64; 2]; 2], log_z: f64 },
+    /// It runs: its box and log normaliser, what its truth covers (the box of its moments and
+    /// the mass outside) and the warning when its moments do not settle as the box grows.
+    Running {
+        bounds: [[f64; 2]; 2],
+        log_z: f64,
+        extent: String,
+        unsettled: Option<String>,
+    },
     /// Refused, with the reason.
     Refused(String),
+}
+
+impl Verdict {
+    /// The verdict on a target that passed its checks, its truth described by `diagnostics`.
+    fn running(t: &ExprTarget) -> Self {
+        Verdict::Running {
+            bounds: t.bounds,
+            log_z: t.log_normaliser,
+            extent: crate::diagnostics::warnings::truth_extent(t),
+            unsettled: crate::diagnostics::warnings::unsettled_moments(t),
+        }
+    }
 }
 
 /// A check on its thread: the candidate, where its verdict arrives and how far it is.
@@ -108,10 +126,7 @@ impl FormulaEditor {
     fn show_spec(&mut self, spec: &TargetSpec) {
         self.set_fields(spec);
         self.verdict = spec.build().ok().and_then(|t| match t {
-            crate::math::Target::Expression(e) => Some(Verdict::Running {
-                bounds: e.bounds,
-                log_z: e.log_normaliser,
-            }),
+            crate::math::Target::Expression(e) => Some(Verdict::running(&e)),
             _ => None,
         });
     }
@@ -187,10 +202,7 @@ impl FormulaEditor {
                             Ok(t) => {
                                 *target = flight.candidate.clone();
                                 self.running = flight.candidate;
-                                Verdict::Running {
-                                    bounds: t.bounds,
-                                    log_z: t.log_normaliser,
-                                }
+                                Verdict::running(&t)
                             }
                             Err(why) => Verdict::Refused(why),
                         });
@@ -424,7 +436,9 @@ impl FormulaEditor {
             .checkbox(&mut by_hand, "set the box by hand")
             .on_hover_text(
                 "Off: the box grows until the mass at its edge is below 1e-4. The exact \
-                 truth (contours, marginals, distances) lives on the box.",
+                 truth (contours, marginals, distances) is the density within the box; the \
+                 Truth line under the verdict says how much of the mass lies outside it, and \
+                 within which box the moments settle.",
             );
         if response.changed() {
             self.bounds = if by_hand {
@@ -483,7 +497,12 @@ impl FormulaEditor {
             });
         }
         match &self.verdict {
-            Some(Verdict::Running { bounds, log_z }) if !checking => {
+            Some(Verdict::Running {
+                bounds,
+                log_z,
+                extent,
+                unsettled,
+            }) if !checking => {
                 ui.label(
                     RichText::new(format!(
                         "✔ running · box θ₁ ∈ [{}, {}], θ₂ ∈ [{}, {}] · log Z = {}",
@@ -496,6 +515,14 @@ impl FormulaEditor {
                     .color(super::palette::good(ui.visuals()))
                     .small(),
                 );
+                ui.small(format!("Truth: {extent}."));
+                if let Some(warning) = unsettled {
+                    ui.label(
+                        RichText::new(format!("⚠ {warning}"))
+                            .color(super::palette::warning(ui.visuals()))
+                            .small(),
+                    );
+                }
             }
             Some(Verdict::Refused(why)) => {
                 ui.label(

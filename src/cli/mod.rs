@@ -779,6 +779,9 @@ fn execute(
         f.finish()?;
     }
     let s = &outcome.summary;
+    if let Ok(crate::math::Target::Expression(e)) = preset.target.build() {
+        note!("truth: {}", crate::diagnostics::warnings::truth_extent(&e));
+    }
     for w in &s.warnings {
         note!("warning: {w}");
     }

@@ -675,6 +675,11 @@ pub struct Summary {
     /// On a mixture target: how many distinct modes those chains visited together (the
     /// ensemble's coverage, beside the per-chain `modes_visited`).
     pub modes_visited_ensemble: Option<f64>,
+    /// A typed target only: the estimated share of the target's mass outside the box its
+    /// truth lives on (cell masses, exact samples, the histogram's total variation; docs/MATH.md
+    /// §9, *Beyond the box*). Null for the built-in targets, whose truth is exact, and where it
+    /// could not be estimated.
+    pub truth_outside_mass: Option<f64>,
     /// Where the run ran and how fast (in the JSON line as fields of their own).
     #[serde(flatten)]
     pub timings: Timings,
@@ -978,6 +983,10 @@ impl RunRecorder {
             modes_visited: None,
             modes_per_chain: Vec::new(),
             modes_visited_ensemble: None,
+            truth_outside_mass: match &t.target {
+                Target::Expression(e) => Some(e.outside_mass()).filter(|m| m.is_finite()),
+                _ => None,
+            },
             warnings: Vec::new(),
             timings: Timings {
                 device: run.device,

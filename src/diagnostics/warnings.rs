@@ -1,11 +1,14 @@
 //! What a user should be told about a run's statistics: chains that diverged, chains that
 //! never left their start, and stationary moments or an energy distance far from the
-//! target's for a sampler that is meant to sample it.
+//! target's for a sampler that is meant to sample it; and what a typed target's truth leaves
+//! out (the mass beyond its box, moments that do not settle as the box grows).
 
 use super::movement::Movement;
 use super::{Summary, Truth};
 use crate::engine::Moments;
-use crate::math::{SamplerKind, SamplerSpec};
+use crate::math::expr::ExprTarget;
+use crate::math::expr::truth::{Growth, Moment, box_text};
+use crate::math::{SamplerKind, SamplerSpec, Target};
 
 /// Relative miss (of a variance, or of a mean in target standard deviations) beyond which
 /// stationary moments count as far from the target. Well above the Monte-Carlo error of
@@ -174,6 +177,11 @@ pub fn run_warnings(
             causes(sampler)
         ));
     }
+    if let Target::Expression(e) = &truth.target
+        && let Some(unsettled) = unsettled_moments(e)
+    {
+        out.push(unsettled);
+    }
     out
 }
 
@@ -220,6 +228,85 @@ pub fn causes(sampler: &SamplerSpec) -> String {
     } else {
         format!("{}; otherwise: {CAUSES}", known.join("; "))
     }
+}
+
+/// A share of the mass for reading: a percentage to two significant digits down to a
+/// thousandth of a percent ("0.096 %", "12 %"), smaller shares as a number ("4.4e-10").
+pub fn mass_share(share: f64) -> String {
+    if share == 0.0 || !share.is_finite() {
+        return format!("{share}");
+    }
+    if share < 1e-5 {
+        return format!("{share:.1e}");
+    }
+    let percent = 100.0 * share;
+    let decimals = (1 - percent.log10().floor() as i32).max(0) as usize;
+    format!("{percent:.decimals$} %")
+}
+
+/// What a typed target's truth covers, in one sentence for the formula panel and the command
+/// line: "moments of the density within the box θ₁ ∈ [a, b], θ₂ ∈ [c, d]; 0.096 % of the
+/// mass lies outside", and, where the moments were taken over a box grown beyond the truth's
+/// until they settle, the truth's box (its cell masses and exact samples) with the mass
+/// outside it too (docs/MATH.md §9, *Beyond the box*).
+pub fn truth_extent(target: &ExprTarget) -> String {
+    let beyond = &target.beyond;
+    let outside = |share: f64| {
+        if share.is_nan() {
+            "the mass outside was not estimated (the work limit ran out first)".to_owned()
+        } else if beyond.at_least {
+            format!("at least {} of the mass lies outside", mass_share(share))
+        } else {
+            format!("{} of the mass lies outside", mass_share(share))
+        }
+    };
+    let moments = format!(
+        "moments of the density within the box {}; {}",
+        box_text(&beyond.moment_box),
+        outside(beyond.moment_box_outside)
+    );
+    if beyond.moment_box == target.bounds {
+        moments
+    } else {
+        format!(
+            "{moments}. Cell masses, contours and exact samples: the density within the box {}; \
+             {} it",
+            box_text(&target.bounds),
+            outside(beyond.outside_mass)
+        )
+    }
+}
+
+/// The warning for a typed target whose moments did not settle as its box grew: which
+/// moment, its values within two boxes, and why the growth stopped; `None` when they settled.
+pub fn unsettled_moments(target: &ExprTarget) -> Option<String> {
+    let beyond = &target.beyond;
+    let u = beyond.unsettled.as_ref()?;
+    let why = match beyond.growth {
+        Growth::Extent => "the box reached the largest it may, ±1e5".to_owned(),
+        Growth::WorkLimit => "the work the truth may spend ran out".to_owned(),
+        Growth::NotFinite { at } => format!(
+            "exp(−U) could not be integrated near θ = ({}, {})",
+            rounded(at[0]),
+            rounded(at[1])
+        ),
+        Growth::Settled => "it settled".to_owned(),
+    };
+    let which = match u.moment {
+        Moment::Mean(_) => "mean",
+        Moment::Variance(_) => "variance",
+    };
+    Some(format!(
+        "the truth's moments do not settle as its box grows: {} = {} within the box {} but {} \
+         within {} (the growth stopped: {why}). The density's {which} may not exist, or \
+         depends on mass farther out: the truth's moments are those within the larger box, \
+         and a sampler's need not match them",
+        u.moment,
+        rounded(u.values[0]),
+        box_text(&u.boxes[0]),
+        rounded(u.values[1]),
+        box_text(&u.boxes[1]),
+    ))
 }
 
 #[cfg(test)]
@@ -274,6 +361,56 @@ mod tests {
         assert_eq!(rounded(2.5e7), "2.500e7");
         assert_eq!(rounded(-1.0), "-1");
         assert_eq!(rounded(0.0), "0");
+    }
+
+    #[test]
+    fn mass_shares_are_written_for_reading() {
+        assert_eq!(mass_share(9.6e-4), "0.096 %");
+        assert_eq!(mass_share(1.27e-4), "0.013 %");
+        assert_eq!(mass_share(0.123), "12 %");
+        assert_eq!(mass_share(4.35e-10), "4.3e-10");
+        assert_eq!(mass_share(0.0), "0");
+    }
+
+    /// A typed target's truth says what its box leaves out: the funnel's sentence names the
+    /// box of its moments, the truth's box and the share of the mass outside each; a
+    /// Student-t with ν = 2, which has no variance, gets the warning that its variance does not
+    /// settle, with its values within two boxes.
+    #[test]
+    fn a_typed_truth_says_what_it_leaves_out() {
+        use std::collections::BTreeMap;
+        let params = BTreeMap::from([("sv".to_owned(), 3.0)]);
+        let funnel =
+            ExprTarget::cached("y^2/(2*sv^2) + x^2*exp(-y)/2 + y/2", &params, None).unwrap();
+        let extent = truth_extent(&funnel);
+        eprintln!("{extent}");
+        assert!(
+            extent.starts_with("moments of the density within the box θ₁ ∈ [-13824, 13824]")
+                && extent.contains(
+                    "exact samples: the density within the box θ₁ ∈ [-108, 108], θ₂ ∈ [-12, 12]; \
+                     0.09"
+                )
+                && extent.ends_with("% of the mass lies outside it"),
+            "{extent}"
+        );
+        assert_eq!(unsettled_moments(&funnel), None);
+        let gaussian = ExprTarget::cached("x^2/2 + y^2/2", &BTreeMap::new(), None).unwrap();
+        let extent = truth_extent(&gaussian);
+        assert!(
+            extent.contains("0.013 % of the mass lies outside"),
+            "{extent}"
+        );
+        let t = ExprTarget::cached("2*log(1 + (x^2 + y^2)/2)", &BTreeMap::new(), None).unwrap();
+        let warning = unsettled_moments(&t).expect("no variance");
+        eprintln!("{}\n{warning}", truth_extent(&t));
+        assert!(
+            warning.starts_with("the truth's moments do not settle as its box grows: Var θ")
+                && warning.contains("within the box θ₁ ∈ [-36864, 36864]")
+                && warning.contains("within θ₁ ∈ [-100000, 100000]")
+                && warning.contains("±1e5")
+                && warning.contains("variance may not exist"),
+            "{warning}"
+        );
     }
 
     #[test]

@@ -922,4 +922,104 @@ mod tests {
             fine.target.build().unwrap().kind()
         );
     }
+
+    /// The time of each shipped typed preset's truth (`ExprTarget::new_with`, uncached, and
+    /// its moments), printed with the work and time spent before the look beyond the box
+    /// began: run with `cargo test --lib typed_truth_timings -- --ignored --nocapture` to
+    /// compare a change to the truth's cost (dev profile: the ratios matter).
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn typed_truth_timings() {
+        use crate::math::expr::ExprTarget;
+        use crate::math::expr::truth::{Stage, TruthProgress};
+        for (name, text) in SHIPPED.iter().filter(|(n, _)| n.starts_with("expr-")) {
+            let preset = super::Preset::parse(text, name).expect("a shipped preset parses");
+            let crate::math::TargetSpec::Expression {
+                energy,
+                parameters,
+                bounds,
+                ..
+            } = &preset.target
+            else {
+                continue;
+            };
+            let mut before_beyond = None;
+            let mut last = None;
+            let mut observer = |p: &TruthProgress| {
+                if matches!(p.stage, Stage::LookingBeyond { .. }) && before_beyond.is_none() {
+                    before_beyond = Some((p.elapsed.as_secs_f64(), p.evaluations));
+                }
+                last = Some((p.elapsed.as_secs_f64(), p.evaluations));
+            };
+            let start = std::time::Instant::now();
+            let target =
+                ExprTarget::new_with(energy, parameters, *bounds, None, Some(&mut observer))
+                    .expect("its truth");
+            let truth = start.elapsed().as_secs_f64();
+            let start = std::time::Instant::now();
+            let built = crate::math::Target::Expression(std::sync::Arc::new(target.clone()));
+            let (mean, cov) = built.moments();
+            let moments = start.elapsed().as_secs_f64();
+            let (t, e) = last.unwrap_or_default();
+            let (tb, eb) = before_beyond.unwrap_or((t, e));
+            eprintln!(
+                "{name}: truth {truth:.2} s ({:.1} M evaluations), of which beyond the box \
+                 {:.2} s ({:.2} M); moments {moments:.2} s; box {:?}; mean {mean:?} cov \
+                 {cov:?}; outside mass {:e}; moment box {:?}; {:?}",
+                e as f64 / 1e6,
+                t - tb,
+                (e - eb) as f64 / 1e6,
+                target.bounds,
+                target.outside_mass(),
+                target.beyond.moment_box,
+                target.beyond.growth,
+            );
+        }
+    }
+
+    /// The shipped typed presets with each parameter at either end of its slider (the formula
+    /// panel's range): every truth is accepted within the work limit, printed with its time, the
+    /// share of the limit it spent and what lies beyond its box. Run as
+    /// `cargo test --lib typed_truth_at_slider_ends -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn typed_truth_at_slider_ends() {
+        use crate::math::expr::truth::{TruthProgress, evaluation_limit};
+        use crate::math::expr::{ExprTarget, slider_range, truth::compile_cached};
+        for (name, text) in SHIPPED.iter().filter(|(n, _)| n.starts_with("expr-")) {
+            let preset = super::Preset::parse(text, name).expect("a shipped preset parses");
+            let crate::math::TargetSpec::Expression {
+                energy,
+                parameters,
+                bounds,
+                ranges,
+            } = &preset.target
+            else {
+                continue;
+            };
+            let names: Vec<String> = parameters.keys().cloned().collect();
+            let limit = evaluation_limit(&compile_cached(energy, &names).expect("compiles"));
+            for (key, value) in parameters {
+                for end in slider_range(*value, ranges.get(key)) {
+                    let mut at = parameters.clone();
+                    at.insert(key.clone(), end);
+                    let mut spent = 0;
+                    let mut observer = |p: &TruthProgress| spent = p.evaluations;
+                    let start = std::time::Instant::now();
+                    let made =
+                        ExprTarget::new_with(energy, &at, *bounds, None, Some(&mut observer));
+                    let time = start.elapsed().as_secs_f64();
+                    let t = made.unwrap_or_else(|e| panic!("{name} at {key} = {end}: {e}"));
+                    eprintln!(
+                        "{name} at {key} = {end}: {time:.2} s, {:.1} % of the limit; outside {:e}; \
+                         {:?}; unsettled {:?}",
+                        100.0 * spent as f64 / limit as f64,
+                        t.outside_mass(),
+                        t.beyond.growth,
+                        t.beyond.unsettled.as_ref().map(|u| (u.moment, u.values))
+                    );
+                }
+            }
+        }
+    }
 }

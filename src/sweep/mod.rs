@@ -869,6 +869,7 @@ pub fn statistic_label(name: &str) -> String {
         ("chain_steps_per_s", "chain-steps per second"),
         ("elapsed_s", "seconds"),
         ("pooled_states", "pooled states"),
+        ("truth_outside_mass", "mass outside the truth's box"),
     ];
     if let Some((_, label)) = KNOWN.iter().find(|(n, _)| *n == name) {
         return (*label).to_owned();

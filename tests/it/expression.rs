@@ -100,11 +100,15 @@ fn formulas_follow_the_built_in_targets() {
             );
         }
         if name == "funnel" {
-            // Var θ₁ = e^{σ²/2} lives in tails beyond any box holding all but 1e-4; check θ₂.
-            assert!(
-                (ct[2] / cb[2] - 1.0).abs() < 0.02,
-                "{name}: {cb:?} vs {ct:?}"
-            );
+            // Var θ₁ = e^{σ²/2} = 90 lives in tails far beyond the truth's box (40.7 within
+            // it): the moments come from a box grown until they settle (docs/MATH.md §9,
+            // *Beyond the box*), to the tolerance of 1 % plus the strips' quadrature.
+            for k in [0, 2] {
+                assert!(
+                    (ct[k] / cb[k] - 1.0).abs() < 0.02,
+                    "{name}: {cb:?} vs {ct:?}"
+                );
+            }
             // The neck: the mass with θ₂ < −6 (where the neck is narrower than 0.05, far
             // below a cell) is Φ(−2) = 0.0228 for σ_v = 3.
             let grid = t.default_grid().with_resolution(64, 64);

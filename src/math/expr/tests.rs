@@ -541,3 +541,92 @@ fn the_truth_check_names_the_cause() {
         "{e}"
     );
 }
+
+/// The typed funnel's box holds all but about 10⁻³ of the mass (its edge cells hold less than
+/// 10⁻⁴, which is another thing): the mass the look beyond the box finds outside it agrees with
+/// the built-in funnel's exact cell masses over the same box, and its moments, taken over a box
+/// grown until they settle, are the funnel's: Var θ₁ = e^{σ²/2} = 90, where the box alone has
+/// 40.7.
+#[test]
+fn the_typed_funnel_says_how_much_mass_its_box_misses() {
+    use crate::math::grid::Grid2;
+    use crate::math::targets::{Density, Funnel};
+    let t = target("y^2/(2*sv^2) + x^2*exp(-y)/2 + y/2", &[("sv", 3.0)]).unwrap();
+    let grid = Grid2::new(t.bounds[0], t.bounds[1], 64, 64);
+    let inside: f64 = Funnel { sigma_v: 3.0 }.cell_masses(&grid, 0).iter().sum();
+    let exact = 1.0 - inside;
+    let outside = t.outside_mass();
+    let (mean, cov) = t.moments();
+    eprintln!(
+        "box {:?}: outside {outside:e} (exact {exact:e}); moments {mean:?} {cov:?} within {:?}",
+        t.bounds, t.beyond.moment_box
+    );
+    assert!(exact > 5e-4, "the box should miss a visible share: {exact}");
+    assert!(
+        (outside - exact).abs() <= 0.2 * exact,
+        "outside {outside} vs exact {exact}"
+    );
+    assert!(!t.beyond.at_least);
+    let var = 4.5f64.exp();
+    assert!(
+        (cov[0] / var - 1.0).abs() < 0.02,
+        "Var θ₁ {} vs {var}",
+        cov[0]
+    );
+    assert!((cov[2] / 9.0 - 1.0).abs() < 0.01, "Var θ₂ {} vs 9", cov[2]);
+    assert!(mean[1].abs() < 0.03, "{mean:?}");
+    assert_eq!(t.beyond.growth, truth::Growth::Settled);
+    assert_eq!(t.beyond.unsettled, None);
+    assert!(t.beyond.moment_box[0][1] > 10.0 * t.bounds[0][1]);
+    assert!(t.beyond.moment_box_outside < 1e-6);
+}
+
+/// A Gaussian's box leaves out only its thin tails: N(0, I)'s found box, [−4, 4]², misses
+/// 1 − (2Φ(4) − 1)² = 1.27·10⁻⁴ of the mass, and the estimate says so; its moments settle at once.
+#[test]
+fn a_light_tailed_target_reports_a_negligible_outside_mass() {
+    use crate::math::special::normal_cdf;
+    let t = target("x^2/2 + y^2/2", &[]).unwrap();
+    let inside: f64 = (0..2)
+        .map(|c| normal_cdf(t.bounds[c][1]) - normal_cdf(t.bounds[c][0]))
+        .product();
+    let exact = 1.0 - inside;
+    let outside = t.outside_mass();
+    eprintln!("box {:?}: outside {outside:e} (exact {exact:e})", t.bounds);
+    assert!(outside < 2.0 * truth::EDGE_MASS, "{outside}");
+    assert!(
+        (outside - exact).abs() <= 0.05 * exact,
+        "{outside} vs {exact}"
+    );
+    assert_eq!(t.beyond.growth, truth::Growth::Settled);
+    assert_eq!(t.beyond.unsettled, None);
+    let (mean, cov) = t.moments();
+    assert!(mean.iter().all(|m| m.abs() < 1e-6), "{mean:?}");
+    assert!(
+        (cov[0] - 1.0).abs() < 1e-3 && (cov[2] - 1.0).abs() < 1e-3,
+        "{cov:?}"
+    );
+}
+
+/// A bivariate Student-t with ν = 2 has no variance: E[θ₁²] within a box grows with its log.
+/// The truth accepts it (the box holds all but a little of the mass) and says that the
+/// variance does not settle, with its values in two boxes, the larger at ±10⁵.
+#[test]
+fn a_variance_that_does_not_exist_is_said_not_to_settle() {
+    let t = target("2*log(1 + (x^2 + y^2)/2)", &[]).unwrap();
+    eprintln!("box {:?}: {:?}", t.bounds, t.beyond);
+    let u = t
+        .beyond
+        .unsettled
+        .clone()
+        .expect("the variance does not settle");
+    assert!(matches!(u.moment, truth::Moment::Variance(_)), "{u:?}");
+    assert!(u.values[1] > 1.05 * u.values[0], "{u:?}");
+    assert_eq!(t.beyond.growth, truth::Growth::Extent);
+    assert!(u.boxes[1][0][1] >= truth::MAX_EXTENT && u.boxes[0][0][1] <= 0.5 * truth::MAX_EXTENT);
+    // The same family with ν = 3 has Var = ν/(ν − 2) = 3, reached within the tolerance.
+    let t = target("2.5*log(1 + (x^2 + y^2)/3)", &[]).unwrap();
+    let (_, cov) = t.moments();
+    assert_eq!(t.beyond.unsettled, None, "{:?}", t.beyond);
+    assert!((cov[0] / 3.0 - 1.0).abs() < 0.02, "{cov:?}");
+}

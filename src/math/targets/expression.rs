@@ -27,6 +27,12 @@ impl Density for Arc<ExprTarget> {
         ExprTarget::cell_masses(self, grid)
     }
 
+    /// Within the box grown until the moments settle (docs/MATH.md §9, *Beyond the box*), not
+    /// only the display box.
+    fn moments(&self) -> ([f64; 2], [f64; 3]) {
+        ExprTarget::moments(self)
+    }
+
     fn exact_samples(&self, n: usize, seed: u64) -> Vec<f64> {
         ExprTarget::exact_samples(self, n, seed)
     }
