@@ -25,11 +25,11 @@ pub use objections::{
 };
 
 pub use point::{
-    COLLAPSED_LN_DISTANCE, HISTOGRAM_CELLS, Histogram, KNN_K, KnownAnswer, NetworkEntropies,
-    SPHERE_HISTOGRAM, SPHERE_SAMPLE, ThermoPoint, diverged_note, enough_alive, entropy_drift_note,
-    fold_note, gibbs_verdict, known_answer, legacy_gibbs_consistent, mean_and_se, measured,
-    network_point, plane_point, sphere_entropy, sphere_loss_is_even, sphere_point,
-    sphere_signal_and_noise, stationarity,
+    COLLAPSED_LN_WIDTH, HISTOGRAM_CELLS, Histogram, KNN_K, KnownAnswer, NetworkEntropies,
+    SPHERE_HISTOGRAM, SPHERE_SAMPLE, ThermoPoint, collapsed, diverged_note, enough_alive,
+    entropy_drift_note, fold_note, gibbs_verdict, known_answer, legacy_gibbs_consistent,
+    mean_and_se, measured, network_point, plane_point, sphere_entropy, sphere_loss_is_even,
+    sphere_point, sphere_signal_and_noise, stationarity,
 };
 pub use window::{
     ENSEMBLE_ENTROPY_NETWORKS, EnsembleEntropyCheck, SMALL_DIMS, Trajectory, WINDOW_DIMS,

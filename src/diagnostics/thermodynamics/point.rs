@@ -36,10 +36,13 @@ pub const SPHERE_HISTOGRAM: (u32, u32) = (72, 36);
 /// Directions stored per sphere point, for pictures.
 pub const SPHERE_SAMPLE: usize = 600;
 
-/// Mean ln εᵢ of the k-th neighbour distances below which an ensemble counts as collapsed:
-/// ln 10⁻⁶, the neighbours about a millionth apart (MATH.md §5.6). S then falls without
-/// bound and T → 0. (A threshold on S itself would shift with ψ(N) − ψ(k).)
-pub const COLLAPSED_LN_DISTANCE: f64 = -13.815_510_557_964_274;
+/// The k-NN entropy per dimension, S/d, below which an ensemble counts as collapsed: ln 10⁻⁶,
+/// the law's entropy width e^{S/d} (the side of a square of uniform law with the same
+/// entropy) below a millionth (MATH.md §5.6). S then falls without bound and T → 0. The
+/// threshold is on S, which estimates a property of the law, and not on the mean ln εᵢ of
+/// the neighbour distances, which for the same law shifts by −ψ(N)/d with the number of
+/// chains N (Kozachenko–Leonenko).
+pub const COLLAPSED_LN_WIDTH: f64 = -13.815_510_557_964_274;
 
 /// JSON has no NaN: serde_json writes a NaN (a point whose chains diverged has no U) as
 /// null, and this reads it back as NaN, so a results file with such a point still loads.
@@ -336,12 +339,14 @@ fn exclusion(
     (trace, u_se, u_min): (&[(u32, f64)], f64, f64),
     chains: usize,
 ) -> (bool, Option<String>) {
-    if let Some(k) = knn.filter(|k| k.mean_ln_distance < COLLAPSED_LN_DISTANCE) {
+    // The plane and the sphere are both 2-dimensional.
+    if let Some(k) = knn.filter(|k| collapsed(k, 2)) {
         return (
             false,
             Some(format!(
-                "collapsed: the chains' k-th neighbours are {:.0e} apart (below 1e-6): S falls \
-                 without bound, T → 0",
+                "collapsed: the chains' law is {:.0e} wide (e^(S/2), below 1e-6; k-th \
+                 neighbours {:.0e} apart): S falls without bound, T → 0",
+                (k.entropy / 2.0).exp(),
                 k.mean_ln_distance.exp()
             )),
         );
@@ -356,6 +361,13 @@ fn exclusion(
             .filter(SubsampleCheck::drifts)
             .map(|c| entropy_drift_note(&c, chains)),
     )
+}
+
+/// Whether an ensemble counts as collapsed (MATH.md §5.6), from its k-NN estimate in `dim`
+/// dimensions: S/d below [`COLLAPSED_LN_WIDTH`]. For a law with a density the verdict does not
+/// depend on the number of points (the estimate converges to the law's entropy).
+pub fn collapsed(estimate: &KnnEstimate, dim: usize) -> bool {
+    estimate.entropy / (dim as f64) < COLLAPSED_LN_WIDTH
 }
 
 /// The reason a point whose entropy moves with N is left out (MATH.md §5.6).
@@ -817,6 +829,51 @@ pub fn measured(points: &[ThermoPoint]) -> Vec<Measured> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// MATH.md §5.6: the collapse rule judges a law, not a sample size. The same 2-D Gaussian
+    /// (standard deviation s, centred away from 0) drawn 256 and 4,096 times gets the same
+    /// verdict: not collapsed at ln s = −12 (the old threshold on the mean ln εᵢ, which moves
+    /// by −ψ(N)/d, called it collapsed at 4,096 only), not collapsed 0.3 nats per dimension
+    /// above the threshold on S/d, collapsed 0.3 below it and far below it.
+    #[test]
+    fn the_collapse_verdict_of_a_law_does_not_depend_on_the_number_of_chains() {
+        let target = crate::math::TargetSpec::Gaussian {
+            mean: [0.0; 2],
+            sigma1: 1.0,
+            sigma2: 1.0,
+            rho: 0.0,
+        }
+        .build()
+        .unwrap();
+        // S/2 of N(0, s² I) is ln s + ½ ln(2πe).
+        let half_ln_2pie = 0.5 * (2.0 * std::f64::consts::PI * std::f64::consts::E).ln();
+        let at_threshold = COLLAPSED_LN_WIDTH - half_ln_2pie;
+        for (ln_s, expected) in [
+            (-12.0, false),
+            (at_threshold + 0.3, false),
+            (at_threshold - 0.3, true),
+            (-25.0, true),
+        ] {
+            let verdicts: Vec<bool> = [256, 4096]
+                .into_iter()
+                .map(|n| {
+                    let draws = target.exact_samples(n, 3);
+                    let thetas: Vec<[f64; 2]> = draws
+                        .chunks_exact(2)
+                        .map(|c| [0.3 + ln_s.exp() * c[0], -0.2 + ln_s.exp() * c[1]])
+                        .collect();
+                    let estimate = knn(&thetas, KNN_K).unwrap();
+                    eprintln!(
+                        "ln s {ln_s:.2}, N {n}: mean ln ε {:.2}, S/2 {:.2}",
+                        estimate.mean_ln_distance,
+                        estimate.entropy / 2.0
+                    );
+                    collapsed(&estimate, 2)
+                })
+                .collect();
+            assert_eq!(verdicts, [expected; 2], "ln s = {ln_s}");
+        }
+    }
 
     /// A left-out point has no U: it is written as null and read back, so the sweep's table
     /// still loads (it failed with "invalid type: null, expected f64").
