@@ -513,8 +513,9 @@ pub fn table_with(merged: &Merged, options: TableOptions) -> anyhow::Result<Tabl
 /// stationarity, the held-out predictions, F(η; T*) at the table's η* with T* = T_slope(η*)
 /// and T_gibbs(η*), the spread of T_slope over k, N and windows, the Gibbs test's critical
 /// values, KS distance and verdict, the k-NN entropy on quarters of the chains, and for
-/// networks the windowed S with its dimension and why the ensemble S is not used for T_slope
-/// (empty cells where undefined).
+/// networks the windowed S with its dimension and why the ensemble S is not used for T_slope,
+/// and on the sphere the harmonic test of the longitudes (its p-value, strongest harmonic and
+/// that harmonic's amplitude; empty cells where undefined).
 pub fn csv(table: &Table) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let header = [
@@ -552,6 +553,9 @@ pub fn csv(table: &Table) -> String {
         "S_window_se",
         "window_dims",
         "entropy_note",
+        "longitude_p_value",
+        "longitude_harmonic",
+        "longitude_amplitude",
     ];
     w.write_record(header).expect("in memory");
     let num = |v: Option<f64>| {
@@ -597,6 +601,11 @@ pub fn csv(table: &Table) -> String {
                 .as_ref()
                 .map_or(String::new(), |w| w.dims.to_string()),
             p.ensemble_entropy_note.clone().unwrap_or_default(),
+            num(p.longitude.as_ref().map(|l| l.p_value)),
+            p.longitude
+                .as_ref()
+                .map_or(String::new(), |l| l.strongest.to_string()),
+            num(p.longitude.as_ref().map(|l| l.amplitude)),
         ])
         .expect("in memory");
     }

@@ -132,6 +132,11 @@ pub struct ThermoPoint {
     /// where there is no fit.
     #[serde(default)]
     pub gibbs_consistent: Option<bool>,
+    /// On the sphere, where the loss (so the fitted Gibbs law) is symmetric about the z axis:
+    /// the harmonic test of the chains' longitudes, folded as the rest (MATH.md §5.6). It is
+    /// reported beside the Gibbs verdict, not part of it. None elsewhere and in older records.
+    #[serde(default)]
+    pub longitude: Option<super::LongitudeHarmonics>,
     /// On the sphere: the line that says the ensemble was folded by the loss's symmetry
     /// x → −x before S, the histogram and the Gibbs test, with the chains' split between the
     /// hemispheres. None where nothing was folded.
@@ -671,6 +676,18 @@ pub fn sphere_point(point: ThermoPoint, xs: &[DVec3], objects: &[DVec3]) -> Ther
     let u_min = fine.cells.min_loss();
     let (stationary, excluded) =
         exclusion(estimate, check, (&point.u_trace, u_se, u_min), xs.len());
+    // Longitudes of the folded directions (x → −x adds π), tested where the law is uniform in
+    // them.
+    let longitude = sphere_loss_is_axisymmetric(objects)
+        .then(|| {
+            let phi: Vec<f64> = xs
+                .iter()
+                .map(|&x| if folded && x.z < 0.0 { -x } else { x })
+                .map(|x| x.y.atan2(x.x))
+                .collect();
+            super::longitude_harmonics(&phi)
+        })
+        .flatten();
     let every = (xs.len() / SPHERE_SAMPLE).max(1);
     let upper = xs.iter().filter(|x| x.z > 0.0).count() as f64 / n;
     let mut measured = ThermoPoint {
@@ -687,6 +704,7 @@ pub fn sphere_point(point: ThermoPoint, xs: &[DVec3], objects: &[DVec3]) -> Ther
         t_gibbs: Some(t),
         gibbs_probabilities: Some(p),
         fold_note: folded.then(|| fold_note(upper)),
+        longitude,
         signal: Some(signal),
         noise: Some(noise),
         snr: (noise > 0.0).then(|| signal / noise),
@@ -721,6 +739,24 @@ pub fn sphere_loss_is_even(objects: &[DVec3]) -> bool {
         let x = DVec3::new(r * lon.cos(), r * lon.sin(), z);
         let (a, b) = (sphere_loss(objects, x), sphere_loss(objects, -x));
         (a - b).abs() <= 1e-12 * (1.0 + a.abs())
+    })
+}
+
+/// Whether the sphere toy's loss with `objects` is symmetric about the z axis, so that its
+/// Gibbs law is uniform in longitude (MATH.md §5.6): unchanged by three rotations about z at
+/// the 1,000 directions of [`sphere_loss_is_even`]. True for `sphere-up` (M = meanᵢ aᵢaᵢᵀ is
+/// diagonal with equal x and y entries), false for `sphere-op`.
+pub fn sphere_loss_is_axisymmetric(objects: &[DVec3]) -> bool {
+    let n = 1000;
+    (0..n).all(|i| {
+        let z = 1.0 - (2.0 * f64::from(i) + 1.0) / f64::from(n);
+        let lon = f64::from(i) * std::f64::consts::PI * (3.0 - 5f64.sqrt());
+        let r = (1.0 - z * z).sqrt();
+        let at = |lon: f64| sphere_loss(objects, DVec3::new(r * lon.cos(), r * lon.sin(), z));
+        let a = at(lon);
+        [0.7, 2.1, 4.0]
+            .iter()
+            .all(|turn| (at(lon + turn) - a).abs() <= 1e-12 * (1.0 + a.abs()))
     })
 }
 
@@ -997,6 +1033,9 @@ mod tests {
         eprintln!("exact: KS {ks:.4} / {ks_critical:.4}, TV {tv:.4} / {tv_critical:.4}");
         assert!(ks <= ks_critical && tv <= tv_critical);
         assert_eq!(point.gibbs_consistent, Some(true));
+        // The Gibbs law is uniform in longitude, and so are its draws.
+        let longitude = point.longitude.as_ref().unwrap();
+        assert!(longitude.uniform(), "{longitude:?}");
         // The textbook Kolmogorov value 1.36/√N is looser than the calibrated one.
         assert!(ks_critical < 1.36 / (16_000f64).sqrt());
         let whole = sphere_quadrature(&|x| sphere_loss(&objects, x));
@@ -1045,6 +1084,46 @@ mod tests {
         assert_eq!(point.gibbs_consistent, Some(false));
         let line = point.gibbs_verdict_line().unwrap().1;
         assert!(line.contains("KS"), "{line}");
+    }
+
+    /// MATH.md §5.6: a 3-fold pattern in longitude, exact Gibbs draws of `sphere-up` thinned
+    /// to a density ∝ e^{−L/T}(1 + 0.1 cos 3φ) in the folded longitude φ, keeps the losses'
+    /// law (L depends on z alone), so KS passes; the harmonic test finds the pattern at k = 3.
+    /// `sphere-op`'s loss is not symmetric about z: no harmonic test there.
+    #[test]
+    fn the_harmonic_test_sees_a_longitude_pattern_that_the_losses_cannot_show() {
+        use crate::math::sphere::{SphereProblem, gibbs_samples};
+        let objects = SphereProblem::Underparameterised.objects();
+        assert!(sphere_loss_is_axisymmetric(&objects));
+        assert!(!sphere_loss_is_axisymmetric(
+            &SphereProblem::Overparameterised.objects()
+        ));
+        use rand::RngExt;
+        let mut rng = crate::math::rng::SequentialRng::new(22, 0);
+        // Thinning by the folded longitude (x → −x adds π, which flips cos 3φ): keep a draw
+        // with probability (1 + 0.1 cos 3φ)/1.1.
+        let xs: Vec<DVec3> = gibbs_samples(&objects, SPHERE_UP_T, 16_000, 21)
+            .into_iter()
+            .filter(|&x| {
+                let f = if x.z < 0.0 { -x } else { x };
+                1.1 * rng.random::<f64>() < 1.0 + 0.1 * (3.0 * f.y.atan2(f.x)).cos()
+            })
+            .collect();
+        let point = sphere_draws_point(&objects, &xs);
+        let longitude = point.longitude.clone().unwrap();
+        eprintln!(
+            "{} draws: KS {:.4} / {:.4}, TV {:.4} / {:.4}, {}",
+            xs.len(),
+            point.ks_distance.unwrap(),
+            point.ks_critical.unwrap(),
+            point.gibbs_tv.unwrap(),
+            point.gibbs_tv_critical.unwrap(),
+            longitude.line()
+        );
+        assert!(point.ks_distance.unwrap() <= point.ks_critical.unwrap());
+        assert!(!longitude.uniform());
+        assert_eq!(longitude.strongest, 3);
+        assert!(longitude.p_value < 1e-6, "{longitude:?}");
     }
 
     /// A record written before the law and the verdict were stored still opens: the verdict
