@@ -238,6 +238,12 @@ fn report_table(
             p.excluded.as_deref().unwrap_or("yes")
         );
     }
+    // The sphere's harmonic test of the longitudes, reported beside the Gibbs verdict.
+    for r in table.rows.iter() {
+        if let Some(longitude) = &r.point.longitude {
+            note!("η = {:.4e}: {}", r.point.eta, longitude.line());
+        }
+    }
     if let Some(f) = &table.free_energy_test {
         let at = |t: Option<f64>, eta: Option<f64>, off: Option<usize>| match (t, eta, off) {
             (Some(t), Some(eta), Some(off)) => format!(
@@ -292,6 +298,15 @@ fn report_table(
             .collect::<Vec<_>>(),
         "gibbs_consistent": table.rows.iter()
             .map(|r| serde_json::json!({"eta": r.point.eta, "consistent": r.point.gibbs_consistent}))
+            .collect::<Vec<_>>(),
+        "longitude_uniform": table.rows.iter()
+            .filter_map(|r| r.point.longitude.as_ref().map(|l| serde_json::json!({
+                "eta": r.point.eta,
+                "uniform": l.uniform(),
+                "p_value": l.p_value,
+                "strongest": l.strongest,
+                "amplitude": l.amplitude,
+            })))
             .collect::<Vec<_>>(),
         "left_out": left_out,
         "windows_not_measured": table.unmeasured_windows(),

@@ -170,8 +170,9 @@ pub struct KnnEstimate {
     /// The entropy (nats).
     pub entropy: f64,
     /// The mean of ln εᵢ over the points, εᵢ the distance to the k-th neighbour (geodesic on
-    /// the sphere): how far apart the points are, free of the ψ(N) − ψ(k) and volume terms
-    /// (MATH.md §5.6 thresholds it to call an ensemble collapsed).
+    /// the sphere): how far apart the points are. For a fixed law in d dimensions it is about
+    /// (S − ψ(N) + ψ(k) − ln V_d)/d, so it shrinks as the points multiply (MATH.md §5.6: the
+    /// collapse rule therefore thresholds the entropy, not this).
     pub mean_ln_distance: f64,
 }
 

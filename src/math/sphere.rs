@@ -274,6 +274,77 @@ mod tests {
         }
     }
 
+    /// The signed area factor at the pole +z of one batch-1 step of projected SGD on object
+    /// `a` alone: the Jacobian of `step` itself by central differences. The pole's
+    /// neighbourhood is parametrised by (u, v) ↦ (u, v, 1)/|(u, v, 1)|, which keeps area at
+    /// the pole, so the factor is the image's solid-angle element (∂ᵤF × ∂ᵥF)·F.
+    fn pole_area_factor(a: DVec3, eta: f64) -> f64 {
+        let opt = SphereOptimizer {
+            h: eta,
+            momentum: 0.0,
+            batch: 1,
+        };
+        let image = |u: f64, v: f64| {
+            let mut chain = SphereChain {
+                x: DVec3::new(u, v, 1.0).normalize(),
+                v: DVec3::ZERO,
+            };
+            // One object: every minibatch draw picks it.
+            step(&[a], &opt, &mut chain, &RngCounter::new(0, 0, 0));
+            chain.x
+        };
+        let e = 1e-6;
+        let du = (image(e, 0.0) - image(-e, 0.0)) / (2.0 * e);
+        let dv = (image(0.0, e) - image(0.0, -e)) / (2.0 * e);
+        du.cross(dv).dot(image(0.0, 0.0))
+    }
+
+    /// MATH.md §5.6 ("Does S exist?"): on `sphere-up` with batch 1 the stationary law has no
+    /// density where the three step maps together shrink area, 3|J(η)| < 1 with J the area
+    /// factor at the pole. J from finite differences of the real step matches the closed form
+    /// of MATH.md, and the interval's ends, found by bisection on it, are η = 0.372 and 0.785
+    /// (the old statement, 3|1 − 1.92η| < 1, put them at 0.35 and 0.69).
+    #[test]
+    fn the_sphere_up_law_is_singular_where_three_pole_area_factors_sum_below_one() {
+        let objects = SphereProblem::Underparameterised.objects();
+        // aᵢ = (bᵢ, c): c² = 0.04/1.04 = 1/26 along z, |bᵢ|² = 25/26 in the plane.
+        let (c2, b2) = (1.0 / 26.0, 25.0 / 26.0);
+        let closed = |eta: f64| {
+            let d = 4.0 * eta * eta * c2 * b2;
+            (1.0 + 2.0 * eta * c2) * (1.0 - 2.0 * eta * (b2 - c2) + d) / (1.0 + d).powf(1.5)
+        };
+        for eta in [0.02, 0.1, 0.2, 0.37, 0.5, 0.6, 0.785, 1.0] {
+            for &a in &objects {
+                let j = pole_area_factor(a, eta);
+                assert!(
+                    (j - closed(eta)).abs() < 1e-7,
+                    "η {eta}: {j} vs {}",
+                    closed(eta)
+                );
+            }
+        }
+        // Bisection on 3J(η) = ±1 (J falls monotonically through the range).
+        let a = objects[0];
+        let root = |target: f64, mut lo: f64, mut hi: f64| {
+            for _ in 0..50 {
+                let mid = 0.5 * (lo + hi);
+                if 3.0 * pole_area_factor(a, mid) > target {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            0.5 * (lo + hi)
+        };
+        let (start, end) = (root(1.0, 0.2, 0.6), root(-1.0, 0.6, 1.2));
+        assert!((start - 0.372).abs() < 5e-4, "singular from η = {start}");
+        assert!((end - 0.785).abs() < 5e-4, "singular up to η = {end}");
+        // The learning rates tests/it/thermo.rs measures: η = 0.2 keeps a density (3J = 1.92),
+        // η = 0.5 has none (3J = 0.34).
+        assert!((3.0 * pole_area_factor(a, 0.2) - 1.92).abs() < 0.005);
+        assert!((3.0 * pole_area_factor(a, 0.5) - 0.336).abs() < 0.005);
+    }
+
     #[test]
     fn a_step_stays_on_the_sphere_and_depends_only_on_its_address() {
         let objects = SphereProblem::Underparameterised.objects();

@@ -1022,4 +1022,50 @@ mod tests {
             }
         }
     }
+
+    /// MATH.md §3.1, "What to expect": the cyclical lecture's thermostat lesson
+    /// (`cyclical-4-thermostat`: ATMC on N(0, I), σ = 3, 10 cycles in 5,000 steps) with
+    /// h₀ = 0.05 and exploration fraction 0.8 has sampling stages of 100 steps whose step sizes
+    /// sum to Σh = 0.164 (not 0.24), about a sixth of the relaxation time 1/D = 1; at the
+    /// lesson's own h₀ = 0.3 and fraction 0.5 a stage lasts Σh = 13.7.
+    #[test]
+    fn the_thermostat_lessons_sampling_stage_lasts_the_time_math_md_states() {
+        use crate::math::ScheduleSpec;
+        let super::AnyPreset::Comparison(lesson) =
+            super::AnyPreset::load("cyclical-4-thermostat").unwrap()
+        else {
+            panic!("cyclical-4-thermostat is a comparison");
+        };
+        let ScheduleSpec::Cyclical {
+            total_steps,
+            cycles,
+            explore_fraction,
+            thermostat_while_exploring,
+        } = lesson.base.schedule
+        else {
+            panic!("the lesson's schedule is cyclical");
+        };
+        assert_eq!((total_steps, cycles, explore_fraction), (5000, 10, 0.5));
+        // Σh and the number of steps over the sampling stage of the first cycle.
+        let stage = |h0: f32, explore_fraction: f64| {
+            let schedule = ScheduleSpec::Cyclical {
+                total_steps,
+                cycles,
+                explore_fraction,
+                thermostat_while_exploring,
+            }
+            .schedule();
+            assert_eq!(schedule.cycle_len, 500);
+            (0..schedule.cycle_len)
+                .map(|step| schedule.at(h0, step))
+                .filter(|&(_, exploring)| !exploring)
+                .fold((0.0, 0), |(sum, n), (h, _)| (sum + f64::from(h), n + 1))
+        };
+        let (sum, steps) = stage(0.05, 0.8);
+        assert_eq!(steps, 100);
+        assert!((sum - 0.164).abs() < 5e-4, "Σh = {sum}");
+        let (sum, steps) = stage(0.3, 0.5);
+        assert_eq!(steps, 250);
+        assert!((sum - 13.70).abs() < 5e-3, "Σh = {sum}");
+    }
 }

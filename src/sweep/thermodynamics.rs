@@ -514,7 +514,9 @@ pub fn table_with(merged: &Merged, options: TableOptions) -> anyhow::Result<Tabl
 /// and T_gibbs(η*), the spread of T_slope over k, N and windows, the Gibbs test's critical
 /// values, KS distance and verdict, the k-NN entropy on quarters of the chains, and for
 /// networks the windowed S with its dimension, why the ensemble S is not used for T_slope and
-/// the windows' r-th eigenvalue over their noise edge (empty cells where undefined).
+/// the windows' r-th eigenvalue over their noise edge, and on the sphere the harmonic test of
+/// the longitudes (its p-value, strongest harmonic and that harmonic's amplitude; empty cells
+/// where undefined).
 pub fn csv(table: &Table) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let header = [
@@ -553,6 +555,9 @@ pub fn csv(table: &Table) -> String {
         "window_dims",
         "entropy_note",
         "window_edge_ratio",
+        "longitude_p_value",
+        "longitude_harmonic",
+        "longitude_amplitude",
     ];
     w.write_record(header).expect("in memory");
     let num = |v: Option<f64>| {
@@ -599,6 +604,11 @@ pub fn csv(table: &Table) -> String {
                 .map_or(String::new(), |w| w.dims.to_string()),
             p.ensemble_entropy_note.clone().unwrap_or_default(),
             num(p.window.as_ref().and_then(|w| w.edge_ratio)),
+            num(p.longitude.as_ref().map(|l| l.p_value)),
+            p.longitude
+                .as_ref()
+                .map_or(String::new(), |l| l.strongest.to_string()),
+            num(p.longitude.as_ref().map(|l| l.amplitude)),
         ])
         .expect("in memory");
     }

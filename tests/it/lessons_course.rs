@@ -278,10 +278,12 @@ fn thermo_point(p: AnyPreset) -> atmc_lab::diagnostics::thermodynamics::ThermoPo
     atmc_lab::runner::thermodynamics::measure(&p, BackendChoice::Cpu, &mut |_| {}).unwrap()
 }
 
-/// Free energy 3: at η = 0.02 the folded ensemble on the underparameterised sphere passes the
-/// Gibbs test: histogram TV within twice its exact-draw baseline, KS below its critical value.
+/// Free energy 3: at η = 0.02 the folded ensemble on the underparameterised sphere comes close
+/// to its Gibbs law: histogram TV within twice its exact-draw baseline (though above its
+/// calibrated 95 % level) and KS below its critical value; its longitudes carry the objects'
+/// 3-fold pattern (MATH.md §5.6), which the story states.
 #[test]
-fn free_energy_3_the_sphere_passes_the_gibbs_test_at_small_eta() {
+fn free_energy_3_the_sphere_passes_ks_and_shows_a_longitude_pattern_at_small_eta() {
     let p = thermo_point(AnyPreset::Sphere(sphere("free-energy-3-gibbs")));
     let (tv, baseline) = (p.gibbs_tv.unwrap(), p.gibbs_tv_baseline.unwrap());
     let (ks, critical) = (p.ks_distance.unwrap(), p.ks_critical.unwrap());
@@ -291,6 +293,13 @@ fn free_energy_3_the_sphere_passes_the_gibbs_test_at_small_eta() {
     );
     assert!(tv <= 2.0 * baseline);
     assert!(ks <= critical);
+    // Measured when the story was written: TV 0.068 against 0.061, Z₃ = 23, p = 5·10⁻⁵.
+    assert!(tv > p.gibbs_tv_critical.unwrap(), "TV {tv}");
+    let longitude = p.longitude.as_ref().unwrap();
+    assert!(
+        !longitude.uniform() && longitude.strongest == 3,
+        "{longitude:?}"
+    );
 }
 
 /// Free energy 4: on the overparameterised sphere the chains collapse onto the poles, the

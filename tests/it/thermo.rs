@@ -539,10 +539,10 @@ fn sphere_up_folded_at_a_small_learning_rate_is_close_to_its_gibbs_law() {
 }
 
 /// MATH.md §5.6, issue #24 item 3: at η = 0.5 the three random maps of batch-1 SGD on
-/// `sphere-up` each shrink area by |1 − 1.92η| = 0.04, so the stationary law has no density:
-/// the k-NN entropy keeps falling as the chains multiply. The point is flagged and left out
-/// of the slope temperature (and the sweep's summary says why); η = 0.2 (3 × 0.62 > 1) keeps
-/// its entropy. 2,000 chains, 600 steps: the quarter estimate lies about a nat above the full
+/// `sphere-up` each shrink area at the pole by J = 0.11 (3J = 0.34 < 1), so the stationary
+/// law has no density: the k-NN entropy keeps falling as the chains multiply. The point is
+/// flagged and left out of the slope temperature (and the sweep's summary says why); η = 0.2
+/// (3J = 1.92 > 1) keeps its entropy. 2,000 chains, 600 steps: the quarter estimate lies about a nat above the full
 /// one at η = 0.5.
 #[test]
 fn sphere_up_at_a_large_learning_rate_has_no_converged_entropy_and_no_slope() {

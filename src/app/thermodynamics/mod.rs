@@ -576,6 +576,15 @@ impl ThermoView {
                     };
                     ui.colored_label(color, line);
                 }
+                // The harmonic test of the longitudes, beside the verdict (not part of it).
+                if let Some(longitude) = &p.longitude {
+                    let color = if longitude.uniform() {
+                        super::palette::good(ui.visuals())
+                    } else {
+                        super::palette::warning(ui.visuals())
+                    };
+                    ui.colored_label(color, longitude.line());
+                }
                 ui.label(format!(
                     "S: k-NN {} (quarters {}), histogram {}",
                     short(p.s_knn),

@@ -2,8 +2,10 @@
 //! describes the stationary ensemble), its two distances to the ensemble with critical
 //! values calibrated on simulated ensembles (`calibration.rs`), the slope temperature
 //! dU/dS along a learning-rate sweep, the free energy, and a held-out prediction. `point.rs`
-//! measures one learning rate into its record, [`ThermoPoint`]; `window.rs` the entropy of
-//! networks from windows of their own iterates, and when the ensemble's estimate counts.
+//! measures one learning rate into its record, [`ThermoPoint`]; `longitude.rs` tests a sphere
+//! ensemble's longitudes against the uniform law of an axisymmetric loss; `window.rs` the
+//! entropy of networks from windows of their own iterates, and when the ensemble's estimate
+//! counts.
 //!
 //! Densities are integrated on quadrature cells: a list of (loss at the cell, cell area).
 //! The 2-D targets use a grid that zooms to where exp(−L/T) lives; the sphere an equal-area
@@ -11,6 +13,7 @@
 
 mod calibration;
 mod free_energy;
+mod longitude;
 mod objections;
 mod point;
 mod window;
@@ -19,17 +22,20 @@ pub use calibration::{
     CALIBRATION_DRAWS, CALIBRATION_SEED, Calibrated, LossLaw, TEST_LEVEL, calibrate,
 };
 pub use free_energy::{FreeEnergyCurve, FreeEnergyTest, free_energy_curve, free_energy_test};
+pub use longitude::{
+    LONGITUDE_HARMONICS, LONGITUDE_LEVEL, LongitudeHarmonics, longitude_harmonics,
+};
 pub use objections::{
     DEFAULT_SLOPE_WINDOW, KnnVariant, SLOPE_WINDOWS, VARIANT_DIVISORS, VARIANT_K,
     block_temperatures, knn_variants, slope_spread, variant_entropy,
 };
 
 pub use point::{
-    COLLAPSED_LN_DISTANCE, HISTOGRAM_CELLS, Histogram, KNN_K, KnownAnswer, NetworkEntropies,
-    SPHERE_HISTOGRAM, SPHERE_SAMPLE, ThermoPoint, diverged_note, enough_alive, entropy_drift_note,
-    fold_note, gibbs_verdict, known_answer, legacy_gibbs_consistent, mean_and_se, measured,
-    network_point, plane_point, sphere_entropy, sphere_loss_is_even, sphere_point,
-    sphere_signal_and_noise, stationarity,
+    COLLAPSED_LN_WIDTH, HISTOGRAM_CELLS, Histogram, KNN_K, KnownAnswer, NetworkEntropies,
+    SPHERE_HISTOGRAM, SPHERE_SAMPLE, ThermoPoint, collapsed, diverged_note, enough_alive,
+    entropy_drift_note, fold_note, gibbs_verdict, known_answer, legacy_gibbs_consistent,
+    mean_and_se, measured, network_point, plane_point, sphere_entropy, sphere_loss_is_even,
+    sphere_point, sphere_signal_and_noise, stationarity,
 };
 pub use window::{
     ENSEMBLE_ENTROPY_NETWORKS, EnsembleEntropyCheck, NoiseEdge, SMALL_DIMS, Trajectory,

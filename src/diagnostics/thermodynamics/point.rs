@@ -36,10 +36,13 @@ pub const SPHERE_HISTOGRAM: (u32, u32) = (72, 36);
 /// Directions stored per sphere point, for pictures.
 pub const SPHERE_SAMPLE: usize = 600;
 
-/// Mean ln εᵢ of the k-th neighbour distances below which an ensemble counts as collapsed:
-/// ln 10⁻⁶, the neighbours about a millionth apart (MATH.md §5.6). S then falls without
-/// bound and T → 0. (A threshold on S itself would shift with ψ(N) − ψ(k).)
-pub const COLLAPSED_LN_DISTANCE: f64 = -13.815_510_557_964_274;
+/// The k-NN entropy per dimension, S/d, below which an ensemble counts as collapsed: ln 10⁻⁶,
+/// the law's entropy width e^{S/d} (the side of a square of uniform law with the same
+/// entropy) below a millionth (MATH.md §5.6). S then falls without bound and T → 0. The
+/// threshold is on S, which estimates a property of the law, and not on the mean ln εᵢ of
+/// the neighbour distances, which for the same law shifts by −ψ(N)/d with the number of
+/// chains N (Kozachenko–Leonenko).
+pub const COLLAPSED_LN_WIDTH: f64 = -13.815_510_557_964_274;
 
 /// JSON has no NaN: serde_json writes a NaN (a point whose chains diverged has no U) as
 /// null, and this reads it back as NaN, so a results file with such a point still loads.
@@ -129,6 +132,11 @@ pub struct ThermoPoint {
     /// where there is no fit.
     #[serde(default)]
     pub gibbs_consistent: Option<bool>,
+    /// On the sphere, where the loss (so the fitted Gibbs law) is symmetric about the z axis:
+    /// the harmonic test of the chains' longitudes, folded as the rest (MATH.md §5.6). It is
+    /// reported beside the Gibbs verdict, not part of it. None elsewhere and in older records.
+    #[serde(default)]
+    pub longitude: Option<super::LongitudeHarmonics>,
     /// On the sphere: the line that says the ensemble was folded by the loss's symmetry
     /// x → −x before S, the histogram and the Gibbs test, with the chains' split between the
     /// hemispheres. None where nothing was folded.
@@ -336,12 +344,14 @@ fn exclusion(
     (trace, u_se, u_min): (&[(u32, f64)], f64, f64),
     chains: usize,
 ) -> (bool, Option<String>) {
-    if let Some(k) = knn.filter(|k| k.mean_ln_distance < COLLAPSED_LN_DISTANCE) {
+    // The plane and the sphere are both 2-dimensional.
+    if let Some(k) = knn.filter(|k| collapsed(k, 2)) {
         return (
             false,
             Some(format!(
-                "collapsed: the chains' k-th neighbours are {:.0e} apart (below 1e-6): S falls \
-                 without bound, T → 0",
+                "collapsed: the chains' law is {:.0e} wide (e^(S/2), below 1e-6; k-th \
+                 neighbours {:.0e} apart): S falls without bound, T → 0",
+                (k.entropy / 2.0).exp(),
                 k.mean_ln_distance.exp()
             )),
         );
@@ -356,6 +366,13 @@ fn exclusion(
             .filter(SubsampleCheck::drifts)
             .map(|c| entropy_drift_note(&c, chains)),
     )
+}
+
+/// Whether an ensemble counts as collapsed (MATH.md §5.6), from its k-NN estimate in `dim`
+/// dimensions: S/d below [`COLLAPSED_LN_WIDTH`]. For a law with a density the verdict does not
+/// depend on the number of points (the estimate converges to the law's entropy).
+pub fn collapsed(estimate: &KnnEstimate, dim: usize) -> bool {
+    estimate.entropy / (dim as f64) < COLLAPSED_LN_WIDTH
 }
 
 /// The reason a point whose entropy moves with N is left out (MATH.md §5.6).
@@ -659,6 +676,18 @@ pub fn sphere_point(point: ThermoPoint, xs: &[DVec3], objects: &[DVec3]) -> Ther
     let u_min = fine.cells.min_loss();
     let (stationary, excluded) =
         exclusion(estimate, check, (&point.u_trace, u_se, u_min), xs.len());
+    // Longitudes of the folded directions (x → −x adds π), tested where the law is uniform in
+    // them.
+    let longitude = sphere_loss_is_axisymmetric(objects)
+        .then(|| {
+            let phi: Vec<f64> = xs
+                .iter()
+                .map(|&x| if folded && x.z < 0.0 { -x } else { x })
+                .map(|x| x.y.atan2(x.x))
+                .collect();
+            super::longitude_harmonics(&phi)
+        })
+        .flatten();
     let every = (xs.len() / SPHERE_SAMPLE).max(1);
     let upper = xs.iter().filter(|x| x.z > 0.0).count() as f64 / n;
     let mut measured = ThermoPoint {
@@ -675,6 +704,7 @@ pub fn sphere_point(point: ThermoPoint, xs: &[DVec3], objects: &[DVec3]) -> Ther
         t_gibbs: Some(t),
         gibbs_probabilities: Some(p),
         fold_note: folded.then(|| fold_note(upper)),
+        longitude,
         signal: Some(signal),
         noise: Some(noise),
         snr: (noise > 0.0).then(|| signal / noise),
@@ -709,6 +739,24 @@ pub fn sphere_loss_is_even(objects: &[DVec3]) -> bool {
         let x = DVec3::new(r * lon.cos(), r * lon.sin(), z);
         let (a, b) = (sphere_loss(objects, x), sphere_loss(objects, -x));
         (a - b).abs() <= 1e-12 * (1.0 + a.abs())
+    })
+}
+
+/// Whether the sphere toy's loss with `objects` is symmetric about the z axis, so that its
+/// Gibbs law is uniform in longitude (MATH.md §5.6): unchanged by three rotations about z at
+/// the 1,000 directions of [`sphere_loss_is_even`]. True for `sphere-up` (M = meanᵢ aᵢaᵢᵀ is
+/// diagonal with equal x and y entries), false for `sphere-op`.
+pub fn sphere_loss_is_axisymmetric(objects: &[DVec3]) -> bool {
+    let n = 1000;
+    (0..n).all(|i| {
+        let z = 1.0 - (2.0 * f64::from(i) + 1.0) / f64::from(n);
+        let lon = f64::from(i) * std::f64::consts::PI * (3.0 - 5f64.sqrt());
+        let r = (1.0 - z * z).sqrt();
+        let at = |lon: f64| sphere_loss(objects, DVec3::new(r * lon.cos(), r * lon.sin(), z));
+        let a = at(lon);
+        [0.7, 2.1, 4.0]
+            .iter()
+            .all(|turn| (at(lon + turn) - a).abs() <= 1e-12 * (1.0 + a.abs()))
     })
 }
 
@@ -817,6 +865,51 @@ pub fn measured(points: &[ThermoPoint]) -> Vec<Measured> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// MATH.md §5.6: the collapse rule judges a law, not a sample size. The same 2-D Gaussian
+    /// (standard deviation s, centred away from 0) drawn 256 and 4,096 times gets the same
+    /// verdict: not collapsed at ln s = −12 (the old threshold on the mean ln εᵢ, which moves
+    /// by −ψ(N)/d, called it collapsed at 4,096 only), not collapsed 0.3 nats per dimension
+    /// above the threshold on S/d, collapsed 0.3 below it and far below it.
+    #[test]
+    fn the_collapse_verdict_of_a_law_does_not_depend_on_the_number_of_chains() {
+        let target = crate::math::TargetSpec::Gaussian {
+            mean: [0.0; 2],
+            sigma1: 1.0,
+            sigma2: 1.0,
+            rho: 0.0,
+        }
+        .build()
+        .unwrap();
+        // S/2 of N(0, s² I) is ln s + ½ ln(2πe).
+        let half_ln_2pie = 0.5 * (2.0 * std::f64::consts::PI * std::f64::consts::E).ln();
+        let at_threshold = COLLAPSED_LN_WIDTH - half_ln_2pie;
+        for (ln_s, expected) in [
+            (-12.0, false),
+            (at_threshold + 0.3, false),
+            (at_threshold - 0.3, true),
+            (-25.0, true),
+        ] {
+            let verdicts: Vec<bool> = [256, 4096]
+                .into_iter()
+                .map(|n| {
+                    let draws = target.exact_samples(n, 3);
+                    let thetas: Vec<[f64; 2]> = draws
+                        .chunks_exact(2)
+                        .map(|c| [0.3 + ln_s.exp() * c[0], -0.2 + ln_s.exp() * c[1]])
+                        .collect();
+                    let estimate = knn(&thetas, KNN_K).unwrap();
+                    eprintln!(
+                        "ln s {ln_s:.2}, N {n}: mean ln ε {:.2}, S/2 {:.2}",
+                        estimate.mean_ln_distance,
+                        estimate.entropy / 2.0
+                    );
+                    collapsed(&estimate, 2)
+                })
+                .collect();
+            assert_eq!(verdicts, [expected; 2], "ln s = {ln_s}");
+        }
+    }
 
     /// A left-out point has no U: it is written as null and read back, so the sweep's table
     /// still loads (it failed with "invalid type: null, expected f64").
@@ -940,6 +1033,9 @@ mod tests {
         eprintln!("exact: KS {ks:.4} / {ks_critical:.4}, TV {tv:.4} / {tv_critical:.4}");
         assert!(ks <= ks_critical && tv <= tv_critical);
         assert_eq!(point.gibbs_consistent, Some(true));
+        // The Gibbs law is uniform in longitude, and so are its draws.
+        let longitude = point.longitude.as_ref().unwrap();
+        assert!(longitude.uniform(), "{longitude:?}");
         // The textbook Kolmogorov value 1.36/√N is looser than the calibrated one.
         assert!(ks_critical < 1.36 / (16_000f64).sqrt());
         let whole = sphere_quadrature(&|x| sphere_loss(&objects, x));
@@ -988,6 +1084,46 @@ mod tests {
         assert_eq!(point.gibbs_consistent, Some(false));
         let line = point.gibbs_verdict_line().unwrap().1;
         assert!(line.contains("KS"), "{line}");
+    }
+
+    /// MATH.md §5.6: a 3-fold pattern in longitude, exact Gibbs draws of `sphere-up` thinned
+    /// to a density ∝ e^{−L/T}(1 + 0.1 cos 3φ) in the folded longitude φ, keeps the losses'
+    /// law (L depends on z alone), so KS passes; the harmonic test finds the pattern at k = 3.
+    /// `sphere-op`'s loss is not symmetric about z: no harmonic test there.
+    #[test]
+    fn the_harmonic_test_sees_a_longitude_pattern_that_the_losses_cannot_show() {
+        use crate::math::sphere::{SphereProblem, gibbs_samples};
+        let objects = SphereProblem::Underparameterised.objects();
+        assert!(sphere_loss_is_axisymmetric(&objects));
+        assert!(!sphere_loss_is_axisymmetric(
+            &SphereProblem::Overparameterised.objects()
+        ));
+        use rand::RngExt;
+        let mut rng = crate::math::rng::SequentialRng::new(22, 0);
+        // Thinning by the folded longitude (x → −x adds π, which flips cos 3φ): keep a draw
+        // with probability (1 + 0.1 cos 3φ)/1.1.
+        let xs: Vec<DVec3> = gibbs_samples(&objects, SPHERE_UP_T, 16_000, 21)
+            .into_iter()
+            .filter(|&x| {
+                let f = if x.z < 0.0 { -x } else { x };
+                1.1 * rng.random::<f64>() < 1.0 + 0.1 * (3.0 * f.y.atan2(f.x)).cos()
+            })
+            .collect();
+        let point = sphere_draws_point(&objects, &xs);
+        let longitude = point.longitude.clone().unwrap();
+        eprintln!(
+            "{} draws: KS {:.4} / {:.4}, TV {:.4} / {:.4}, {}",
+            xs.len(),
+            point.ks_distance.unwrap(),
+            point.ks_critical.unwrap(),
+            point.gibbs_tv.unwrap(),
+            point.gibbs_tv_critical.unwrap(),
+            longitude.line()
+        );
+        assert!(point.ks_distance.unwrap() <= point.ks_critical.unwrap());
+        assert!(!longitude.uniform());
+        assert_eq!(longitude.strongest, 3);
+        assert!(longitude.p_value < 1e-6, "{longitude:?}");
     }
 
     /// A record written before the law and the verdict were stored still opens: the verdict
