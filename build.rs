@@ -3,7 +3,7 @@
 //! changes" when tracked files differ from it), else "commit unknown" — a build outside a
 //! git checkout (a source tarball) still builds.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// git's answer to `args` in the crate's folder, trimmed; None when git is missing, this is
@@ -11,11 +11,19 @@ use std::process::Command;
 fn git(args: &[&str]) -> Option<String> {
     let out = Command::new("git")
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(manifest_dir())
         .output()
         .ok()?;
     let text = String::from_utf8(out.stdout).ok()?.trim().to_owned();
     (out.status.success() && !text.is_empty()).then_some(text)
+}
+
+/// The crate's folder as cargo names it to this run. Read at run time, not with `env!`: cargo
+/// reuses a compiled build script for a checkout at another path (a shared `CARGO_TARGET_DIR`),
+/// and a path baked in at compile time then names a folder that may no longer exist, which
+/// made every later build say "commit unknown".
+fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from("."), PathBuf::from)
 }
 
 fn main() {
@@ -61,7 +69,7 @@ fn from_git() -> Option<String> {
     }
     for name in watched {
         if let Some(path) = git(&["rev-parse", "--git-path", &name]) {
-            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+            let path = manifest_dir().join(path);
             if path.exists() {
                 println!("cargo:rerun-if-changed={}", path.display());
             }

@@ -160,8 +160,10 @@ fn state_dependent_noise_breaks_the_assumption() {
     assert!(s.tv_histogram > 0.08, "TV {}", s.tv_histogram);
 }
 
-/// Lesson 7: from a uniform start on [−10, 10]², the average chain visits ≥ 20 of the 25
-/// modes under the cyclical schedule (h₀ = 0.07, 30 cycles in 20,000 steps) and ≤ 3 under
+/// Lesson 7: from a uniform start on [−10, 10]², the average chain samples about 15 of the 25
+/// modes under the cyclical schedule (h₀ = 0.07, 30 cycles in 20,000 steps; sampling-stage
+/// states only, one mode per cycle: 15.0 measured, 17.6 if each cycle landed uniformly at
+/// random, docs/MATH.md §3.1) and ≤ 3 under
 /// SGLD at h = 0.01; all tracked chains together cover all 25 modes in both columns, so only
 /// the per-chain number separates them (the story says so).
 #[test]
@@ -171,7 +173,10 @@ fn cyclical_sgmcmc_visits_the_modes() {
     let runs = run_columns(&c);
     let cyclical = runs[0].summary.modes_visited.unwrap();
     let sgld = runs[1].summary.modes_visited.unwrap();
-    assert!(cyclical >= 20.0, "cyclical SGLD visited {cyclical}");
+    assert!(
+        (13.0..=17.6).contains(&cyclical),
+        "cyclical SGLD visited {cyclical}"
+    );
     assert!(sgld <= 3.0, "SGLD visited {sgld}");
     for run in &runs {
         assert_eq!(run.summary.modes_visited_ensemble, Some(25.0));

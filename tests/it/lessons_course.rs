@@ -72,7 +72,9 @@ fn cyclical_1_a_small_step_stays_in_its_mode() {
 
 /// Cyclical 2: the large constant step carries every chain through (nearly) all 25 modes but
 /// its histogram is far from the exact one; the small step stays in one mode; the cyclical
-/// schedule's histogram is the closest of the three and its chains visit more than 10 modes;
+/// schedule's histogram is the closest of the three and its chains sample a new mode in most of
+/// its 10 cycles (7.7 modes each, counting sampling-stage states; 8.4 if each cycle landed
+/// uniformly at random);
 /// the energy distance, blind to the within-mode shape, ranks the large step first.
 #[test]
 fn cyclical_2_a_large_step_explores_a_small_step_samples() {
@@ -94,7 +96,11 @@ fn cyclical_2_a_large_step_explores_a_small_step_samples() {
     assert_eq!(coverage(small), (1.0, 1.0));
     assert!(coverage(large).0 >= 24.0, "{:?}", coverage(large));
     assert!(large.summary.tv_histogram > 0.8);
-    assert!(coverage(cyclical).0 > 10.0, "{:?}", coverage(cyclical));
+    assert!(
+        (6.5..=10.0).contains(&coverage(cyclical).0),
+        "{:?}",
+        coverage(cyclical)
+    );
     assert!(cyclical.summary.tv_histogram < 0.5 * large.summary.tv_histogram);
     assert!(cyclical.summary.tv_histogram < small.summary.tv_histogram);
     assert!(runs.iter().all(|o| o.summary.diverged_fraction == 0.0));
@@ -195,7 +201,8 @@ fn cyclical_4_a_running_thermostat_ratchets() {
 }
 
 /// Cyclical 6: at an equal budget of 5,000 steps, modes visited per chain grow with the number
-/// of cycles (2, 10, 50), and the tracked chains together always cover more than one chain.
+/// of cycles (2, 10, 50: 1.9, 7.7 and 19 sampled modes with 1,000 chains, one per cycle until
+/// landings repeat), and the tracked chains together always cover more than one chain.
 #[test]
 fn cyclical_6_more_cycles_more_modes_per_chain() {
     let mut c = comparison("cyclical-6-cycles");
