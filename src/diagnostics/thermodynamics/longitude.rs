@@ -44,13 +44,13 @@ impl LongitudeHarmonics {
             .unwrap_or(f64::NAN);
         if self.uniform() {
             format!(
-                "longitudes uniform, as the Gibbs law's (harmonics k = 1–{LONGITUDE_HARMONICS}: \
+                "harmonic test: longitudes uniform, as the Gibbs law's (harmonics k = 1–{LONGITUDE_HARMONICS}: \
                  largest Z_{k} = {z:.1}, p = {:.2})",
                 self.p_value
             )
         } else {
             format!(
-                "longitudes not uniform, the Gibbs law's are: a cos {k}φ pattern of amplitude \
+                "harmonic test: longitudes not uniform (the Gibbs law's are): a cos {k}φ pattern of amplitude \
                  {:.3} (Z_{k} = {z:.1}, p = {:.1e}, Bonferroni over k = 1–{LONGITUDE_HARMONICS})",
                 self.amplitude, self.p_value
             )
@@ -113,7 +113,7 @@ mod tests {
     fn uniform_longitudes_pass_at_the_tests_level() {
         let test = longitude_harmonics(&modulated(0.0, 20_000, 1)).unwrap();
         assert!(test.uniform(), "{test:?}");
-        assert!(test.line().starts_with("longitudes uniform"));
+        assert!(test.line().starts_with("harmonic test: longitudes uniform"));
         let rejected = (0..400)
             .filter(|&seed| {
                 !longitude_harmonics(&modulated(0.0, 1000, 100 + seed))

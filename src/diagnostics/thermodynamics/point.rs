@@ -264,7 +264,8 @@ impl ThermoPoint {
             (true, ..) => "Gibbs at this T: consistent (TV and KS both pass)".to_owned(),
             (false, true, true) => "not a Gibbs law at any T: TV and KS both reject".to_owned(),
             (false, true, false) => {
-                "not a Gibbs law at any T: TV rejects where the chains are".to_owned()
+                "not a Gibbs law at any T: TV rejects where the chains sit; KS of the loss passes"
+                    .to_owned()
             }
             (false, false, true) => {
                 "not a Gibbs law at any T: KS rejects the distribution of L".to_owned()
