@@ -83,8 +83,13 @@ pub struct FormulaEditor {
     text: String,
     /// Parameter values by name.
     parameters: BTreeMap<String, f64>,
-    /// Slider ranges the preset gave.
+    /// Slider ranges that belong to the target: the preset's, and those fixed when the user
+    /// added a parameter (so a saved preset carries them).
     ranges: BTreeMap<String, [f64; 2]>,
+    /// Slider ranges fixed here for loaded parameters the preset gave none: set once from the
+    /// value at load, never from the value being dragged (a range that follows the knob runs
+    /// away, since egui sets the value from the pointer's place on the rail every frame).
+    fixed_ranges: BTreeMap<String, [f64; 2]>,
     /// The box, when the user (or the preset) sets it; `None`: found.
     bounds: Option<[[f64; 2]; 2]>,
     /// The parse error of the text as it is, with the text it belongs to.
@@ -109,6 +114,7 @@ impl FormulaEditor {
             text: String::new(),
             parameters: BTreeMap::new(),
             ranges: BTreeMap::new(),
+            fixed_ranges: BTreeMap::new(),
             bounds: None,
             parse_error: None,
             due: None,
@@ -144,9 +150,52 @@ impl FormulaEditor {
             self.parameters = parameters.clone();
             self.bounds = *bounds;
             self.ranges = ranges.clone();
+            // A range fixed earlier stays while it still holds its parameter's value.
+            self.fixed_ranges.retain(|name, r| {
+                parameters
+                    .get(name)
+                    .is_some_and(|v| r[0] <= *v && *v <= r[1])
+            });
         }
         self.parse_error = None;
         self.due = None;
+    }
+
+    /// Adds parameter `name` at `value` with its slider range fixed now, a quarter to four
+    /// times the value, kept in the target's `ranges`.
+    fn add_parameter(&mut self, name: String, value: f64) {
+        self.ranges
+            .entry(name.clone())
+            .or_insert_with(|| expr::slider_range(value, None));
+        self.parameters.insert(name, value);
+    }
+
+    /// The slider range of parameter `name`: the target's, else one fixed the first time it
+    /// is asked for. Never recomputed from the value.
+    fn range_of(&mut self, name: &str) -> [f64; 2] {
+        if let Some(r) = self.ranges.get(name) {
+            return *r;
+        }
+        let value = self.parameters.get(name).copied().unwrap_or(1.0);
+        *self
+            .fixed_ranges
+            .entry(name.to_owned())
+            .or_insert_with(|| expr::slider_range(value, None))
+    }
+
+    /// Widens `name`'s range once to hold a typed `value` beyond it (a drag is clamped to the
+    /// rail, so only typing gets there), leaving the knob at the end to be dragged back.
+    fn widen_to(&mut self, name: &str, value: f64) {
+        let r = match self.ranges.get_mut(name) {
+            Some(r) => r,
+            None => match self.fixed_ranges.get_mut(name) {
+                Some(r) => r,
+                None => return,
+            },
+        };
+        if value.is_finite() {
+            *r = [r[0].min(value), r[1].max(value)];
+        }
     }
 
     /// The target the fields describe.
@@ -322,7 +371,7 @@ impl FormulaEditor {
                         .on_hover_text("A parameter is a live slider; it starts at 1")
                         .clicked()
                 {
-                    self.parameters.insert(name.clone(), 1.0);
+                    self.add_parameter(name.clone(), 1.0);
                     self.edited(Duration::ZERO);
                 }
             }
@@ -352,14 +401,16 @@ impl FormulaEditor {
             });
     }
 
-    /// One slider per parameter, its range from the preset or around its value; × removes it.
+    /// One slider per parameter, its range the parameter's own (from the preset, or fixed when
+    /// it was added or loaded); × removes it.
     fn parameter_sliders(&mut self, ui: &mut Ui) {
         let mut changed = false;
         let mut removed = None;
         let names: Vec<String> = self.parameters.keys().cloned().collect();
         for name in names {
-            let range = expr::slider_range(self.parameters[&name], self.ranges.get(&name));
+            let range = self.range_of(&name);
             let value = self.parameters.get_mut(&name).expect("listed");
+            let mut typed = None;
             ui.horizontal(|ui| {
                 if ui
                     .small_button("×")
@@ -368,7 +419,7 @@ impl FormulaEditor {
                 {
                     removed = Some(name.clone());
                 }
-                changed |= ui
+                let response = ui
                     .add(
                         egui::Slider::new(value, range[0]..=range[1])
                             .clamping(egui::SliderClamping::Never)
@@ -381,12 +432,20 @@ impl FormulaEditor {
                          chains.",
                         ranges::short_number(range[0]),
                         ranges::short_number(range[1])
-                    ))
-                    .changed();
+                    ));
+                if response.changed() {
+                    changed = true;
+                    typed = Some(*value);
+                }
             });
+            if let Some(v) = typed.filter(|v| *v < range[0] || *v > range[1]) {
+                self.widen_to(&name, v);
+            }
         }
         if let Some(name) = removed {
             self.parameters.remove(&name);
+            self.ranges.remove(&name);
+            self.fixed_ranges.remove(&name);
             changed = true;
         }
         if self.parameters.len() < expr::MAX_PARAMETERS {
@@ -407,7 +466,7 @@ impl FormulaEditor {
                             self.name_refused = Some(format!("there is a parameter {name}"))
                         }
                         Ok(()) => {
-                            self.parameters.insert(name, 1.0);
+                            self.add_parameter(name, 1.0);
                             self.new_parameter.clear();
                             self.name_refused = None;
                             changed = true;

@@ -74,6 +74,12 @@ pub fn controls_width(style: &egui::Style) -> f32 {
     (CONTROLS_WIDTH * body / 13.0).ceil()
 }
 
+/// Whether `preset` is a lesson that waits for the lecturer at step 0 however it is opened
+/// (menu, key, lecture, file, the command line): one whose story does not ask to play at once.
+fn waits_for_lecturer(preset: &AnyPreset) -> bool {
+    preset.story().is_some_and(|s| !s.autoplay)
+}
+
 /// The app's state: the views (created when first shown) and what the shell itself shows.
 pub struct AtmcApp {
     /// The view of every tab, by its place in [`tabs::TABS`], once opened.
@@ -115,6 +121,8 @@ impl AtmcApp {
     ) -> Self {
         fonts::install_fonts(ctx);
         let preset = preset.into();
+        // A lesson waits at step 0 also when the window opens on it (`atmc-lab app LESSON`).
+        let playing = playing && !waits_for_lecturer(&preset);
         let tab = Tab::of(&preset);
         let preset_story = preset
             .story()
@@ -266,11 +274,16 @@ impl AtmcApp {
         if self.classroom.lesson.is_some() {
             self.classroom.panel_closed = false;
         }
-        // A lesson waits for the lecturer at step 0 unless its story plays at once, also when
-        // it loads into a view that was playing the lesson before.
-        let waits = preset.story().is_some_and(|s| !s.autoplay);
+        // A lesson waits for the lecturer at step 0, also when it loads into a view that was
+        // playing the lesson before. Paused before the load, so that the view's worker never
+        // steps the new lesson while still playing, and again after, for a view whose load
+        // sets its own transport.
+        let waits = waits_for_lecturer(&preset);
         self.switch_to(ctx, tab);
         let view = self.view_mut(ctx, tab);
+        if waits {
+            view.act(Action::Pause);
+        }
         if !view.load(preset) {
             self.shell.status = Some(Status::error("this view cannot load that preset"));
         } else if waits {

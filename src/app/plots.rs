@@ -124,17 +124,33 @@ pub(crate) fn legend_corner(curves: &[Vec<[f64; 2]>]) -> Corner {
 }
 
 /// A time series over steps: [`fixed_plot`] from step 0, with its legend where it leaves the
-/// newest part of `curves` visible.
+/// newest part of `curves` visible. Before `curves` span any steps (a run at step 0) it has
+/// no axes or grid: egui_plot would label a made-up range around the one value
+/// ("−0.01, −0.01, 0.00, 0.01, 0.01"), which reads like data.
 pub(crate) fn series_plot(
     id: &str,
     width: f32,
     height: f32,
     curves: &[Vec<[f64; 2]>],
 ) -> Plot<'static> {
+    let shown = spans_steps(curves);
     // Every run starts at step 0: the axis does too, so a narrow plot still labels it.
     fixed_plot(id, width, height)
         .legend(Legend::default().position(legend_corner(curves)))
         .include_x(0.0)
+        .show_axes(shown)
+        .show_grid(shown)
+}
+
+/// Whether `curves` hold finite points at two or more different steps: something a time
+/// series can show on labelled axes.
+pub(crate) fn spans_steps(curves: &[Vec<[f64; 2]>]) -> bool {
+    let mut steps = curves
+        .iter()
+        .flatten()
+        .filter(|p| p[0].is_finite() && p[1].is_finite())
+        .map(|p| p[0]);
+    steps.next().is_some_and(|first| steps.any(|x| x != first))
 }
 
 /// Columns a time series is thinned to: more than any series plot is pixels wide.
@@ -633,5 +649,24 @@ mod legend_tests {
             .collect();
         assert_eq!(legend_corner(&[spike]), Corner::LeftBottom);
         assert_eq!(legend_corner(&[]), Corner::LeftTop);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spans_steps;
+
+    /// A time series gets axes once it has points at two steps; one point (a run at step 0),
+    /// points at one step, or values that are not finite leave it without.
+    #[test]
+    fn only_curves_over_two_steps_get_axes() {
+        assert!(!spans_steps(&[]));
+        assert!(!spans_steps(&[
+            vec![[0.0, 1.0]],
+            vec![[0.0, 2.0], [0.0, 1.0]]
+        ]));
+        assert!(!spans_steps(&[vec![[0.0, 1.0], [10.0, f64::NAN]]]));
+        assert!(spans_steps(&[vec![[0.0, 1.0]], vec![[10.0, 1.0]]]));
+        assert!(spans_steps(&[vec![[0.0, 0.0], [10.0, 0.0]]]));
     }
 }

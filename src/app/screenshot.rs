@@ -182,6 +182,7 @@ pub fn harness_in(
         backend,
         Appearance::default(),
         folders,
+        false,
     )
 }
 
@@ -201,6 +202,7 @@ pub fn harness_with(
         backend,
         appearance,
         Folders::default(),
+        false,
     )
 }
 
@@ -221,6 +223,21 @@ pub fn harness_with_in(
         backend,
         appearance,
         folders,
+        false,
+    )
+}
+
+/// The app in an offscreen harness opened as the window opens it (`atmc-lab app PRESET`):
+/// asked to play, so a plain preset runs at once while a lesson waits at step 0.
+pub fn harness_as_window(opening: impl Into<Opening>, size: [u32; 2]) -> AppHarness {
+    build(
+        opening,
+        size,
+        1.0,
+        BackendChoice::Cpu,
+        Appearance::default(),
+        Folders::default(),
+        true,
     )
 }
 
@@ -231,6 +248,7 @@ fn build(
     backend: BackendChoice,
     appearance: Appearance,
     folders: Folders,
+    playing: bool,
 ) -> AppHarness {
     let opening = opening.into();
     let mut harness = egui_kittest::Harness::builder()
@@ -242,7 +260,7 @@ fn build(
             move |ui, app: &mut Option<AtmcApp>| {
                 let app = app.get_or_insert_with(|| {
                     let mut app =
-                        AtmcApp::open(ui.ctx(), opening.clone(), backend, folders.clone(), false);
+                        AtmcApp::open(ui.ctx(), opening.clone(), backend, folders.clone(), playing);
                     app.set_reproducible(true);
                     app.set_appearance(ui.ctx(), appearance);
                     app

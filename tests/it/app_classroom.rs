@@ -5,7 +5,7 @@
 use crate::common::harness::{AppHarness, app, wait};
 use atmc_lab::app::compare::CompareView;
 use atmc_lab::app::posterior::PosteriorView;
-use atmc_lab::app::screenshot::{harness, run_to_step};
+use atmc_lab::app::screenshot::{harness, harness_as_window, run_to_step};
 use atmc_lab::app::view::View;
 use atmc_lab::app::{AtmcApp, Tab};
 use atmc_lab::engine::BackendChoice;
@@ -364,4 +364,28 @@ fn a_lesson_opens_paused_however_it_is_opened() {
     h.key_press(Key::Num2);
     h.run_steps(3);
     assert_eq!(app(&h).tab, Tab::Posterior);
+}
+
+/// Issue #44: the window opened on a lesson (`atmc-lab app lesson-state-noise`) waits at
+/// step 0 like every other way of opening one; the same window on a plain preset plays.
+#[test]
+fn the_window_opens_a_lesson_paused_and_a_plain_preset_playing() {
+    let mut lesson = Preset::load("lesson-state-noise").expect("shipped");
+    small(&mut lesson);
+    assert!(!lesson.story.autoplay);
+    let mut h = harness_as_window(lesson, [1280, 720]);
+    // A second of frames: a playing view would have stepped by then.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while std::time::Instant::now() < until {
+        h.step();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(app(&h).active().playing(), Some(false));
+    assert_eq!(app(&h).active().step(), 0);
+    let mut plain = Preset::default_preset();
+    small(&mut plain);
+    let mut h = harness_as_window(plain, [1280, 720]);
+    wait(&mut h, 60, "the plain preset to play", |a| {
+        a.active().playing() == Some(true) && a.active().step() > 0
+    });
 }

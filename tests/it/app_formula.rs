@@ -12,7 +12,7 @@ use atmc_lab::preset::Preset;
 use egui::accesskit::Role;
 use egui::{Key, Modifiers};
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 
 fn ring() -> Preset {
     let mut p = Preset::load("expr-ring8").expect("shipped");
@@ -131,6 +131,88 @@ fn an_unknown_symbol_becomes_a_parameter_with_a_slider() {
     };
     assert_eq!(parameters.get("w"), Some(&2.0));
     assert!(app(&h).get::<PosteriorView>().unwrap().step() >= step);
+}
+
+/// The value of parameter `name`'s slider as the screen shows it.
+fn slider_value<S>(h: &Harness<'_, S>, name: &str) -> f64 {
+    h.get_by_role_and_label(Role::Slider, name)
+        .accesskit_node()
+        .numeric_value()
+        .expect("a slider has a value")
+}
+
+/// Issue #44: a parameter's slider range is the parameter's own, fixed when it is added, so a
+/// knob dragged 15 px and held still stays where the pointer holds it. Before, the range was
+/// recomputed every frame as a quarter to four times the value being dragged, and egui sets
+/// the value from the pointer's place on that rail every frame: b ran 1 → 3,000 → 48,000.
+#[test]
+fn a_dragged_parameter_knob_stays_where_the_pointer_holds_it() {
+    let mut h = started();
+    type_formula(&mut h, "(x^2 + (y - b*x^2)^2)/2 + 0*r*s");
+    h.get_by_label("add 'b' as a parameter").click();
+    settle(&mut h);
+    let TargetSpec::Expression { ranges, .. } = running_target(&h) else {
+        panic!("typed target expected")
+    };
+    assert_eq!(
+        ranges.get("b"),
+        Some(&[0.25, 4.0]),
+        "the range belongs to the parameter and is saved with it"
+    );
+    let rail = h.get_by_role_and_label(Role::Slider, "b").rect();
+    // Where b = 1 sits on the rail from 0.25 to 4.
+    let knob = egui::pos2(
+        rail.min.x + (1.0 - 0.25) / 3.75 * rail.width(),
+        rail.center().y,
+    );
+    h.hover_at(knob);
+    h.step();
+    h.drag_at(knob);
+    h.step();
+    let held_at = knob + egui::vec2(15.0, 0.0);
+    h.hover_at(held_at);
+    h.run_steps(3);
+    let held = slider_value(&h, "b");
+    let mut seen = vec![held];
+    for _ in 0..60 {
+        h.step();
+        seen.push(slider_value(&h, "b"));
+    }
+    h.drop_at(held_at);
+    h.run_steps(2);
+    assert!(
+        seen.iter().all(|v| *v == held),
+        "the value moved while the pointer held still: {seen:?}"
+    );
+    assert!((1.0..=4.0).contains(&held), "b = {held} after a 15 px drag");
+    // A typed value beyond the rail widens the range once; dragging from there stays put too.
+    h.get_by_role_and_label(Role::SpinButton, "b").click();
+    h.run_steps(2);
+    h.get_by_role_and_label(Role::SpinButton, "b")
+        .type_text("10");
+    h.key_press(Key::Enter);
+    settle(&mut h);
+    let TargetSpec::Expression {
+        ranges, parameters, ..
+    } = running_target(&h)
+    else {
+        panic!("typed target expected")
+    };
+    assert_eq!(parameters.get("b"), Some(&10.0));
+    assert_eq!(ranges.get("b"), Some(&[0.25, 10.0]));
+    let rail = h.get_by_role_and_label(Role::Slider, "b").rect();
+    let knob = egui::pos2(rail.max.x - 2.0, rail.center().y);
+    h.hover_at(knob);
+    h.step();
+    h.drag_at(knob);
+    h.step();
+    h.hover_at(knob - egui::vec2(15.0, 0.0));
+    h.run_steps(3);
+    let held = slider_value(&h, "b");
+    h.run_steps(60);
+    assert_eq!(slider_value(&h, "b"), held);
+    assert!((0.25..=10.0).contains(&held), "b = {held}");
+    h.drop_at(knob - egui::vec2(15.0, 0.0));
 }
 
 #[test]

@@ -378,9 +378,17 @@ impl CompareView {
         });
     }
 
-    /// Distance to truth and kinetic temperature of every column over the steps.
+    /// Distance to truth and kinetic temperature of every column over the steps; without a
+    /// column whose sampler has momentum (SGLD, SGD), the distance alone, full width: a
+    /// kinetic temperature plot would be an empty frame.
     fn shared_plots(&self, ui: &mut Ui, width: f32, height: f32) {
-        let w = (width - ui.spacing().item_spacing.x) / 2.0;
+        let momentum = |k: usize| self.comparison.columns[k].sampler.kind.has_momentum();
+        let any_momentum = (0..self.columns.len()).any(momentum);
+        let w = if any_momentum {
+            (width - ui.spacing().item_spacing.x) / 2.0
+        } else {
+            width
+        };
         type Pick = fn(&crate::diagnostics::SeriesRow) -> f64;
         let distance: Pick = |r| r.energy_distance;
         let temperature: Pick = |r| r.kinetic_temperature;
@@ -403,13 +411,19 @@ impl CompareView {
                 .collect();
             Line::new(self.comparison.columns[k].label.clone(), points).color(COLUMN_COLORS[k])
         };
-        let momentum = |k: usize| self.comparison.columns[k].sampler.kind.has_momentum();
+        // No axes before the series span two steps (egui_plot labels a made-up range).
+        let shown = self
+            .columns
+            .iter()
+            .any(|c| c.sim.snapshot().series.len() >= 2);
         ui.horizontal(|ui| {
             let s = scale(distance, &|_| true);
             s.apply(super::plots::fixed_plot("compare distance", w, height))
                 // No legend over the curves: each line has its column's colour, as the
                 // column titles above do.
                 .x_grid_spacer(crate::app::axes::x_marks)
+                .show_axes(shown)
+                .show_grid(shown)
                 .x_axis_label("step")
                 .y_axis_label(super::axes::fit_title(
                     ui,
@@ -425,11 +439,16 @@ impl CompareView {
                         p.line(line(k, distance, s));
                     }
                 });
+            if !any_momentum {
+                return;
+            }
             let s = scale(temperature, &momentum);
             s.apply(super::plots::fixed_plot("compare temperature", w, height))
                 // No legend over the curves: each line has its column's colour, as the
                 // column titles above do.
                 .x_grid_spacer(crate::app::axes::x_marks)
+                .show_axes(shown)
+                .show_grid(shown)
                 .x_axis_label("step")
                 .y_axis_label(super::axes::fit_title(
                     ui,
