@@ -464,9 +464,7 @@ impl super::AtmcApp {
     /// running, as lessons do (a sphere preset waits for its sweep to be started: that is
     /// minutes of work, not an animation).
     pub fn open_and_play(&mut self, ctx: &egui::Context, preset: AnyPreset) {
-        // A preset opened from the menu or a file leaves the lecture: its lesson panel and
-        // keys 1–9 belong to the lecture's lessons.
-        self.classroom.lecture = None;
+        // A preset opened from the menu or a file leaves the lecture (`load_any` does).
         // A lesson waits for the lecturer unless its story says otherwise.
         let runs =
             !matches!(preset, AnyPreset::Sphere(_)) && preset.story().is_none_or(|s| s.autoplay);
@@ -507,7 +505,7 @@ impl super::AtmcApp {
         self.classroom.panel_closed = false;
         // It opens at step 0 and waits for Space, unless its story plays at once.
         let runs = p.story().is_some_and(|s| s.autoplay);
-        self.load_any(ctx, p);
+        self.load_lesson(ctx, p);
         if runs {
             self.active_mut().act(Action::Play);
         }

@@ -8,6 +8,7 @@ use crate::diagnostics::SeriesRow;
 use crate::diagnostics::convergence::{
     ConvergenceSummary, ESS_FLOOR, KSD_POINTS, MONITOR_CHAINS, MONITOR_WINDOW, RankPlot, mixed,
 };
+use crate::diagnostics::verdict::{Instrument, Severity};
 use egui::{Color32, RichText, Ui};
 use egui_plot::{HLine, Line, LineStyle, PlotPoints, Span};
 
@@ -55,15 +56,20 @@ fn meaning(name: &str) -> &'static str {
         .map_or("", |(_, m)| m)
 }
 
-/// The numbers row: each instrument's latest value, coloured against its own stationary
-/// limit (which it shows), its meaning on hover; then what cannot be trusted and why.
+/// The numbers row: each instrument's latest value, coloured by its grade against its own
+/// limit (which it shows: green fine, amber mild, red severe; plain when unjudged or when
+/// its pass is overruled by what it cannot see), its meaning on hover; then which
+/// instruments to trust when they disagree, and what cannot be trusted and why.
 fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
     let v = ui.visuals().clone();
-    let judged = |ok: Option<bool>| match ok {
-        Some(true) => palette::good(&v),
-        Some(false) => palette::warning(&v),
+    let verdicts = &s.verdicts;
+    let judged = |grade: Option<Severity>| match grade {
+        Some(Severity::Fine) => palette::good(&v),
+        Some(Severity::Mild) => palette::warning(&v),
+        Some(Severity::Severe) => palette::error(&v),
         None => v.text_color(),
     };
+    let grade = |i: Instrument| verdicts.of(i).filter(|_| !verdicts.is_blind(i));
     let c = &s.latest;
     let fmt = |x: f64, digits: usize| {
         if x.is_finite() {
@@ -87,7 +93,7 @@ fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
         }
     };
     ui.horizontal_wrapped(|ui| {
-        let item = |ui: &mut Ui, name: &str, value: String, ok: Option<bool>, extra: &str| {
+        let item = |ui: &mut Ui, name: &str, value: String, ok: Option<Severity>, extra: &str| {
             ui.label(RichText::new(format!("{name} {value}")).color(judged(ok)))
                 .on_hover_text(format!("{}{extra}", meaning(name)));
         };
@@ -95,14 +101,14 @@ fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
             ui,
             "R-hat bulk",
             judged_rhat(c.rhat_bulk, c.rhat_bulk_level, c.rhat_bulk_limit),
-            mixed(c.rhat_bulk, c.rhat_bulk_limit),
+            grade(Instrument::RhatBulk),
             "",
         );
         item(
             ui,
             "R-hat tail",
             judged_rhat(c.rhat_tail, c.rhat_tail_level, c.rhat_tail_limit),
-            mixed(c.rhat_tail, c.rhat_tail_limit),
+            grade(Instrument::RhatTail),
             "",
         );
         match (s.superchains, &s.nested_note) {
@@ -115,7 +121,7 @@ fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
                     fmt(c.nested_rhat_level, 4),
                     fmt(c.nested_rhat_limit, 4)
                 ),
-                mixed(c.nested_rhat, c.nested_rhat_limit),
+                grade(Instrument::NestedRhat),
                 &format!(" Here {k} superchains."),
             ),
             (Some(_), Some(note)) => item(ui, "nested R-hat", format!("— ({note})"), None, ""),
@@ -135,7 +141,13 @@ fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
             } else {
                 "—".into()
             },
-            c.ess_bulk.is_finite().then_some(c.ess_bulk >= ESS_FLOOR),
+            c.ess_bulk
+                .is_finite()
+                .then_some(if c.ess_bulk >= ESS_FLOOR {
+                    Severity::Fine
+                } else {
+                    Severity::Mild
+                }),
             &format!(
                 " The window holds {} draws of {} chains; bulk ESS {} and tail ESS {} there \
                  (below {ESS_FLOOR} quantiles are unreliable).",
@@ -150,15 +162,27 @@ fn numbers(ui: &mut Ui, s: &ConvergenceSummary) {
             ui,
             "KSD",
             format!(
-                "{} (exact draws {} ± {})",
+                "{} (exact draws {} ± {}){}",
                 fmt(c.ksd, 3),
                 fmt(base, 3),
-                fmt(sd, 3)
+                fmt(sd, 3),
+                if verdicts.is_blind(Instrument::Ksd) {
+                    ", blind to modes never reached"
+                } else {
+                    ""
+                }
             ),
-            (c.ksd.is_finite() && base.is_finite()).then_some(c.ksd <= base + 3.0 * sd),
+            grade(Instrument::Ksd),
             "",
         );
     });
+    if let Some(trust) = &verdicts.trust {
+        ui.label(
+            RichText::new(format!("⚠ {trust}."))
+                .small()
+                .color(judged(verdicts.overall)),
+        );
+    }
     if !s.superchain_rhats.is_empty() {
         let worst = s
             .superchain_rhats

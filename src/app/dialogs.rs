@@ -84,7 +84,15 @@ impl AtmcApp {
 
     fn export_draws(&mut self, path: &Path) {
         let status = match self.active().export_draws(path) {
-            Some(Ok(what)) => Status::ok(format!("wrote {what} to {}", path.display())),
+            // How to open it, where the user looks after exporting: ArviZ 0.x's from_zarr
+            // refuses zarr ≥ 3, so the store is opened through xarray.
+            Some(Ok(what)) => Status::ok(format!(
+                "wrote {what} to {}. In Python: tree = xarray.open_datatree({:?}, \
+                 engine=\"zarr\"); ArviZ 1.x takes tree as it is, ArviZ 0.x needs \
+                 arviz.from_datatree(tree)",
+                path.display(),
+                path.display().to_string()
+            )),
             Some(Err(e)) => Status::error(format!("no draws written: {e:#}")),
             None => Status::error("no draws written: this view keeps no draws"),
         };

@@ -262,8 +262,15 @@ impl AtmcApp {
     }
 
     /// Loads any kind of preset into its view and shows it, with its story in the lesson
-    /// panel.
+    /// panel. It leaves a lecture: the panel's "lesson k of n" and keys 1–9 belong to the
+    /// lecture's lessons, and this preset is none of them (menu, file, paste, a sweep's point).
     pub fn load_any(&mut self, ctx: &egui::Context, preset: AnyPreset) {
+        self.classroom.lecture = None;
+        self.load_lesson(ctx, preset);
+    }
+
+    /// [`Self::load_any`] without leaving the lecture: a lesson of the lecture being given.
+    pub(crate) fn load_lesson(&mut self, ctx: &egui::Context, preset: AnyPreset) {
         let tab = Tab::of(&preset);
         // A new lesson: an attempt at the old one's challenge is no longer wanted.
         self.attempt = None;

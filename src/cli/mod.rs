@@ -785,6 +785,9 @@ fn execute(
     for w in &s.warnings {
         note!("warning: {w}");
     }
+    if !s.verdicts.grades.is_empty() {
+        note!("verdicts: {}", s.verdicts.line());
+    }
     note!(
         "{} on {}: {} chains × {} steps on {} ({}), {:.3e} chain-steps/s; diverged {:.2}%",
         s.sampler,

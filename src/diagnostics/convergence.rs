@@ -239,6 +239,8 @@ pub struct RankPlot {
 pub struct ConvergenceSummary {
     /// The latest evaluation.
     pub latest: ConvergenceRow,
+    /// Its instruments graded together ([`super::verdict::judge`]).
+    pub verdicts: super::verdict::Verdicts,
     /// Mean and standard deviation of the KSD of as many exact draws.
     pub ksd_baseline: (f64, f64),
     /// Superchains the chains started in.
@@ -476,8 +478,32 @@ impl ConvergenceMonitor {
 
     /// The strip's summary after the evaluation `latest`.
     pub fn summary(&self, latest: ConvergenceRow) -> ConvergenceSummary {
+        use super::verdict::{Baselined, Instruments, Limited, judge};
+        let nested_defined = self.superchains.is_some() && self.nested_undefined().is_none();
+        let verdicts = judge(&Instruments {
+            rhat_bulk: Some(Limited {
+                value: latest.rhat_bulk,
+                limit: latest.rhat_bulk_limit,
+            }),
+            rhat_tail: Some(Limited {
+                value: latest.rhat_tail,
+                limit: latest.rhat_tail_limit,
+            }),
+            nested_rhat: nested_defined.then_some(Limited {
+                value: latest.nested_rhat,
+                limit: latest.nested_rhat_limit,
+            }),
+            ksd: Some(Baselined {
+                value: latest.ksd,
+                mean: self.ksd_baseline.0,
+                sd: self.ksd_baseline.1,
+            }),
+            energy_distance: None,
+            modes: None,
+        });
         ConvergenceSummary {
             latest,
+            verdicts,
             ksd_baseline: self.ksd_baseline,
             superchains: self.superchains,
             nested_note: self

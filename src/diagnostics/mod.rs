@@ -17,6 +17,7 @@ pub mod movement;
 pub mod nested;
 pub mod stein;
 pub mod thermodynamics;
+pub mod verdict;
 pub mod views;
 pub mod warnings;
 
@@ -683,6 +684,10 @@ pub struct Summary {
     /// Where the run ran and how fast (in the JSON line as fields of their own).
     #[serde(flatten)]
     pub timings: Timings,
+    /// Each convergence instrument graded against its own limit, the worst grade, the passes
+    /// overruled by what they cannot see, and which instruments to trust (docs/MATH.md §6,
+    /// "Verdicts across instruments").
+    pub verdicts: verdict::Verdicts,
     /// What a user should know about these statistics (diverged chains, moments far from the
     /// target); empty when all is well.
     pub warnings: Vec<String>,
@@ -987,6 +992,7 @@ impl RunRecorder {
                 Target::Expression(e) => Some(e.outside_mass()).filter(|m| m.is_finite()),
                 _ => None,
             },
+            verdicts: verdict::Verdicts::default(),
             warnings: Vec::new(),
             timings: Timings {
                 device: run.device,

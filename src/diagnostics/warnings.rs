@@ -84,6 +84,32 @@ pub fn instant_far_from_target(moments: &Moments, truth: &Truth) -> Option<Strin
     far_from_target(mean, cov, truth)
 }
 
+/// [`instant_far_from_target`] with the causes ordered by the same moments' evidence
+/// ([`causes_by_evidence`]): "Var θ1 = … where the target has … (causes)".
+pub fn instant_far_with_causes(
+    moments: &Moments,
+    truth: &Truth,
+    sampler: &SamplerSpec,
+    modes: Option<super::ModeCoverage>,
+    gradient_noise: bool,
+) -> Option<String> {
+    let far = instant_far_from_target(moments, truth)?;
+    let n = moments.alive as f64;
+    let mean = moments.mean();
+    let s = moments.sum_theta_sq;
+    let cov = [
+        s[0] / n - mean[0] * mean[0],
+        s[1] / n - mean[0] * mean[1],
+        s[2] / n - mean[1] * mean[1],
+    ];
+    let diverged = moments.diverged as f64 / (moments.alive + moments.diverged) as f64;
+    let evidence = CauseEvidence::of_moments(cov, truth, diverged, modes, gradient_noise);
+    Some(format!(
+        "{far} ({})",
+        causes_by_evidence(sampler, &evidence)
+    ))
+}
+
 /// `v` to four significant digits, in scientific notation outside [1e-3, 1e5).
 fn rounded(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
@@ -129,14 +155,21 @@ pub fn far_energy_distance(value: f64, baseline: f64, baseline_sd: f64) -> Optio
 }
 
 /// The warnings of a finished run; `movement` is how far its chains went from their start
-/// (None when it could not be measured).
+/// (None when it could not be measured), `modes` the modes its tracked chains reached on a
+/// mixture, `gradient_noise` whether its gradients carry noise: with the moments they order
+/// the causes of a miss by evidence ([`causes_by_evidence`]).
 pub fn run_warnings(
     sampler: &SamplerSpec,
     summary: &Summary,
     truth: &Truth,
     movement: Option<Movement>,
+    modes: Option<super::ModeCoverage>,
+    gradient_noise: bool,
 ) -> Vec<String> {
     let mut out = Vec::new();
+    let cov = [summary.cov[0][0], summary.cov[0][1], summary.cov[1][1]];
+    let evidence =
+        CauseEvidence::of_moments(cov, truth, summary.diverged_fraction, modes, gradient_noise);
     if let Some(why) = movement.and_then(|m| m.never_moved()) {
         out.push(format!(
             "the statistics describe the start, not the sampler: {why}"
@@ -161,7 +194,7 @@ pub fn run_warnings(
     {
         out.push(format!(
             "the stationary statistics are far from the target: {far} ({})",
-            causes(sampler)
+            causes_by_evidence(sampler, &evidence)
         ));
     }
     if should_sample(sampler)
@@ -174,7 +207,7 @@ pub fn run_warnings(
     {
         out.push(format!(
             "the chains are far from the target: {far} ({})",
-            causes(sampler)
+            causes_by_evidence(sampler, &evidence)
         ));
     }
     if let Target::Expression(e) = &truth.target
@@ -227,6 +260,184 @@ pub fn causes(sampler: &SamplerSpec) -> String {
         CAUSES.to_owned()
     } else {
         format!("{}; otherwise: {CAUSES}", known.join("; "))
+    }
+}
+
+/// Modes a chain visits on average below which the chains each stay in about the mode they
+/// started in: a step too small to cross the barriers, whatever the pooled moments say.
+pub const STUCK_MODES_PER_CHAIN: f64 = 1.5;
+
+/// What a run shows about why it missed the target, for ordering the causes
+/// ([`causes_by_evidence`]). NaN or None where not measured.
+#[derive(Clone, Copy, Debug)]
+pub struct CauseEvidence {
+    /// Share of the chains that diverged.
+    pub diverged_fraction: f64,
+    /// Each coordinate's variance over the target's; NaN where not judged (a heavy tail).
+    pub variance_ratio: [f64; 2],
+    /// The modes the tracked chains reached, on a mixture.
+    pub modes: Option<super::ModeCoverage>,
+    /// Whether the gradients carry noise.
+    pub gradient_noise: bool,
+}
+
+impl CauseEvidence {
+    /// Nothing measured: every cause stays open, in [`CAUSES`]' order.
+    pub fn unknown() -> Self {
+        Self {
+            diverged_fraction: f64::NAN,
+            variance_ratio: [f64::NAN; 2],
+            modes: None,
+            gradient_noise: true,
+        }
+    }
+
+    /// The evidence of stationary moments `cov` (c11, c12, c22) against `truth`.
+    pub fn of_moments(
+        cov: [f64; 3],
+        truth: &Truth,
+        diverged_fraction: f64,
+        modes: Option<super::ModeCoverage>,
+        gradient_noise: bool,
+    ) -> Self {
+        let ratio = |c: usize| {
+            if kurtosis(truth, c) <= HEAVY_TAIL_KURTOSIS {
+                cov[2 * c] / truth.cov[2 * c]
+            } else {
+                f64::NAN
+            }
+        };
+        Self {
+            diverged_fraction,
+            variance_ratio: [ratio(0), ratio(1)],
+            modes,
+            gradient_noise,
+        }
+    }
+
+    /// The largest variance ratio of a judged coordinate spreading wider than the target by
+    /// more than [`FAR_FROM_TARGET`]. Not on a mixture: there the pooled variance says which
+    /// modes the chains sit in, not how widely each spreads.
+    fn wider(&self) -> Option<f64> {
+        if self.modes.is_some() {
+            return None;
+        }
+        self.variance_ratio
+            .iter()
+            .copied()
+            .filter(|r| r.is_finite() && *r > 1.0 + FAR_FROM_TARGET)
+            .reduce(f64::max)
+    }
+
+    /// The largest variance ratio when every judged coordinate (one at least) is narrower
+    /// than the target by more than [`FAR_FROM_TARGET`]. Not on a mixture (see [`Self::wider`]).
+    fn narrower(&self) -> Option<f64> {
+        if self.modes.is_some() {
+            return None;
+        }
+        let judged: Vec<f64> = self
+            .variance_ratio
+            .iter()
+            .copied()
+            .filter(|r| r.is_finite())
+            .collect();
+        (!judged.is_empty() && judged.iter().all(|r| *r < 1.0 - FAR_FROM_TARGET))
+            .then(|| judged.iter().copied().fold(0.0, f64::max))
+    }
+
+    /// The coverage of a mixture whose chains left modes unreached: together, when enough
+    /// visits were expected for that to count ([`super::verdict::modes_severity`]), or each
+    /// staying in about one mode ([`STUCK_MODES_PER_CHAIN`]).
+    fn missing_modes(&self) -> Option<super::ModeCoverage> {
+        self.modes.filter(|m| {
+            m.ensemble < m.modes
+                && (m.per_chain < STUCK_MODES_PER_CHAIN
+                    || super::verdict::modes_severity(m)
+                        .is_some_and(|s| s != super::verdict::Severity::Fine))
+        })
+    }
+}
+
+/// The causes of a miss ordered by `evidence` (docs/MATH.md §6, "Far from the target"): the
+/// [`known_causes`] first, then the causes the evidence points at, then those it leaves
+/// open, and last those it rules out, with the reason. A larger step and gradient noise only
+/// widen a Langevin sampler's spread (Var θ = (hσ² + 2T)/(λ(2 − hλ)) ≥ T/λ), so chains
+/// narrower than the target with none diverged rule both out, and point at a step too small
+/// to spread them (or, on a mixture with modes unreached, to cross between the modes).
+/// Without evidence the causes are [`CAUSES`].
+pub fn causes_by_evidence(sampler: &SamplerSpec, evidence: &CauseEvidence) -> String {
+    let e = evidence;
+    let none_diverged = e.diverged_fraction == 0.0;
+    let (mut pointed, mut open, mut ruled_out) = (Vec::new(), Vec::new(), Vec::new());
+    if let Some(m) = e.missing_modes() {
+        pointed.push(format!(
+            "a step size too small to cross between the target's modes (each chain visited {} \
+             on average, all together {} of {})",
+            rounded(m.per_chain),
+            m.ensemble,
+            m.modes
+        ));
+    } else if none_diverged && let Some(r) = e.narrower() {
+        pointed.push(format!(
+            "a step size too small to spread the chains over the target (they hold {} of its \
+             variance)",
+            rounded(r)
+        ));
+    }
+    let large = "a step size too large for the target";
+    if e.diverged_fraction > 0.0 {
+        pointed.push(format!(
+            "{large} ({:.2}% of the chains diverged)",
+            100.0 * e.diverged_fraction
+        ));
+    } else if let Some(r) = e.wider() {
+        pointed.push(format!(
+            "{large} (the chains spread {} times the target's variance)",
+            rounded(r)
+        ));
+    } else if none_diverged && let Some(r) = e.narrower() {
+        ruled_out.push(format!(
+            "not {large}: no chain diverged, and a larger step only widens the spread while \
+             these chains hold {} of the target's variance",
+            rounded(r)
+        ));
+    } else if none_diverged
+        && e.missing_modes()
+            .is_some_and(|m| m.per_chain < STUCK_MODES_PER_CHAIN)
+    {
+        ruled_out.push(format!(
+            "not {large}: no chain diverged and each stays in the mode it reached, which a step \
+             too large for the modes would not let it"
+        ));
+    } else {
+        open.push(large.to_owned());
+    }
+    open.push("too few steps".to_owned());
+    let noise = "gradient noise the sampler cannot absorb";
+    if !e.gradient_noise {
+        ruled_out.push(format!("not {noise}: the gradients are exact"));
+    } else if none_diverged && e.wider().is_some() {
+        pointed.push(noise.to_owned());
+    } else if none_diverged && e.narrower().is_some() {
+        ruled_out.push(format!("not {noise}: it too only widens the spread"));
+    } else {
+        open.push(noise.to_owned());
+    }
+    let likely: Vec<String> = pointed.into_iter().chain(open).collect();
+    let mut text = match likely.as_slice() {
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{}, or {last}", rest.join(", ")),
+        [] => String::new(),
+    };
+    for not in ruled_out {
+        text.push_str("; ");
+        text.push_str(&not);
+    }
+    let known = known_causes(sampler);
+    if known.is_empty() {
+        text
+    } else {
+        format!("{}; otherwise: {text}", known.join("; "))
     }
 }
 
@@ -313,6 +524,87 @@ pub fn unsettled_moments(target: &ExprTarget) -> Option<String> {
 mod tests {
     use super::*;
     use crate::math::TargetSpec;
+
+    /// A chain stuck because its step is small is not blamed on a large step (#44): the
+    /// causes follow the evidence, and without evidence they are the usual list.
+    #[test]
+    fn causes_are_ordered_by_their_evidence() {
+        let sgld = SamplerSpec {
+            kind: SamplerKind::Sgld,
+            h: 0.01,
+            ..SamplerSpec::default()
+        };
+        let coverage = |ensemble| {
+            Some(super::super::ModeCoverage {
+                per_chain: 1.0,
+                ensemble,
+                modes: 25,
+                chains: 500,
+            })
+        };
+        let stuck = CauseEvidence {
+            diverged_fraction: 0.0,
+            variance_ratio: [0.005, 0.005],
+            modes: coverage(1),
+            gradient_noise: true,
+        };
+        let c = causes_by_evidence(&sgld, &stuck);
+        assert!(
+            c.starts_with("a step size too small to cross between the target's modes")
+                && c.contains("all together 1 of 25"),
+            "{c}"
+        );
+        assert!(c.contains("; not a step size too large"), "{c}");
+        assert!(c.contains("or gradient noise"), "{c}");
+        // On a mixture the pooled variance says which modes the chains sit in: chains each in
+        // one mode, nine modes together, wider than the target, are still stuck (#44: the
+        // live banner had blamed a large step on `convergence-gmm25`).
+        let sitting = CauseEvidence {
+            variance_ratio: [1.75, 1.4],
+            modes: Some(super::super::ModeCoverage {
+                per_chain: 1.0,
+                ensemble: 9,
+                modes: 25,
+                chains: 64,
+            }),
+            ..stuck
+        };
+        let c = causes_by_evidence(&sgld, &sitting);
+        assert!(c.starts_with("a step size too small to cross"), "{c}");
+        assert!(!c.contains("too large for the target ("), "{c}");
+        // Narrower without modes to miss: too small to spread.
+        let narrow = CauseEvidence {
+            modes: None,
+            ..stuck
+        };
+        assert!(causes_by_evidence(&sgld, &narrow).starts_with("a step size too small to spread"));
+        // Wider, or diverged: a large step first.
+        let wide = CauseEvidence {
+            variance_ratio: [4.0, 4.0],
+            modes: None,
+            gradient_noise: false,
+            diverged_fraction: 0.0,
+        };
+        let c = causes_by_evidence(&sgld, &wide);
+        assert!(c.starts_with("a step size too large"), "{c}");
+        assert!(
+            c.contains("not gradient noise the sampler cannot absorb: the gradients are exact")
+        );
+        let blown = CauseEvidence {
+            diverged_fraction: 0.05,
+            modes: coverage(25),
+            ..stuck
+        };
+        assert!(causes_by_evidence(&sgld, &blown).starts_with("a step size too large"));
+        assert_eq!(causes_by_evidence(&sgld, &CauseEvidence::unknown()), CAUSES);
+        // What the settings give away still comes first.
+        let silent = SamplerSpec {
+            kind: SamplerKind::Sgnht,
+            sgnht_diffusion: 0.0,
+            ..sgld
+        };
+        assert!(causes_by_evidence(&silent, &stuck).starts_with("SGNHT with diffusion A = 0"));
+    }
 
     #[test]
     fn the_knowable_cause_is_named_first() {

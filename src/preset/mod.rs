@@ -430,6 +430,19 @@ pub const SHIPPED: &[(&str, &str)] = &[
 ];
 
 impl Preset {
+    /// Whether the gradients carry noise: added noise, or minibatches of a data set.
+    pub fn gradient_noise(&self) -> bool {
+        let minibatches = match self.target {
+            crate::math::TargetSpec::Logistic {
+                batch_size,
+                data_points,
+                ..
+            } => batch_size != 0 && batch_size < data_points,
+            _ => false,
+        };
+        minibatches || !matches!(self.noise, crate::math::NoiseSpec::None)
+    }
+
     /// Parses RON text; `origin` names the source in error messages.
     pub fn parse(text: &str, origin: &str) -> Result<Preset, PresetError> {
         parse_ron(text, origin, Preset::validate)

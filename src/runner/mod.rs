@@ -159,6 +159,43 @@ pub fn trajectories(preset: &Validated<Preset>, chains: u32) -> Vec<Vec<crate::m
 }
 
 /// Names of ATMC's printed defects switched on in a sampler.
+/// The convergence instruments of a finished run graded together
+/// ([`crate::diagnostics::verdict::judge`]): split R̂ of the last window against its limits,
+/// nested R̂, the KSD and the energy distance against their exact-draw baselines, and the
+/// modes reached on a mixture.
+fn run_verdicts(
+    summary: &crate::diagnostics::Summary,
+    last: Option<&crate::diagnostics::convergence::ConvergenceRow>,
+    modes: Option<crate::diagnostics::ModeCoverage>,
+) -> crate::diagnostics::verdict::Verdicts {
+    use crate::diagnostics::verdict::{Baselined, Instruments, Limited, judge};
+    judge(&Instruments {
+        rhat_bulk: last.map(|c| Limited {
+            value: c.rhat_bulk,
+            limit: c.rhat_bulk_limit,
+        }),
+        rhat_tail: last.map(|c| Limited {
+            value: c.rhat_tail,
+            limit: c.rhat_tail_limit,
+        }),
+        nested_rhat: summary
+            .nested_rhat
+            .zip(summary.nested_rhat_limit)
+            .map(|(value, limit)| Limited { value, limit }),
+        ksd: Some(Baselined {
+            value: summary.ksd,
+            mean: summary.ksd_baseline,
+            sd: summary.ksd_baseline_sd,
+        }),
+        energy_distance: Some(Baselined {
+            value: summary.energy_distance,
+            mean: summary.energy_distance_baseline,
+            sd: summary.energy_distance_baseline_sd,
+        }),
+        modes,
+    })
+}
+
 pub fn printed_defects(s: &SamplerSpec) -> Vec<String> {
     let mut out = Vec::new();
     if !s.has_printed_defect() {
@@ -340,12 +377,18 @@ fn run_keeping(
         preset.sampler.h,
         preset.steps,
     );
+    let coverage = first.modes.as_ref().map(ModeVisits::coverage);
     summary.warnings = crate::diagnostics::warnings::run_warnings(
         &preset.sampler,
         &summary,
         pooled.truth(),
         movement,
+        coverage,
+        preset.gradient_noise(),
     );
+    // The instruments graded together: a pass that cannot see a severe failure is said so.
+    summary.verdicts = run_verdicts(&summary, pooled.last_convergence(), coverage);
+    summary.warnings.extend(summary.verdicts.trust.clone());
     summary
         .warnings
         .extend(crate::diagnostics::convergence::starts_note(

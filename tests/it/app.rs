@@ -175,6 +175,12 @@ fn values_beyond_a_sliders_ends_are_kept_and_the_far_warning_shows() {
         far.as_deref().is_some_and(|f| f.contains("Var θ")),
         "{far:?}"
     );
+    // Chains that spread wider than the target point at the large step first.
+    assert!(
+        far.as_deref()
+            .is_some_and(|f| f.contains("(a step size too large for the target")),
+        "{far:?}"
+    );
     h.get_by_label_contains("Far from the target");
 }
 

@@ -389,3 +389,29 @@ fn the_window_opens_a_lesson_paused_and_a_plain_preset_playing() {
         a.active().playing() == Some(true) && a.active().step() > 0
     });
 }
+
+/// Issue #44 item 6: a preset pasted during a lecture leaves it: no "lesson 9 of 10" over an
+/// empty panel, and 2 no longer jumps back into the lecture.
+#[test]
+fn a_pasted_preset_leaves_the_lecture() {
+    let mut p = Preset::default_preset();
+    small(&mut p);
+    let mut h = harness(p.clone(), [1280, 720], 1.0, BackendChoice::Cpu);
+    let ctx = h.ctx.clone();
+    let lecture = atmc_lab::preset::Lecture::load("atmc").unwrap();
+    h.state_mut().as_mut().unwrap().start_lecture(&ctx, lecture);
+    h.run_steps(3);
+    h.key_press(Key::Num9);
+    h.run_steps(3);
+    h.get_by_label("lesson 9 of 10");
+    // `default` has no story.
+    h.event(egui::Event::Paste(p.to_ron()));
+    h.run_steps(3);
+    assert!(app(&h).classroom.lecture.is_none(), "the lecture is left");
+    assert!(!app(&h).classroom.panel_shown(), "no empty lesson panel");
+    assert!(h.query_by_label_contains("of 10").is_none());
+    h.key_press(Key::Num2);
+    h.run_steps(3);
+    assert_eq!(app(&h).tab, Tab::Posterior);
+    h.get_by_label_contains("no lecture is running");
+}

@@ -309,6 +309,48 @@ fn run(preset: &Preset) -> runner::RunOutcome {
     runner::run(preset, BackendChoice::Cpu, &mut |_| {}).unwrap()
 }
 
+/// Issue #44: chains stuck in one of 25 modes because their step is small were told "a step
+/// size too large" first, and the KSD passed beside an energy distance many times its
+/// baseline. The causes follow the evidence (narrow, none diverged, modes unreached), and the
+/// KSD's pass is said to be blind.
+#[test]
+fn a_small_step_stuck_in_one_mode_is_not_blamed_on_a_large_step() {
+    let stuck = run(&toy(
+        "Preset(sampler: (kind: Sgld, h: 0.01), target: Gmm25(spacing: 2.0, variance: 0.03), \
+         chains: 1000, steps: 2000, seed: 7, record_every: 10, \
+         init: (center: (-4.0, -4.0), scale: 0.2, xi: 0.0))",
+    ));
+    let s = &stuck.summary;
+    eprintln!("{:?}\nverdicts: {}", s.warnings, s.verdicts.line());
+    let far = s
+        .warnings
+        .iter()
+        .find(|w| w.contains("far from the target"))
+        .expect("a run stuck in one mode is far from the target");
+    let causes = &far[far.find(" (").expect("causes") + 2..];
+    assert!(
+        causes.starts_with("a step size too small to cross between the target's modes"),
+        "{far}"
+    );
+    assert!(causes.contains("; not a step size too large"), "{far}");
+    use atmc_lab::diagnostics::verdict::{Instrument, Severity};
+    assert_eq!(
+        s.verdicts.of(Instrument::EnergyDistance),
+        Some(Severity::Severe)
+    );
+    assert_eq!(s.verdicts.of(Instrument::Modes), Some(Severity::Severe));
+    if s.verdicts.of(Instrument::Ksd) == Some(Severity::Fine) {
+        assert!(s.verdicts.is_blind(Instrument::Ksd));
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("cannot see modes the chains never reached")),
+            "{:?}",
+            s.warnings
+        );
+    }
+}
+
 #[test]
 fn runaway_chains_diverge_or_are_warned_about() {
     // SGLD at h = 10: every chain leaves the funnel (before: 0% diverged, mean θ ≈ 1e7).

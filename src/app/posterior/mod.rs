@@ -433,11 +433,8 @@ impl View for PosteriorView {
         }
         if let Some(far) = &snapshot.far_from_target {
             ui.label(
-                RichText::new(format!(
-                    "⚠ Far from the target: {far} ({})",
-                    crate::diagnostics::warnings::causes(&self.applied.sampler)
-                ))
-                .color(super::palette::warning(ui.visuals())),
+                RichText::new(format!("⚠ Far from the target: {far}"))
+                    .color(super::palette::warning(ui.visuals())),
             )
             .on_hover_text(
                 "The alive chains' moments miss the exact ones by more than 20% although this \

@@ -6,7 +6,7 @@ use crate::app::worker::{Latest, Message, Simulation, Transport, WorkerHandle};
 use crate::diagnostics::bounded::BoundedSeries;
 use crate::diagnostics::convergence::{ConvergenceMonitor, ConvergenceRow, ConvergenceSummary};
 use crate::diagnostics::growth::{Extents, GrowthRate, GrowthRow, growth_rate, growth_row};
-use crate::diagnostics::warnings::{instant_far_from_target, should_sample};
+use crate::diagnostics::warnings::{instant_far_with_causes, should_sample};
 use crate::diagnostics::{ModeVisits, SERIES_DISTANCE_CHAINS, SeriesRow, Truth};
 use crate::engine::{
     BackendChoice, BackendInfo, ChainStates, Engine, HistogramSpec, Moments, create_engine,
@@ -103,7 +103,8 @@ pub struct Snapshot {
     /// prediction.
     pub growth_rate: Option<GrowthRate>,
     /// For a sampler meant to sample the target, past the preset's burn-in (half its steps):
-    /// the moment of the alive chains that misses the target's, described.
+    /// the moment of the alive chains that misses the target's, described, with its causes
+    /// ordered by the evidence of the same moments.
     pub far_from_target: Option<String>,
     /// The convergence instruments' latest summary (the diagnostics strip).
     pub convergence: Option<Arc<ConvergenceSummary>>,
@@ -465,7 +466,15 @@ impl<R: Fn()> Worker<R> {
             && !exploring
             && report.step >= self.preset.steps / 2;
         let far_from_target = judged
-            .then(|| instant_far_from_target(m, &self.truth))
+            .then(|| {
+                instant_far_with_causes(
+                    m,
+                    &self.truth,
+                    &self.preset.sampler,
+                    self.modes.as_ref().map(ModeVisits::coverage),
+                    self.preset.gradient_noise(),
+                )
+            })
             .flatten();
         let mut convergence = None;
         if new_step {
