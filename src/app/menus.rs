@@ -283,7 +283,7 @@ impl AtmcApp {
                 );
                 ui.separator();
             }
-            if let Some(status) = &self.shell.status {
+            if let Some(status) = self.status_message().cloned() {
                 let color = if status.error {
                     super::palette::error(ui.visuals())
                 } else {

@@ -92,6 +92,9 @@ pub struct AtmcApp {
     backend: BackendChoice,
     folders: Folders,
     shell: Shell,
+    /// Each tab's latest status message, by its place in [`Tab::ALL`]: a message belongs to
+    /// the tab shown when it was set and is shown only while that tab is.
+    statuses: Vec<Option<Status>>,
     capture: capture::Capture,
     /// Smoothed frame time of the UI, seconds.
     frame_time: f32,
@@ -145,6 +148,7 @@ impl AtmcApp {
             backend,
             folders,
             shell: Shell::default(),
+            statuses: Tab::ALL.iter().map(|_| None).collect(),
             capture: Default::default(),
             frame_time: 0.0,
             frame_clock: None,
@@ -287,6 +291,9 @@ impl AtmcApp {
         // sets its own transport.
         let waits = waits_for_lecturer(&preset);
         self.switch_to(ctx, tab);
+        // A new preset starts with a clean status line in its tab (a message set for this
+        // load is still pending and is filed next frame).
+        self.statuses[tab.index()] = None;
         let view = self.view_mut(ctx, tab);
         if waits {
             view.act(Action::Pause);
@@ -329,9 +336,21 @@ impl AtmcApp {
         self.loaded[self.tab.index()].clone()
     }
 
-    /// The status-bar message.
+    /// The status-bar message of the tab shown: one set since the last frame first.
     pub fn status_message(&self) -> Option<&Status> {
-        self.shell.status.as_ref()
+        self.shell
+            .status
+            .as_ref()
+            .or(self.statuses[self.tab.index()].as_ref())
+    }
+
+    /// Files the message set since the last frame under the tab shown now. Called first in a
+    /// frame: nothing switches tabs between frames, and a load that switched tabs set its
+    /// message for the tab it switched to.
+    fn file_status(&mut self) {
+        if let Some(status) = self.shell.status.take() {
+            self.statuses[self.tab.index()] = Some(status);
+        }
     }
 
     /// Applies a preset given as RON text (the clipboard's), or says why it cannot.
@@ -368,6 +387,7 @@ impl AtmcApp {
 
     /// The whole UI, for eframe and for the offscreen harness alike.
     pub fn ui(&mut self, ui: &mut egui::Ui) {
+        self.file_status();
         let dt = ui.input(|i| i.unstable_dt);
         self.frame_time = if self.frame_time == 0.0 {
             dt

@@ -282,3 +282,26 @@ fn presets_from_the_menu_open_running_whatever_their_kind() {
             .is_some_and(|v| v.session().with_snapshot(|s| s.playing))
     });
 }
+
+/// Issue #44 item 6: a status line belongs to the tab that set it ("thermodynamics sweep
+/// done" had followed the lecturer into the MLP lecture).
+#[test]
+fn a_status_line_stays_with_its_tab() {
+    let mut h = harness(
+        Preset::default_preset(),
+        [1280, 720],
+        1.0,
+        BackendChoice::Cpu,
+    );
+    let ctx = h.ctx.clone();
+    h.state_mut().as_mut().unwrap().copy_preset(&ctx);
+    h.run_steps(2);
+    h.get_by_label_contains("copied the preset");
+    h.get_by_label("Side by side").click();
+    h.run_steps(3);
+    assert!(h.query_by_label_contains("copied the preset").is_none());
+    assert!(app(&h).status_message().is_none());
+    h.get_by_label("2-D posteriors").click();
+    h.run_steps(3);
+    h.get_by_label_contains("copied the preset");
+}
