@@ -219,3 +219,70 @@ fn plots_wait_for_the_first_evaluation_and_short_runs_say_what_they_need() {
     run_until(&mut h, 30, "the stop", |s| s == TrainStatus::Stopped);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue #44 item 12: a limit of 0 means the whole set, and the field says so ("all
+/// (60,000)", not "0"); "all" typed reads back as 0, a count with separators as the count.
+#[test]
+fn the_image_limits_say_all_rather_than_zero() {
+    use egui::Key;
+    use egui::accesskit::Role;
+    use egui_kittest::kittest::NodeT;
+    let mut h = harness(
+        Preset::default_preset(),
+        [1280, 1100],
+        1.0,
+        BackendChoice::Cpu,
+    );
+    h.get_by_label("ResNet++ training").click();
+    h.run_steps(2);
+    let shown = |h: &AppHarness, label: &str| {
+        h.get_by_role_and_label(Role::SpinButton, label)
+            .accesskit_node()
+            .value()
+            .map(|v| v.to_string())
+    };
+    let all_train = h
+        .state()
+        .as_ref()
+        .unwrap()
+        .get::<TrainingView>()
+        .unwrap()
+        .config
+        .dataset
+        .train_size();
+    let grouped = |n: usize| {
+        let s = n.to_string();
+        format!("{},{}", &s[..s.len() - 3], &s[s.len() - 3..])
+    };
+    assert_eq!(
+        shown(&h, "training images"),
+        Some(format!("all ({})", grouped(all_train)))
+    );
+    assert_eq!(shown(&h, "test images").as_deref(), Some("all (10,000)"));
+    let limit = |h: &AppHarness| {
+        h.state()
+            .as_ref()
+            .unwrap()
+            .get::<TrainingView>()
+            .unwrap()
+            .config
+            .train_limit
+    };
+    let type_into = |h: &mut AppHarness, text: &str| {
+        h.get_by_role_and_label(Role::SpinButton, "training images")
+            .click();
+        h.run_steps(2);
+        h.key_press_modifiers(egui::Modifiers::COMMAND, Key::A);
+        h.run_steps(1);
+        h.get_by_role_and_label(Role::SpinButton, "training images")
+            .type_text(text);
+        h.run_steps(2);
+        h.key_press(Key::Enter);
+        h.run_steps(3);
+    };
+    type_into(&mut h, "2,000");
+    assert_eq!(limit(&h), 2000);
+    assert_eq!(shown(&h, "training images").as_deref(), Some("2,000"));
+    type_into(&mut h, "all");
+    assert_eq!(limit(&h), 0);
+}

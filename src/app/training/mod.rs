@@ -151,14 +151,14 @@ impl TrainingView {
         // 0 stands for the whole set: say how many that is, not "0".
         let (train_all, test_all) = (c.dataset.train_size(), TEST_IMAGES);
         crate::app::controls::bounded(ui, &mut c.train_limit, 0..=60_000, |s| {
-            s.text("training images").logarithmic(true)
+            limit_field(s, "training images", train_all)
         })
-        .on_hover_text("Images of the training set used; 0 = all");
+        .on_hover_text("Images of the training set used; 0 or \"all\" = the whole set");
         ui.small(images_used(c.train_limit, train_all, "training"));
         crate::app::controls::bounded(ui, &mut c.test_limit, 0..=10_000, |s| {
-            s.text("test images").logarithmic(true)
+            limit_field(s, "test images", test_all)
         })
-        .on_hover_text("Images of the test set used; 0 = all");
+        .on_hover_text("Images of the test set used; 0 or \"all\" = the whole set");
         ui.small(images_used(c.test_limit, test_all, "test"));
         ui.checkbox(&mut c.augment, "random crops and flips");
     }
@@ -435,22 +435,48 @@ const TEST_IMAGES: usize = 10_000;
 /// What a limit of a training or test set means in images: "all 60,000 training images",
 /// "2,000 of 60,000 training images".
 pub fn images_used(limit: usize, all: usize, which: &str) -> String {
-    let grouped = |n: usize| {
-        let digits = n.to_string();
-        let mut out = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        out
-    };
     if limit == 0 || limit >= all {
         format!("all {} {which} images", grouped(all))
     } else {
         format!("{} of {} {which} images", grouped(limit), grouped(all))
     }
+}
+
+/// `60000` → `60,000`.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A limit on the images used, whose 0 means the whole set of `all`: the field says "all
+/// (60,000)" rather than "0", writes other counts with thousands separators, and reads
+/// "all" back as 0 and numbers with or without separators.
+fn limit_field<'a>(slider: egui::Slider<'a>, label: &str, all: usize) -> egui::Slider<'a> {
+    slider
+        .text(label)
+        .logarithmic(true)
+        .custom_formatter(move |v, _| {
+            if v <= 0.0 || v >= all as f64 {
+                format!("all ({})", grouped(all))
+            } else {
+                grouped(v.round() as usize)
+            }
+        })
+        .custom_parser(|s| {
+            let t = s.trim();
+            if t.is_empty() || t.starts_with("all") {
+                Some(0.0)
+            } else {
+                t.replace(',', "").parse().ok()
+            }
+        })
 }
 
 /// Depth, width, epochs, batch size and seed.
