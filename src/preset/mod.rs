@@ -1036,6 +1036,29 @@ mod tests {
         }
     }
 
+    /// A column's own schedule is checked before any work, as the base's is (the fuzz suite
+    /// found a comparison whose column ran into "each cycle needs at least two steps" only
+    /// once the run started).
+    #[test]
+    fn a_columns_schedule_is_checked_when_the_comparison_is_read() {
+        let (_, text) = SHIPPED
+            .iter()
+            .find(|(n, _)| *n == "lesson-cyclical")
+            .expect("shipped");
+        let bad = text.replace(
+            "Cyclical(total_steps: 20000, cycles: 30, explore_fraction: 0.8)",
+            "Cyclical(total_steps: 16, cycles: 10, explore_fraction: 0.8)",
+        );
+        assert_ne!(&bad, text, "the shipped column schedule moved");
+        let e = super::Comparison::parse(&bad, "bad.ron").expect_err("refused");
+        let message = e.to_string();
+        assert!(
+            message.contains("column 'cyclical SGLD'")
+                && message.contains("each cycle needs at least two steps"),
+            "{message}"
+        );
+    }
+
     /// MATH.md §3.1, "What to expect": the cyclical lecture's thermostat lesson
     /// (`cyclical-4-thermostat`: ATMC on N(0, I), σ = 3, 10 cycles in 5,000 steps) with
     /// h₀ = 0.05 and exploration fraction 0.8 has sampling stages of 100 steps whose step sizes

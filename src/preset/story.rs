@@ -186,7 +186,8 @@ impl Comparison {
         pretty_ron(self)
     }
 
-    /// Checks the number of columns and every column's sampler.
+    /// Checks the number of columns and every column's sampler and schedule (a column's own
+    /// schedule replaces the base's, so the base's check does not cover it).
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         if !COMPARISON_COLUMNS.contains(&self.columns.len()) {
             return Err((
@@ -201,6 +202,11 @@ impl Comparison {
             c.sampler
                 .validate()
                 .map_err(|m| ("sampler", format!("column '{}': {m}", c.label)))?;
+            if let Some(schedule) = &c.schedule {
+                schedule
+                    .validate()
+                    .map_err(|(field, m)| (field, format!("column '{}': {m}", c.label)))?;
+            }
         }
         self.story.validate()?;
         // The challenge is judged on the base's target.

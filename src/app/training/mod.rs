@@ -455,16 +455,17 @@ fn grouped(n: usize) -> String {
     out
 }
 
-/// A limit on the images used, whose 0 means the whole set of `all`: the field says "all
-/// (60,000)" rather than "0", writes other counts with thousands separators, and reads
-/// "all" back as 0 and numbers with or without separators.
+/// A limit on the images used, whose 0 means the whole set of `all`: the field says "all"
+/// rather than "0" (the line under it says how many that is; the field stays narrow enough
+/// for its label to fit the panel), writes other counts with thousands separators, and
+/// reads "all" back as 0 and numbers with or without separators.
 fn limit_field<'a>(slider: egui::Slider<'a>, label: &str, all: usize) -> egui::Slider<'a> {
     slider
         .text(label)
         .logarithmic(true)
         .custom_formatter(move |v, _| {
             if v <= 0.0 || v >= all as f64 {
-                format!("all ({})", grouped(all))
+                "all".to_owned()
             } else {
                 grouped(v.round() as usize)
             }
