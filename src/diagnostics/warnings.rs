@@ -73,6 +73,12 @@ pub fn instant_far_from_target(moments: &Moments, truth: &Truth) -> Option<Strin
     if moments.alive < 100 {
         return None;
     }
+    let (mean, cov) = instant_moments(moments);
+    far_from_target(mean, cov, truth)
+}
+
+/// The alive chains' mean and covariance (c11, c12, c22) at one instant.
+fn instant_moments(moments: &Moments) -> ([f64; 2], [f64; 3]) {
     let n = moments.alive as f64;
     let mean = moments.mean();
     let s = moments.sum_theta_sq;
@@ -81,7 +87,7 @@ pub fn instant_far_from_target(moments: &Moments, truth: &Truth) -> Option<Strin
         s[1] / n - mean[0] * mean[1],
         s[2] / n - mean[1] * mean[1],
     ];
-    far_from_target(mean, cov, truth)
+    (mean, cov)
 }
 
 /// [`instant_far_from_target`] with the causes ordered by the same moments' evidence
@@ -94,14 +100,7 @@ pub fn instant_far_with_causes(
     gradient_noise: bool,
 ) -> Option<String> {
     let far = instant_far_from_target(moments, truth)?;
-    let n = moments.alive as f64;
-    let mean = moments.mean();
-    let s = moments.sum_theta_sq;
-    let cov = [
-        s[0] / n - mean[0] * mean[0],
-        s[1] / n - mean[0] * mean[1],
-        s[2] / n - mean[1] * mean[1],
-    ];
+    let (_, cov) = instant_moments(moments);
     let diverged = moments.diverged as f64 / (moments.alive + moments.diverged) as f64;
     let evidence = CauseEvidence::of_moments(cov, truth, diverged, modes, gradient_noise);
     Some(format!(
