@@ -28,6 +28,10 @@ fn manifest_dir() -> PathBuf {
 
 fn main() {
     println!("cargo:rerun-if-env-changed=ATMC_LAB_COMMIT");
+    // Set by .cargo/config.toml to this checkout's folder. Cargo compares rerun-if-changed
+    // paths by time only, so a checkout at another path sharing the target folder would
+    // otherwise inherit the commit of whichever checkout ran this last.
+    println!("cargo:rerun-if-env-changed=ATMC_LAB_CHECKOUT");
     // Registered whatever git answers: a build whose git call failed once (git busy, a
     // checkout being moved) runs this again on the next change instead of keeping "commit
     // unknown" for good.

@@ -83,7 +83,8 @@ impl AtmcApp {
     }
 
     fn export_draws(&mut self, path: &Path) {
-        let status = match self.active().export_draws(path) {
+        let loaded = self.loaded_preset();
+        let status = match self.active().export_draws(path, loaded.as_ref()) {
             // How to open it, where the user looks after exporting: ArviZ 0.x's from_zarr
             // refuses zarr ≥ 3, so the store is opened through xarray.
             Some(Ok(what)) => Status::ok(format!(

@@ -236,7 +236,13 @@ pub trait View: Any {
     }
     /// Writes the draws behind the view's convergence instruments to `path` (File → Export
     /// draws): `None` when the view keeps no draws, else what was written or why not.
-    fn export_draws(&self, _path: &std::path::Path) -> Option<anyhow::Result<String>> {
+    /// `loaded` is the view's preset as it was loaded: the preset stored with the draws is
+    /// marked as changed live from it, as File → Save preset marks one.
+    fn export_draws(
+        &self,
+        _path: &std::path::Path,
+        _loaded: Option<&AnyPreset>,
+    ) -> Option<anyhow::Result<String>> {
         None
     }
     /// The panels that can be exported as PNG: label and where they were drawn last.

@@ -391,12 +391,38 @@ impl AnyPreset {
             return self;
         }
         const MARK: &str = " (modified)";
+        // A 2-D preset whose target changed family, or whose typed formula changed, is no
+        // longer the loaded preset changed a little: it is named for what now runs, so draws
+        // of a typed formula do not say "on a banana".
+        let retargeted = match (&self, loaded) {
+            (AnyPreset::Toy(p), AnyPreset::Toy(l)) if retargeted(&p.target, &l.target) => {
+                let target = match &p.target {
+                    crate::math::TargetSpec::Expression { energy, .. } => format!("U = {energy}"),
+                    t => format!("the {} target", t.name()),
+                };
+                Some((p.sampler.kind.name().to_uppercase(), target))
+            }
+            _ => None,
+        };
         let (name, description) = match &mut self {
             AnyPreset::Toy(p) => (&mut p.name, &mut p.description),
             AnyPreset::Mlp(p) => (&mut p.name, &mut p.description),
             AnyPreset::Comparison(p) => (&mut p.name, &mut p.description),
             AnyPreset::Sphere(p) => (&mut p.name, &mut p.description),
         };
+        if let Some((sampler, target)) = &retargeted {
+            if *name == loaded.name() {
+                *name = format!("{sampler} on {target}{MARK}");
+            }
+            if *description == loaded.description() {
+                // The loaded description is dropped: it describes the old target.
+                *description = format!(
+                    "Changed in the app from \"{}\": the target is now {target}.",
+                    loaded.name()
+                );
+            }
+            return self;
+        }
         if *name == loaded.name() && !name.ends_with(MARK) {
             name.push_str(MARK);
         }
@@ -444,6 +470,19 @@ pub(crate) fn outer_name(text: &str) -> Option<&str> {
     (end > 0).then(|| &rest[..end])
 }
 
+/// Whether `now` is another target than `loaded` rather than the same one with other numbers:
+/// another family, or another typed formula. (The family, not [`TargetSpec::name`], which
+/// calls a Gaussian "correlated" once ρ moves off 0.)
+///
+/// [`TargetSpec::name`]: crate::math::TargetSpec::name
+fn retargeted(now: &crate::math::TargetSpec, loaded: &crate::math::TargetSpec) -> bool {
+    use crate::math::TargetSpec::Expression;
+    match (now, loaded) {
+        (Expression { energy: a, .. }, Expression { energy: b, .. }) => a != b,
+        _ => std::mem::discriminant(now) != std::mem::discriminant(loaded),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,6 +508,53 @@ mod tests {
         let again = marked.clone().marked_modified(&loaded);
         assert_eq!(again.name(), marked.name());
         assert_eq!(again.description(), marked.description());
+    }
+
+    /// Issue #44 item 6d: a typed formula over the banana is not "the banana, modified".
+    #[test]
+    fn a_preset_switched_to_another_target_is_named_for_it() {
+        let loaded = AnyPreset::load("default").unwrap();
+        let AnyPreset::Toy(ring) = AnyPreset::load("expr-ring8").unwrap() else {
+            panic!("a 2-D preset")
+        };
+        let mut changed = loaded.clone();
+        if let AnyPreset::Toy(p) = &mut changed {
+            p.target = ring.target.clone();
+        }
+        let marked = changed.clone().marked_modified(&loaded);
+        assert!(!marked.name().contains("banana"), "{}", marked.name());
+        assert!(
+            marked.name().starts_with("ATMC on U = "),
+            "{}",
+            marked.name()
+        );
+        assert!(marked.name().ends_with(" (modified)"), "{}", marked.name());
+        assert!(
+            marked.description().starts_with(&format!(
+                "Changed in the app from \"{}\": the target is now U = ",
+                loaded.name()
+            )),
+            "{}",
+            marked.description()
+        );
+        let again = marked.clone().marked_modified(&loaded);
+        assert_eq!(again, marked, "marked twice, it is marked once");
+        // A correlated Gaussian is still the Gaussian it was loaded as.
+        let AnyPreset::Toy(mut g) = changed.clone() else {
+            unreachable!()
+        };
+        g.target = crate::math::TargetSpec::Gaussian {
+            sigma1: 1.0,
+            sigma2: 1.0,
+            rho: 0.0,
+            mean: [0.0, 0.0],
+        };
+        let loaded_g = AnyPreset::Toy(g.clone());
+        if let crate::math::TargetSpec::Gaussian { rho, .. } = &mut g.target {
+            *rho = 0.5;
+        }
+        let moved = AnyPreset::Toy(g).marked_modified(&loaded_g);
+        assert!(moved.name().ends_with(" (modified)") && !moved.name().contains(" on the "));
     }
 
     #[test]

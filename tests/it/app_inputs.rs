@@ -215,3 +215,89 @@ fn columns_are_added_and_removed_in_the_ui() {
     assert_eq!(columns(&h).len(), 2);
     assert_eq!(app(&h).get::<CompareView>().unwrap().sessions().count(), 2);
 }
+
+/// Issue #44 item 6c: a column header that states η follows the value typed for it, and the
+/// saved comparison, CSV and legend with it (they all read the label).
+#[test]
+fn a_column_label_follows_its_typed_step_size() {
+    use atmc_lab::app::compare::CompareView;
+    use atmc_lab::preset::AnyPreset;
+    let AnyPreset::Comparison(mut c) = AnyPreset::load("free-energy-2-large-eta").unwrap() else {
+        panic!("a comparison")
+    };
+    c.base.chains = 1000;
+    let mut h = harness(c, [1280, 800], 1.0, BackendChoice::Cpu);
+    h.run_steps(3);
+    h.get_by_label("3: η = 1.8").click();
+    h.run_steps(3);
+    let label = |h: &AppHarness| {
+        app(h).get::<CompareView>().unwrap().comparison.columns[2]
+            .label
+            .clone()
+    };
+    type_into(&mut h, "learning rate h", "2.1", Key::Enter);
+    assert_eq!(label(&h), "η = 2.1");
+    h.get_by_label("3: η = 2.1");
+    assert!(h.query_by_label("3: η = 1.8").is_none());
+    assert!(
+        h.query_by_label("η = 1.8").is_none(),
+        "no header keeps the old step"
+    );
+    // The other columns keep theirs.
+    assert_eq!(
+        app(&h).get::<CompareView>().unwrap().comparison.columns[1].label,
+        "η = 1.0"
+    );
+}
+
+/// Issue #44 item 6d: draws exported after a switch to a typed formula name that formula,
+/// not the banana the window opened on, and the notice says how to open them.
+#[test]
+fn exported_draws_name_the_running_target() {
+    use atmc_lab::app::files::{FileRequest, Picked};
+    use atmc_lab::math::TargetSpec;
+    use atmc_lab::preset::AnyPreset;
+    fn store() -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("atmc-44d-{}.zarr", std::process::id()))
+    }
+    fn pick(_: &FileRequest) -> Picked {
+        Picked::Path(store())
+    }
+    let mut h = harness(small(), [1280, 720], 1.0, BackendChoice::Cpu);
+    h.run_steps(2);
+    let ring = Preset::load("expr-ring8").unwrap().target;
+    h.state_mut()
+        .as_mut()
+        .unwrap()
+        .get_mut::<PosteriorView>()
+        .unwrap()
+        .preset
+        .target = ring;
+    crate::common::harness::wait(&mut h, 120, "draws of the formula", |a| {
+        let v = a.get::<PosteriorView>().unwrap();
+        v.session()
+            .snapshot()
+            .convergence
+            .as_ref()
+            .is_some_and(|c| c.draws.draws() >= 4)
+            && matches!(v.preset.target, TargetSpec::Expression { .. })
+    });
+    h.state_mut().as_mut().unwrap().set_file_dialog(pick);
+    h.get_by_label("File").click();
+    h.run_steps(2);
+    h.get_by_label("Export draws (Zarr, for ArviZ)…").click();
+    h.run_steps(2);
+    let attrs = std::fs::read_to_string(store().join(".zattrs")).expect("the store was written");
+    let notice = app(&h).export_notice().map(|s| s.text.clone());
+    let _ = std::fs::remove_dir_all(store());
+    let attrs: serde_json::Value = serde_json::from_str(&attrs).unwrap();
+    let preset = AnyPreset::parse(attrs["preset"].as_str().unwrap(), "store").unwrap();
+    assert!(!preset.name().contains("banana"), "{}", preset.name());
+    assert!(
+        preset.name().starts_with("ATMC on U = "),
+        "{}",
+        preset.name()
+    );
+    let notice = notice.expect("an export notice");
+    assert!(notice.contains("xarray.open_datatree("), "{notice}");
+}

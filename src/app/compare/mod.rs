@@ -501,12 +501,20 @@ impl View for CompareView {
             .id_salt(("column", k))
             .default_open(false)
             .show(ui, |ui| {
-                let before = column.sampler.kind;
+                let before = column.sampler;
                 controls::sampler_controls(ui, &mut column.sampler);
                 // A label that only named the sampler follows it.
-                if column.sampler.kind != before && column.label.eq_ignore_ascii_case(before.name())
+                if column.sampler.kind != before.kind
+                    && column.label.eq_ignore_ascii_case(before.kind.name())
                 {
                     column.label = column.sampler.kind.name().to_uppercase();
+                }
+                // A label that states the step size follows it ("η = 1.8" → "η = 2.1"), so the
+                // header, legend, CSV and a saved preset never name a step that no longer runs.
+                if column.sampler.h != before.h
+                    && let Some(label) = label_with_step(&column.label, before.h, column.sampler.h)
+                {
+                    column.label = label;
                 }
                 if ui
                     .add_enabled(can_remove, egui::Button::new("remove this column"))
@@ -769,5 +777,65 @@ impl View for CompareView {
                 .session()
                 .with_snapshot(|s| s.histograms.len() == 2 && s.specs == specs)
         })
+    }
+}
+
+/// `label` with the step size it states ("η = 1.8", "large step h = 0.07") set to `after`,
+/// when the value it states is `before` as the axes write it (so a label follows a knob
+/// dragged through values it rounds); None when it states no step size, or another number
+/// ("c = 1", "m = 4") that is not the step.
+fn label_with_step(label: &str, before: f64, after: f64) -> Option<String> {
+    use super::axes::short;
+    for key in ["η = ", "h = "] {
+        let Some(at) = label.find(key) else { continue };
+        // "h" as a word: not the end of "depth = 3".
+        if label[..at]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric)
+        {
+            continue;
+        }
+        let start = at + key.len();
+        let end = label[start..]
+            .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | '-')))
+            .map_or(label.len(), |n| start + n);
+        let stated: f64 = label[start..end].parse().ok()?;
+        if short(stated) == short(before) {
+            return Some(format!(
+                "{}{}{}",
+                &label[..start],
+                short(after),
+                &label[end..]
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::label_with_step;
+
+    #[test]
+    fn a_label_that_states_the_step_follows_it_and_no_other_does() {
+        let follow = |l: &str, b, a| label_with_step(l, b, a);
+        assert_eq!(follow("η = 1.8", 1.8, 2.1).as_deref(), Some("η = 2.1"));
+        assert_eq!(follow("η = 1.0", 1.0, 1.5).as_deref(), Some("η = 1.5"));
+        assert_eq!(
+            follow("large step h = 0.07", 0.07, 0.1).as_deref(),
+            Some("large step h = 0.1")
+        );
+        assert_eq!(
+            follow("h = 0.07 (cyclical)", 0.07, 0.05).as_deref(),
+            Some("h = 0.05 (cyclical)")
+        );
+        assert_eq!(follow("depth = 3", 3.0, 4.0), None);
+        assert_eq!(
+            follow("η = 1.8", 0.5, 2.0),
+            None,
+            "a number that is not the step"
+        );
+        assert_eq!(follow("SGLD", 0.01, 0.02), None);
     }
 }

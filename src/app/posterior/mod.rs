@@ -571,7 +571,11 @@ impl View for PosteriorView {
         Some(crate::diagnostics::series_csv(&self.sim.snapshot().series))
     }
 
-    fn export_draws(&self, path: &std::path::Path) -> Option<anyhow::Result<String>> {
+    fn export_draws(
+        &self,
+        path: &std::path::Path,
+        loaded: Option<&AnyPreset>,
+    ) -> Option<anyhow::Result<String>> {
         let snapshot = self.sim.snapshot();
         let Some(c) = snapshot.convergence.as_deref() else {
             return Some(Err(anyhow::anyhow!(
@@ -583,6 +587,11 @@ impl View for PosteriorView {
             Ok(applied) => applied,
             Err((_, message)) => return Some(Err(anyhow::anyhow!("{message}"))),
         };
+        // Named for what ran: changed live since it was loaded, it says so, as Save does.
+        let stored = match loaded {
+            Some(loaded) => AnyPreset::Toy(self.applied.clone()).marked_modified(loaded),
+            None => AnyPreset::Toy(self.applied.clone()),
+        };
         let summary = serde_json::to_value(c.latest).unwrap_or_default();
         Some(
             draws
@@ -590,13 +599,16 @@ impl View for PosteriorView {
                     path,
                     &applied.model(),
                     c.superchains,
-                    &applied.to_ron(),
+                    &stored.to_ron(),
                     &summary,
                 )
                 .map(|committed| {
                     let what = format!(
-                        "the last {} draws of the first {} chains (one per frame, up to step {})",
-                        draws.draws(),
+                        "the last {} of the first {} chains (one per frame, up to step {})",
+                        match draws.draws() {
+                            1 => "draw".to_owned(),
+                            n => format!("{n} draws"),
+                        },
                         draws.chains(),
                         snapshot.step
                     );
