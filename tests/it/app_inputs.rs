@@ -273,6 +273,8 @@ fn exported_draws_name_the_running_target() {
         .unwrap()
         .preset
         .target = ring;
+    // The test harness opens paused; Space plays, as a person would.
+    h.key_press(Key::Space);
     crate::common::harness::wait(&mut h, 120, "draws of the formula", |a| {
         let v = a.get::<PosteriorView>().unwrap();
         v.session()
