@@ -51,8 +51,9 @@ pub struct TrainSnapshot {
     pub step: u32,
     /// Minibatches per epoch.
     pub steps_per_epoch: u32,
-    /// Images per second over the last seconds of training while it runs; over the whole
-    /// run (paused time left out) once it stopped.
+    /// Images per second over the whole run so far, while it runs and once it stopped: one
+    /// definition. Paused time and the first step (the warm-up that compiles kernels) are
+    /// left out.
     pub images_per_s: f64,
     /// Seconds left at the pace of the whole run so far, the evaluations at epoch ends
     /// included (a rate over the last seconds of minibatches alone promised a third of the
@@ -118,9 +119,7 @@ impl TrainSession {
                     losses: Vec::new(),
                     latest,
                     repaint,
-                    speed: (Instant::now(), 0),
                     pace: Pace::start(),
-                    images_per_s: 0.0,
                 };
                 match background_pool() {
                     Ok(pool) => pool.install(move || worker.run(rx)),
@@ -145,15 +144,12 @@ struct Worker<R: Fn()> {
     losses: Vec<[f64; 2]>,
     latest: Arc<Latest<TrainSnapshot>>,
     repaint: R,
-    /// Start of the speed window and images since.
-    speed: (Instant, usize),
-    images_per_s: f64,
     /// The pace of the run since it was installed.
     pace: Pace,
 }
 
-/// A run's pace since it started, paused time left out: steps, images and seconds of
-/// training, evaluations included. The ETA and a finished run's speed come from it.
+/// A run's pace since its first step, paused time left out: steps, images and seconds of
+/// training, evaluations included. The ETA and the images/s shown come from it.
 #[derive(Clone, Copy, Debug)]
 struct Pace {
     /// When the current stretch of running began (None while paused or stopped).
@@ -162,6 +158,8 @@ struct Pace {
     seconds: f64,
     steps: u32,
     images: u64,
+    /// Whether the first step, the warm-up, is behind it.
+    warmed: bool,
 }
 
 impl Pace {
@@ -171,7 +169,24 @@ impl Pace {
             seconds: 0.0,
             steps: 0,
             images: 0,
+            warmed: false,
         }
+    }
+
+    /// Counts one finished step of `images`. The first step after a start is left out with
+    /// its time: it compiles kernels and moves the data, several times a later step's work,
+    /// and an ETA extrapolated from it promised many times the time a short run took.
+    fn record(&mut self, images: u64) {
+        if !self.warmed {
+            self.warmed = true;
+            self.seconds = 0.0;
+            if self.running_since.is_some() {
+                self.running_since = Some(Instant::now());
+            }
+            return;
+        }
+        self.steps += 1;
+        self.images += images;
     }
 
     fn stop(&mut self) {
@@ -280,7 +295,6 @@ impl<R: Fn()> Worker<R> {
                 }
                 (false, TrainStatus::Paused) => {
                     self.status = TrainStatus::Running;
-                    self.speed = (Instant::now(), 0);
                     self.pace.resume();
                 }
                 _ => {}
@@ -289,7 +303,6 @@ impl<R: Fn()> Worker<R> {
                 if matches!(self.status, TrainStatus::Running | TrainStatus::Paused) {
                     self.status = TrainStatus::Stopped;
                     self.pace.stop();
-                    self.images_per_s = self.pace.images_per_s();
                 }
             }
             TrainCommand::Quit => return false,
@@ -323,7 +336,6 @@ impl<R: Fn()> Worker<R> {
                 };
                 self.trainer = Some(t);
                 self.checkpoint = checkpoint;
-                self.speed = (Instant::now(), 0);
                 self.pace = Pace::start();
             }
             Err(e) => self.fail(e),
@@ -338,14 +350,7 @@ impl<R: Fn()> Worker<R> {
         match t.step() {
             Ok(report) => {
                 self.losses.push([f64::from(t.step_count()), report.loss]);
-                self.speed.1 += report.images;
-                self.pace.steps += 1;
-                self.pace.images += report.images as u64;
-                let elapsed = self.speed.0.elapsed().as_secs_f64();
-                if elapsed > 2.0 {
-                    self.images_per_s = self.speed.1 as f64 / elapsed;
-                    self.speed = (Instant::now(), 0);
-                }
+                self.pace.record(report.images as u64);
                 if (report.epoch_done || t.finished())
                     && let Some(path) = &self.checkpoint
                     && let Err(e) = t.checkpoint().write(path)
@@ -358,9 +363,7 @@ impl<R: Fn()> Worker<R> {
                     self.status = TrainStatus::Finished;
                 }
                 if self.status != TrainStatus::Running {
-                    // The speed a finished run reports is its whole run's.
                     self.pace.stop();
-                    self.images_per_s = self.pace.images_per_s();
                 }
             }
             Err(e) => self.fail(e),
@@ -372,7 +375,7 @@ impl<R: Fn()> Worker<R> {
             s.status = self.status;
             s.message.clone_from(&self.message);
             s.checkpoint.clone_from(&self.checkpoint);
-            s.images_per_s = self.images_per_s;
+            s.images_per_s = self.pace.images_per_s();
             if let Some(t) = &self.trainer {
                 let total = t.steps_per_epoch() * t.config.epochs;
                 s.config = Some(t.config.clone());
@@ -423,6 +426,7 @@ mod tests {
             seconds: 30.0,
             steps: 10,
             images: 1280,
+            warmed: true,
         };
         assert_eq!(pace.eta(20), Some(60.0));
         assert!((pace.images_per_s() - 1280.0 / 30.0).abs() < 1e-9);
@@ -434,5 +438,28 @@ mod tests {
         assert!((40.0..41.0).contains(&frozen), "{frozen}");
         assert_eq!(pace.seconds(), frozen);
         assert_eq!(Pace::start().eta(5), None);
+    }
+
+    /// The warm-up step is left out of the pace, its time with it: no ETA from it alone.
+    #[test]
+    fn the_first_step_is_warm_up_and_not_counted() {
+        let mut pace = Pace {
+            running_since: Some(Instant::now() - Duration::from_secs(50)),
+            ..Pace::start()
+        };
+        pace.record(128);
+        assert_eq!(pace.eta(10), None, "no pace from the warm-up step");
+        assert!(pace.seconds() < 1.0, "{}", pace.seconds());
+        assert_eq!(pace.images_per_s(), 0.0);
+        pace.running_since = Some(Instant::now() - Duration::from_secs(2));
+        pace.record(128);
+        pace.record(128);
+        let eta = pace.eta(10).unwrap();
+        assert!((9.9..10.5).contains(&eta), "{eta}: 1 s a step, not 26");
+        assert!(
+            (pace.images_per_s() - 128.0).abs() < 2.0,
+            "{}",
+            pace.images_per_s()
+        );
     }
 }
