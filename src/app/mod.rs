@@ -452,7 +452,12 @@ impl AtmcApp {
         egui::CentralPanel::default()
             .frame(egui::Frame::central_panel(&style).fill(Color32::TRANSPARENT))
             .show(ui, |ui| {
-                view.central(ui, shell);
+                // A view taller than the window (a small laptop, presentation mode's larger
+                // type, plots kept at a readable height) scrolls instead of being cut.
+                egui::ScrollArea::vertical()
+                    .id_salt("central view")
+                    .auto_shrink(false)
+                    .show(ui, |ui| view.central(ui, shell));
             });
         // A view asked for a preset to be opened live (a sweep's point).
         if let Some(preset) = self.shell.open.take() {

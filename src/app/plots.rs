@@ -46,15 +46,77 @@ impl<'a> Outlined<'a> for Plot<'a> {
         ui: &mut Ui,
         build: impl FnOnce(&mut PlotUi<'a>) -> R + 'a,
     ) -> egui_plot::PlotResponse<R> {
-        let response = self.show(ui, build);
+        // The whole widget may grow so that its data frame keeps a readable height: the
+        // x axis's ticks and title (larger in presentation mode) come out of the height a
+        // layout gives, and a squeezed plot was all legend. The axis takes about two rows
+        // of text; a plot without one gets a little more than it needs.
+        let axis = 2.0 * ui.text_style_height(&egui::TextStyle::Body) + 10.0;
+        let least = MIN_PLOT_FRAME_PX / ui.ctx().pixels_per_point() + axis;
+        let response = self.min_size(egui::vec2(1.0, least)).show(ui, build);
+        let frame = *response.transform.frame();
         ui.painter().rect_stroke(
-            *response.transform.frame(),
+            frame,
             2.0,
             ui.visuals().widgets.noninteractive.bg_stroke,
             egui::StrokeKind::Inside,
         );
+        remember_frame(ui, frame);
         response
     }
+}
+
+/// The lowest a plot's data frame (inside its axes) is drawn, in physical pixels: a curve
+/// with a visible shape and a legend of two entries beside it need about this.
+pub const MIN_PLOT_FRAME_PX: f32 = 80.0;
+
+/// The data frames of the plots shown in the latest pass, visible part only, in points.
+#[derive(Clone, Default)]
+struct PlotFrames {
+    pass: u64,
+    frames: Vec<PlotFrame>,
+}
+
+/// Where a plot's data frame was drawn, in points.
+#[derive(Clone, Copy, Debug)]
+pub struct PlotFrame {
+    /// The whole frame, part of it maybe scrolled out of view.
+    pub frame: egui::Rect,
+    /// What of it is visible.
+    pub visible: egui::Rect,
+}
+
+/// Notes where a plot's data frame was shown this pass (what a reader sees of it, clipped by
+/// its panel), for [`plot_frames`].
+fn remember_frame(ui: &Ui, frame: egui::Rect) {
+    let visible = frame.intersect(ui.clip_rect());
+    if !visible.is_positive() {
+        return;
+    }
+    let pass = ui.ctx().cumulative_pass_nr();
+    ui.ctx().data_mut(|d| {
+        let seen =
+            d.get_temp_mut_or_default::<PlotFrames>(egui::Id::unique("atmc-lab plot frames"));
+        if seen.pass != pass {
+            *seen = PlotFrames {
+                pass,
+                frames: Vec::new(),
+            };
+        }
+        seen.frames.push(PlotFrame { frame, visible });
+    });
+}
+
+/// The data frames (the area inside the axes) of every plot the latest pass showed, and
+/// what of each a reader sees, in points: the layout tests check that no plot is too flat to
+/// read and that no legend spills out of its plot.
+pub fn plot_frames(ctx: &egui::Context) -> Vec<PlotFrame> {
+    let pass = ctx.cumulative_pass_nr();
+    ctx.data(|d| {
+        d.get_temp::<PlotFrames>(egui::Id::unique("atmc-lab plot frames"))
+            .filter(|seen| seen.pass + 1 >= pass)
+            .map(|seen| seen.frames)
+            .unwrap_or_default()
+    })
 }
 
 /// Shows `plot` with `build`, or, while `waiting` holds a message (no data yet), an empty

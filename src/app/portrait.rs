@@ -563,8 +563,9 @@ fn draw_titles(
         painter.galley(pos2(rect.left() + 8.0, strip_y + 6.0), galley, color);
     }
     if !view.auto {
+        // Right-aligned above the band of the x labels, which it covered.
         painter.text(
-            rect.right_bottom() + Vec2::new(-6.0, -6.0),
+            rect.right_bottom() + Vec2::new(-6.0, -10.0 - 1.5 * font.size),
             egui::Align2::RIGHT_BOTTOM,
             "double-click: auto-range",
             font,

@@ -135,8 +135,124 @@ fn problems(h: &mut AppHarness, what: &str, min_px: f32) -> Vec<String> {
     // Two more frames, as a window paints them 16 ms later: egui_plot sizes its axes from
     // the frame before, so a plot's first frame is not what anyone sees.
     h.run_steps(2);
+    let mut found = problems_here(h, what, min_px);
+    // A view taller than the window scrolls: what lies below the fold is judged where a
+    // reader scrolls it to.
+    let below_fold = atmc_lab::app::plots::plot_frames(&h.ctx)
+        .into_iter()
+        .find(|f| f.visible != f.frame);
+    if let Some(plot) = below_fold {
+        h.event(egui::Event::PointerMoved(plot.visible.center()));
+        h.event(egui::Event::MouseWheel {
+            unit: egui::MouseWheelUnit::Point,
+            delta: egui::vec2(0.0, -4000.0),
+            modifiers: egui::Modifiers::NONE,
+            phase: egui::TouchPhase::Move,
+            source: egui::MouseWheelSource::Unknown,
+        });
+        h.run_steps(3);
+        found.extend(
+            problems_here(h, &format!("{what} scrolled down"), min_px)
+                .into_iter()
+                // What the scroll moved above the top of the view is scrolled, not cut.
+                .filter(|p| !p.contains(" cut by its panel ")),
+        );
+        h.event(egui::Event::MouseWheel {
+            unit: egui::MouseWheelUnit::Point,
+            delta: egui::vec2(0.0, 4000.0),
+            modifiers: egui::Modifiers::NONE,
+            phase: egui::TouchPhase::Move,
+            source: egui::MouseWheelSource::Unknown,
+        });
+        // The pointer leaves: no tooltip hangs over the next picture.
+        h.event(egui::Event::PointerGone);
+        h.run_steps(3);
+    }
+    found
+}
+
+fn problems_here(h: &mut AppHarness, what: &str, min_px: f32) -> Vec<String> {
     keep_picture(h, what);
-    problems_of(painted(h), what, min_px)
+    let frames = atmc_lab::app::plots::plot_frames(&h.ctx);
+    let ppp = h.output().pixels_per_point;
+    let texts = painted(h);
+    let mut found = plot_problems_of(&texts, &frames, ppp, what);
+    found.extend(problems_of(texts, what, min_px));
+    found
+}
+
+/// The lowest a plot's data frame may be, in physical pixels: a legend of two entries and
+/// a curve with visible shape need about this; the MLP lesson once drew 45 px plots whose
+/// legends covered them whole.
+const MIN_PLOT_PX: f32 = atmc_lab::app::plots::MIN_PLOT_FRAME_PX;
+
+/// The most of a plot's data frame its texts (legend, annotations) may cover.
+const MAX_PLOT_TEXT_COVER: f32 = 0.4;
+
+/// What is wrong with the plots of one picture: a data frame lower than [`MIN_PLOT_PX`], a
+/// text that starts inside a plot and runs out of it (a legend spilling onto its neighbour
+/// or cut by the frame), texts covering more than [`MAX_PLOT_TEXT_COVER`] of a plot.
+fn plot_problems_of(
+    texts: &[Painted],
+    frames: &[atmc_lab::app::plots::PlotFrame],
+    ppp: f32,
+    what: &str,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    for seen in frames {
+        let frame = &seen.frame;
+        if frame.height() * ppp < MIN_PLOT_PX - 0.5 {
+            found.push(format!(
+                "{what}: a plot {:.0} px high (at least {MIN_PLOT_PX}) at {frame:?}",
+                frame.height() * ppp
+            ));
+        }
+        // A y-axis title (turned, just left of the frame, beside it) longer than the frame
+        // is cut at both ends by the plot ("etic temperature, mean ξ").
+        for t in texts.iter().filter(|t| t.turned) {
+            let beside = t.bounds.max.x <= frame.min.x + 2.0
+                && t.bounds.min.x >= frame.min.x - 80.0
+                && (frame.min.y..=frame.max.y).contains(&t.bounds.center().y);
+            if beside && t.bounds.height() > frame.height() + 4.0 {
+                found.push(format!(
+                    "{what}: y-axis title {:?} ({:.0} pt) is longer than its plot ({:.0} pt)",
+                    t.text.chars().take(40).collect::<String>(),
+                    t.bounds.height(),
+                    frame.height()
+                ));
+            }
+        }
+        // Its legend is judged where the whole plot is in view (one partly scrolled away
+        // is judged once scrolled to).
+        if seen.visible != seen.frame {
+            continue;
+        }
+        let mut covered = 0.0;
+        for t in texts.iter().filter(|t| !t.turned) {
+            for row in &t.rows {
+                let inside = row.intersect(*frame);
+                // A row that only touches the frame's edge is an axis label beside it.
+                if inside.width() <= 2.0 || inside.height() <= 2.0 {
+                    continue;
+                }
+                covered += inside.area();
+                // How much of the row lies outside the frame.
+                if row.area() - inside.area() > 0.25 * row.area() {
+                    found.push(format!(
+                        "{what}: text {:?} runs out of its plot {frame:?} at {row:?}",
+                        t.text.chars().take(40).collect::<String>()
+                    ));
+                }
+            }
+        }
+        if covered > MAX_PLOT_TEXT_COVER * frame.area() {
+            found.push(format!(
+                "{what}: texts cover {:.0} % of a plot at {frame:?}",
+                100.0 * covered / frame.area()
+            ));
+        }
+    }
+    found
 }
 
 fn problems_of(texts: Vec<Painted>, what: &str, min_px: f32) -> Vec<String> {
@@ -265,16 +381,32 @@ fn draw_mode_in_presentation_mode_has_large_uncut_text() {
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
-/// Every lesson of the shipped lecture, its panel open, in `appearance` at `size`: the
-/// problems of each (text smaller than `min_px`, cut, shortened or overlapping).
+/// Every lesson of every shipped lecture, its panel open, in `appearance` at `size`: the
+/// problems of each (text smaller than `min_px`, cut, shortened or overlapping; plots too
+/// flat or covered by their legends).
 fn lesson_problems(
     size: [u32; 2],
     appearance: Appearance,
     min_px: f32,
     dir: &std::path::Path,
 ) -> Vec<String> {
-    let (name, text) = SHIPPED_LECTURES[0];
-    let lecture = Lecture::parse(text, name).expect("shipped lecture parses");
+    SHIPPED_LECTURES
+        .iter()
+        .flat_map(|&(name, text)| {
+            let lecture = Lecture::parse(text, name).expect("shipped lecture parses");
+            lecture_problems(name, lecture, size, appearance, min_px, dir)
+        })
+        .collect()
+}
+
+fn lecture_problems(
+    name: &str,
+    lecture: Lecture,
+    size: [u32; 2],
+    appearance: Appearance,
+    min_px: f32,
+    dir: &std::path::Path,
+) -> Vec<String> {
     let lessons = lecture.steps.len();
     let mut h = harness_with_in(
         opening(Tab::Posterior),
@@ -306,7 +438,7 @@ fn lesson_problems(
         };
         found.extend(problems(
             &mut h,
-            &format!("lesson {} {mode} {w}×{hh}", k + 1),
+            &format!("{name} lesson {} {mode} {w}×{hh}", k + 1),
             min_px,
         ));
     }
@@ -330,6 +462,41 @@ fn every_lesson_in_presentation_mode_has_large_uncut_text() {
 fn every_lesson_at_1024x600_has_no_cut_or_overlapping_text() {
     let dir = common::scratch("readability", "lessons-small");
     let found = lesson_problems([1024, 600], Appearance::default(), 0.0, &dir);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// A projector at a small laptop's resolution: presentation mode at 1024×600.
+#[test]
+fn every_lesson_in_presentation_mode_at_1024x600_is_readable() {
+    let dir = common::scratch("readability", "lessons-small-presentation");
+    let appearance = Appearance {
+        presentation: true,
+        light: false,
+    };
+    // Presentation mode's zoom has its floor at 600 px (a larger zoom leaves a lesson no
+    // room): text there is at least its 14 px type, not 16.
+    let found = lesson_problems([1024, 600], appearance, 14.0, &dir);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// A large monitor at a desk (1920×1080) and a projector at 1920×1080.
+#[test]
+fn every_lesson_at_1920x1080_is_readable() {
+    let dir = common::scratch("readability", "lessons-large");
+    let mut found = lesson_problems([1920, 1080], Appearance::default(), 0.0, &dir);
+    let appearance = Appearance {
+        presentation: true,
+        light: false,
+    };
+    found.extend(lesson_problems([1920, 1080], appearance, MIN_TEXT_PX, &dir));
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// A desk at 1280×720, out of presentation mode.
+#[test]
+fn every_lesson_at_a_desk_at_1280x720_is_readable() {
+    let dir = common::scratch("readability", "lessons-desk");
+    let found = lesson_problems([1280, 720], Appearance::default(), 0.0, &dir);
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
@@ -398,5 +565,59 @@ fn the_checks_catch_small_cut_and_overlapping_text() {
     });
     clean.run();
     let none = problems_of(painted_in(clean.output()), "clean", MIN_TEXT_PX);
+    assert!(none.is_empty(), "{none:?}");
+}
+
+/// The plot checks name a plot too flat to read, a legend that runs out of its plot, texts
+/// covering most of one and a y-axis title longer than its plot; a clean plot passes.
+#[test]
+fn the_plot_checks_catch_flat_plots_spilling_legends_and_long_titles() {
+    use atmc_lab::app::plots::PlotFrame;
+    let text = |text: &str, rect: Rect, turned: bool| Painted {
+        text: text.into(),
+        px: 20.0,
+        bounds: rect,
+        clip: Rect::EVERYTHING,
+        elided: false,
+        turned,
+        rows: vec![rect],
+    };
+    let at = |x0: f32, y0: f32, x1: f32, y1: f32| {
+        Rect::from_min_max(Pos2::new(x0, y0), Pos2::new(x1, y1))
+    };
+    let whole = |r: Rect| PlotFrame {
+        frame: r,
+        visible: r,
+    };
+    let flat = whole(at(100.0, 100.0, 400.0, 140.0));
+    let plot = whole(at(100.0, 300.0, 400.0, 420.0));
+    let texts = vec![
+        // A legend entry that runs past the plot's right edge.
+        text("held out: predicted", at(330.0, 310.0, 470.0, 330.0), false),
+        // A block of legend covering most of the plot.
+        text("covering", at(110.0, 335.0, 390.0, 415.0), false),
+        // A y-axis title longer than the plot beside it.
+        text(
+            "kinetic temperature, mean ξ",
+            at(80.0, 280.0, 96.0, 440.0),
+            true,
+        ),
+    ];
+    let found = plot_problems_of(&texts, &[flat, plot], 1.0, "probe").join("\n");
+    assert!(found.contains("a plot 40 px high"), "{found}");
+    assert!(
+        found.contains("\"held out: predicted\" runs out of its plot"),
+        "{found}"
+    );
+    assert!(found.contains("texts cover"), "{found}");
+    assert!(
+        found.contains("y-axis title \"kinetic temperature, mean ξ\""),
+        "{found}"
+    );
+    let clean = vec![
+        text("legend", at(110.0, 305.0, 180.0, 325.0), false),
+        text("accuracy", at(80.0, 330.0, 96.0, 390.0), true),
+    ];
+    let none = plot_problems_of(&clean, &[plot], 1.0, "clean");
     assert!(none.is_empty(), "{none:?}");
 }

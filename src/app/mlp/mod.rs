@@ -813,14 +813,15 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
     // Steps from 0 to at least one evaluation: at step 0 a lone point would centre the axis
     // on it, with negative steps.
     let first_evaluation = f64::from(preset.view.map_every.max(1));
-    let plot = |id: &str, y: &str, curves: &[Vec<[f64; 2]>]| {
+    let plot = |ui: &Ui, id: &str, y: &[&str], curves: &[Vec<[f64; 2]>]| {
+        let y = super::axes::fit_title(ui, y, height);
         super::plots::fixed_plot(id, w, height)
             .include_x(0.0)
             .include_x(first_evaluation)
             .legend(Legend::default().position(legend_corner(curves)))
             .x_grid_spacer(crate::app::axes::x_marks)
             .x_axis_label("step")
-            .y_axis_label(y.to_owned())
+            .y_axis_label(y)
     };
     ui.horizontal(|ui| {
         let (kt, xi) = (line(&|r| r.kinetic_temperature), line(&|r| r.mean_xi));
@@ -830,8 +831,9 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
             .zip(kt.last())
             .map_or(Vec::new(), |(a, b)| vec![[a[0], target], [b[0], target]]);
         plot(
+            ui,
             "mlp temperature",
-            "kinetic temperature, mean ξ",
+            &["kinetic temperature, mean ξ", "kinetic T, mean ξ", "T, ξ"],
             &[kt.clone(), xi.clone(), level],
         )
         .show_outlined(ui, |p| {
@@ -845,8 +847,9 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
             line(&|r| r.baseline_test.accuracy),
         );
         plot(
+            ui,
             "mlp accuracy",
-            "test accuracy",
+            &["test accuracy", "accuracy"],
             &[e.clone(), one.clone(), sgd.clone()],
         )
         .show_outlined(ui, |p| {
@@ -860,8 +863,9 @@ fn time_series(ui: &mut Ui, s: &MlpSnapshot, preset: &MlpPreset, width: f32, hei
             line(&|r| r.baseline_test.nll),
         );
         plot(
+            ui,
             "mlp nll",
-            "test NLL",
+            &["test NLL"],
             &[e.clone(), one.clone(), sgd.clone()],
         )
         .include_y(0.0)

@@ -53,6 +53,9 @@ fn short_label(label: &str) -> &str {
 
 /// The smallest height of the last row (the globe and its traces) before the view scrolls.
 const MIN_LAST_ROW: f32 = 120.0;
+/// The narrowest a curve over η is drawn four across, in points: its legend's widest entry
+/// and its y-axis title side by side.
+const MIN_CURVE_WIDTH: f32 = 220.0;
 const EXCLUDED: Color32 = Color32::from_rgb(140, 140, 140);
 
 /// One number of a table row.
@@ -255,14 +258,24 @@ impl ThermoView {
                 .collect()
         };
         let excluded_u = pick(&|r| Some(r.point.u), false);
-        let w = (width - 24.0) / 4.0;
+        // Four across where each is wide enough for its legend ("held out: predicted" and
+        // the y-axis title beside it); two by two below that, rather than legends that run
+        // onto the next plot's axis.
+        let spacing = ui.spacing().item_spacing.x;
+        let across = if (width - 4.0 * spacing) / 4.0 >= MIN_CURVE_WIDTH {
+            4.0
+        } else {
+            2.0
+        };
+        let w = (width - across * spacing) / across - 1.0;
         let plot = |ui: &Ui, id: &str, y: &[&str]| {
             super::axes::log_x(super::plots::fixed_plot(id, w, height))
                 .legend(Legend::default().position(egui_plot::Corner::LeftTop))
                 .x_axis_label("learning rate η (log)")
                 .y_axis_label(super::axes::fit_title(ui, y, height))
         };
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
+            ui.set_max_width(width);
             let r = plot(
                 ui,
                 "thermo U",
