@@ -43,6 +43,7 @@ use crate::engine::BackendChoice;
 use crate::preset::{AnyPreset, Preset};
 use classroom::{AttemptState, Classroom, LessonRequest};
 use egui::Color32;
+pub use menus::preset_groups;
 pub use opening::{Folders, Opening, is_sweep_path};
 use std::path::Path;
 pub use tabs::Tab;
