@@ -485,3 +485,29 @@ fn completions_and_man_pages_name_every_command() {
     }
     assert!(dir.join("man1/atmc-lab.1").is_file());
 }
+
+/// Issue #44 item 10: a run on the GPU engine without a session's runtime folder (a headless
+/// machine, CI, ssh) prints no "XDG_RUNTIME_DIR is invalid" lines from the Vulkan loader's
+/// layers: stderr holds only what the app says.
+#[test]
+fn a_gpu_run_without_a_runtime_folder_prints_no_driver_noise() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_atmc-lab"))
+        .args([
+            "run",
+            "presets/default.ron",
+            "--steps",
+            "20",
+            "--chains",
+            "1024",
+            "--backend",
+            "gpu",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("NODEVICE_SELECT")
+        .output()
+        .expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("XDG_RUNTIME_DIR"), "{stderr}");
+}
