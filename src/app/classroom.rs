@@ -341,8 +341,13 @@ impl Classroom {
 pub fn formula_text(ui: &Ui, presentation: bool, text: &str) -> egui::text::LayoutJob {
     let font = egui::TextStyle::Body.resolve(ui.style());
     let color = ui.visuals().text_color();
-    let scale = if presentation { 1.0 } else { 0.7 };
-    let small = egui::FontId::new(scale * font.size, font.family.clone());
+    // At a desk scripts are set smaller, but never below the desk's small type.
+    let script_size = if presentation {
+        font.size
+    } else {
+        (0.7 * font.size).max(DESK_SMALL_TEXT)
+    };
+    let small = egui::FontId::new(script_size, font.family.clone());
     let mut job = egui::text::LayoutJob::default();
     for (run, script) in script_runs(text) {
         let format = match script {
@@ -436,6 +441,19 @@ fn presentation_text_styles() -> std::collections::BTreeMap<egui::TextStyle, egu
     styles
 }
 
+/// The smallest type at a desk, in points: egui's 9-point small text (lecture names, column
+/// headers, a challenge's goal, the status line) was too small to read at 1280×720.
+pub const DESK_SMALL_TEXT: f32 = 11.0;
+
+/// egui's type at a desk, its small text raised to [`DESK_SMALL_TEXT`].
+fn desk_text_styles() -> std::collections::BTreeMap<egui::TextStyle, egui::FontId> {
+    let mut styles = egui::style::default_text_styles();
+    if let Some(small) = styles.get_mut(&egui::TextStyle::Small) {
+        small.size = DESK_SMALL_TEXT;
+    }
+    styles
+}
+
 /// Applies the theme, and the type and stroke widths of presentation mode, to every style.
 pub fn apply_style(ctx: &egui::Context, classroom: &Classroom) {
     ctx.set_theme(if classroom.light {
@@ -447,7 +465,7 @@ pub fn apply_style(ctx: &egui::Context, classroom: &Classroom) {
     let text_styles = if classroom.presentation {
         presentation_text_styles()
     } else {
-        egui::style::default_text_styles()
+        desk_text_styles()
     };
     ctx.all_styles_mut(|s| {
         s.text_styles = text_styles.clone();

@@ -264,45 +264,54 @@ impl AtmcApp {
     }
 
     pub(super) fn status_bar(&mut self, ui: &mut egui::Ui) {
-        ui.horizontal(|ui| {
-            if let Some(view) = self.view(self.tab) {
-                ui.label(RichText::new(view.status()).small());
-                ui.separator();
-            }
-            // What goes on in the background (a training run): say so from every tab.
-            for tab in Tab::ALL.into_iter().filter(|&t| t != self.tab) {
-                if let Some(text) = self.view(tab).and_then(|v| v.background_status()) {
-                    ui.label(RichText::new(text).small());
-                    ui.separator();
-                }
-            }
-            self.capture_status(ui);
-            if self.frame_time > 0.0 && !self.reproducible {
-                ui.label(
-                    RichText::new(format!("UI {:.0} ms/frame", 1e3 * self.frame_time)).small(),
-                );
-                ui.separator();
-            }
-            if let Some(status) = self.status_message().cloned() {
-                let color = if status.error {
-                    super::palette::error(ui.visuals())
-                } else {
-                    super::palette::good(ui.visuals())
-                };
-                ui.label(RichText::new(&status.text).small().color(color));
-            }
-            // A lesson waits for the lecturer, and presentation mode shows whether the run
-            // moves: both say so in large type at the right.
-            let transport = (self.classroom.panel_shown() || self.classroom.presentation)
-                .then(|| self.view(self.tab))
-                .flatten()
-                .and_then(|v| v.playing().map(|playing| (playing, v.step())));
-            if let Some((playing, step)) = transport {
+        // A lesson waits for the lecturer, and presentation mode shows whether the run
+        // moves: both say so in large type at the right, drawn first so that the lines at
+        // the left wrap in the room it leaves instead of running under it.
+        let transport = (self.classroom.panel_shown() || self.classroom.presentation)
+            .then(|| self.view(self.tab))
+            .flatten()
+            .and_then(|v| v.playing().map(|playing| (playing, v.step())));
+        ui.horizontal(|ui| match transport {
+            Some((playing, step)) => {
                 ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
                     super::classroom::transport_badge(ui, playing, step);
+                    ui.with_layout(
+                        egui::Layout::left_to_right(egui::Align::Center).with_main_wrap(true),
+                        |ui| self.status_lines(ui),
+                    );
                 });
             }
+            None => self.status_lines(ui),
         });
+    }
+
+    /// The status bar's lines: the view's, what runs in the background, captures, the
+    /// frame time and the latest message.
+    fn status_lines(&mut self, ui: &mut egui::Ui) {
+        if let Some(view) = self.view(self.tab) {
+            ui.label(RichText::new(view.status()).small());
+            ui.separator();
+        }
+        // What goes on in the background (a training run): say so from every tab.
+        for tab in Tab::ALL.into_iter().filter(|&t| t != self.tab) {
+            if let Some(text) = self.view(tab).and_then(|v| v.background_status()) {
+                ui.label(RichText::new(text).small());
+                ui.separator();
+            }
+        }
+        self.capture_status(ui);
+        if self.frame_time > 0.0 && !self.reproducible {
+            ui.label(RichText::new(format!("UI {:.0} ms/frame", 1e3 * self.frame_time)).small());
+            ui.separator();
+        }
+        if let Some(status) = self.status_message().cloned() {
+            let color = if status.error {
+                super::palette::error(ui.visuals())
+            } else {
+                super::palette::good(ui.visuals())
+            };
+            ui.label(RichText::new(&status.text).small().color(color));
+        }
     }
 }
 
