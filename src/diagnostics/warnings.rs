@@ -79,15 +79,7 @@ pub fn instant_far_from_target(moments: &Moments, truth: &Truth) -> Option<Strin
 
 /// The alive chains' mean and covariance (c11, c12, c22) at one instant.
 fn instant_moments(moments: &Moments) -> ([f64; 2], [f64; 3]) {
-    let n = moments.alive as f64;
-    let mean = moments.mean();
-    let s = moments.sum_theta_sq;
-    let cov = [
-        s[0] / n - mean[0] * mean[0],
-        s[1] / n - mean[0] * mean[1],
-        s[2] / n - mean[1] * mean[1],
-    ];
-    (mean, cov)
+    (moments.mean(), moments.covariance())
 }
 
 /// [`instant_far_from_target`] with the causes ordered by the same moments' evidence

@@ -67,6 +67,32 @@ impl Moments {
         [self.sum_theta[0] / n, self.sum_theta[1] / n]
     }
 
+    /// Covariance (c11, c12, c22) of the alive chains' θ at this instant.
+    pub fn covariance(&self) -> [f64; 3] {
+        let n = self.alive as f64;
+        let mean = self.mean();
+        let s = self.sum_theta_sq;
+        [
+            s[0] / n - mean[0] * mean[0],
+            s[1] / n - mean[0] * mean[1],
+            s[2] / n - mean[1] * mean[1],
+        ]
+    }
+
+    /// "Var θ₁ 0.333 · Var θ₂ 1.24": the alive chains' variance of each coordinate at this
+    /// instant, three significant digits; None while no chain is alive. The readout lessons
+    /// cite ("Var θ settles at 1/3").
+    pub fn variances_text(&self) -> Option<String> {
+        (self.alive > 1).then(|| {
+            let c = self.covariance();
+            format!(
+                "Var θ₁ {} · Var θ₂ {}",
+                three_digits(c[0]),
+                three_digits(c[2])
+            )
+        })
+    }
+
     /// Kinetic temperature ⟨p K'(p)⟩ over alive chains and coordinates.
     pub fn kinetic_temperature(&self) -> f64 {
         (self.sum_heat[0] + self.sum_heat[1]) / (2.0 * self.alive as f64)
@@ -158,4 +184,43 @@ fn tree_sum(lane: &mut [[f64; 3]; SUPERCHAIN_LANES]) -> [f64; 3] {
         stride /= 2;
     }
     lane[0]
+}
+
+/// `v` to three significant digits, without an exponent for the values a variance readout
+/// meets (0.00123 … 99,900).
+fn three_digits(v: f64) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let a = v.abs();
+    let decimals = if a == 0.0 {
+        0
+    } else {
+        (2 - a.log10().floor() as i32).clamp(0, 6) as usize
+    };
+    format!("{v:.decimals$}")
+}
+
+#[cfg(test)]
+mod variance_tests {
+    use super::{Moments, three_digits};
+
+    #[test]
+    fn the_variance_readout_has_three_significant_digits() {
+        assert_eq!(three_digits(1.0 / 3.0), "0.333");
+        assert_eq!(three_digits(1.2449), "1.24");
+        assert_eq!(three_digits(9.051), "9.05");
+        assert_eq!(three_digits(0.1111), "0.111");
+        assert_eq!(three_digits(123.4), "123");
+        // Two chains at (0, 0) and (2, 4): Var θ₁ = 1, Var θ₂ = 4 (population variance).
+        let m = Moments {
+            alive: 2,
+            sum_theta: [2.0, 4.0],
+            sum_theta_sq: [4.0, 8.0, 16.0],
+            ..Moments::default()
+        };
+        assert_eq!(m.covariance(), [1.0, 2.0, 4.0]);
+        assert_eq!(m.variances_text().unwrap(), "Var θ₁ 1.00 · Var θ₂ 4.00");
+        assert_eq!(Moments::default().variances_text(), None);
+    }
 }

@@ -298,6 +298,9 @@ impl CompareView {
                 super::axes::short(s.moments.mean_xi())
             ));
         }
+        if let Some(variances) = s.moments.variances_text() {
+            state.push(variances);
+        }
         if let Some(coverage) = s.modes_visited {
             state.push(coverage.to_string());
         }

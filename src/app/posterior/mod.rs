@@ -326,7 +326,7 @@ impl PosteriorView {
 
     /// The row above the plots: what they show, the replay, modes visited.
     fn plot_bar(&mut self, ui: &mut Ui) {
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             let v = &mut self.preset.view;
             ui.selectable_value(&mut v.plots, PlotPanel::TimeSeries, "time series");
             ui.selectable_value(&mut v.plots, PlotPanel::Growth, "growth (log axes)")
@@ -355,6 +355,12 @@ impl PosteriorView {
             if let Some(coverage) = self.sim.snapshot().modes_visited {
                 ui.label(coverage.to_string())
                     .on_hover_text("Highlighted chains: modes visited per chain (on average), and by all of them together");
+            }
+            if let Some(variances) = self.sim.snapshot().moments.variances_text() {
+                ui.label(variances).on_hover_text(
+                    "Variance of each coordinate over all alive chains at this step (the \
+                     target's is in its description; a far one is warned about above)",
+                );
             }
         });
     }

@@ -260,6 +260,17 @@ impl ThermoPoint {
             .zip(self.gibbs_tv_critical)
             .is_some_and(|(tv, c)| tv > c);
         let ks_fails = ks > ks_critical;
+        // A run still moving has no stationary law to test yet: passing now says nothing
+        // (the panel once said "consistent" two lines above "not stationary … run more
+        // steps").
+        if consistent && !self.stationary {
+            return Some((
+                false,
+                "no verdict yet: TV and KS pass, but U is still moving (not stationary); run \
+                 more steps"
+                    .to_owned(),
+            ));
+        }
         let line = match (consistent, tv_fails, ks_fails) {
             (true, ..) => "Gibbs at this T: consistent (TV and KS both pass)".to_owned(),
             (false, true, true) => "not a Gibbs law at any T: TV and KS both reject".to_owned(),
@@ -1085,6 +1096,28 @@ mod tests {
         assert_eq!(point.gibbs_consistent, Some(false));
         let line = point.gibbs_verdict_line().unwrap().1;
         assert!(line.contains("KS"), "{line}");
+    }
+
+    /// Exact Gibbs draws pass both tests and read "consistent"; the same point from a run
+    /// whose U is still moving gets no verdict (issue #44 item 7: free-energy 3 said
+    /// "consistent" beside "not stationary … run more steps").
+    #[test]
+    fn a_run_not_yet_stationary_gets_no_gibbs_verdict() {
+        use crate::math::sphere::{SphereProblem, gibbs_samples};
+        let objects = SphereProblem::Underparameterised.objects();
+        let xs = gibbs_samples(&objects, SPHERE_UP_T, 4000, 12);
+        let mut point = sphere_draws_point(&objects, &xs);
+        point.stationary = true;
+        assert_eq!(point.gibbs_consistent, Some(true));
+        let (good, line) = point.gibbs_verdict_line().unwrap();
+        assert!(good && line.contains("consistent"), "{line}");
+        point.stationary = false;
+        let (good, line) = point.gibbs_verdict_line().unwrap();
+        assert!(!good, "{line}");
+        assert!(
+            !line.contains("consistent") && line.contains("not stationary"),
+            "{line}"
+        );
     }
 
     /// MATH.md §5.6: a 3-fold pattern in longitude, exact Gibbs draws of `sphere-up` thinned
