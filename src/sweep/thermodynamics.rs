@@ -56,6 +56,31 @@ pub fn spec(
     }
 }
 
+/// The log grid of `points` learning rates over about `lr`, shifted so that `eta` is one of
+/// them, and its row: a lesson run at η = 0.02 is swept through 0.02 itself, not past it
+/// (the grid 0.01 … 1 has 0.0152 and 0.0231). The shift is under half a grid step; with one
+/// point, or `eta` not positive, the grid is `lr` as it is.
+pub fn ladder_through(lr: (f64, f64), points: u32, eta: f64) -> ((f64, f64), usize) {
+    let (lo, hi) = lr;
+    if points < 2 || !(eta > 0.0 && lo > 0.0 && hi > lo) {
+        return (lr, 0);
+    }
+    let step = (hi / lo).ln() / f64::from(points - 1);
+    let k = ((eta / lo).ln() / step)
+        .round()
+        .clamp(0.0, f64::from(points - 1));
+    let shift = eta / (lo * (k * step).exp());
+    let grid = if k == 0.0 {
+        // The first row exactly as asked (the grid's ends are kept as written).
+        (eta, hi * shift)
+    } else if k == f64::from(points - 1) {
+        (lo * shift, eta)
+    } else {
+        (lo * shift, hi * shift)
+    };
+    (grid, k as usize)
+}
+
 /// What the table computes beyond the records (MATH.md §5.6): which k-NN entropy and slope
 /// window the slope temperatures use, and the η* of the free-energy test.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -613,4 +638,34 @@ pub fn csv(table: &Table) -> String {
         .expect("in memory");
     }
     String::from_utf8(w.into_inner().expect("in memory")).expect("UTF-8")
+}
+
+#[cfg(test)]
+mod ladder_tests {
+    use super::ladder_through;
+    use crate::preset::sweep_file::Values;
+
+    /// A lesson's own η is a row of the sweep the view runs, and the row is the one it names.
+    #[test]
+    fn the_ladder_passes_through_the_lessons_learning_rate() {
+        for eta in [0.02, 0.2, 0.01, 1.0, 0.5] {
+            let ((from, to), k) = ladder_through((0.01, 1.0), 12, eta);
+            let grid = Values::Log {
+                from,
+                to,
+                points: 12,
+            }
+            .expand()
+            .unwrap();
+            assert!(
+                (grid[k] / eta - 1.0).abs() < 1e-9,
+                "{eta}: row {k} is {} of {grid:?}",
+                grid[k]
+            );
+            // About the same span: every row within half a step of the unshifted grid.
+            let ratio = (1.0f64 / 0.01).powf(1.0 / 11.0);
+            assert!(from / 0.01 < ratio.sqrt() * 1.001 && 0.01 / from < ratio.sqrt() * 1.001);
+        }
+        assert_eq!(ladder_through((0.01, 1.0), 1, 0.02), ((0.01, 1.0), 0));
+    }
 }

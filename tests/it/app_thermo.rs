@@ -107,3 +107,25 @@ fn the_thermodynamics_view_runs_a_sweep_and_draws_every_panel() {
         );
     }
 }
+
+/// Issue #44 item 7: free-energy 3 cites η = 0.02; its sweep passes through 0.02 (the plain
+/// grid 0.01 … 1 does not) and the Gibbs test opens on that row.
+#[test]
+fn a_lessons_learning_rate_is_a_row_of_its_sweep_and_the_gibbs_test_opens_there() {
+    let dir = common::scratch("app-thermo", "lesson-eta");
+    let AnyPreset::Sphere(mut lesson) = AnyPreset::load("free-energy-3-gibbs").unwrap() else {
+        panic!("free-energy-3-gibbs is a sphere preset");
+    };
+    assert_eq!(lesson.sampler.h, 0.02);
+    lesson.chains = 500;
+    lesson.steps = 200;
+    let h = swept(AnyPreset::Sphere(lesson), [1280, 800], &dir);
+    let view = h.state().as_ref().unwrap().get::<ThermoView>().unwrap();
+    let rows = &view.table.as_ref().unwrap().rows;
+    assert_eq!(rows.len(), 4);
+    let eta = rows[view.selected].point.eta;
+    assert!(
+        (eta / 0.02 - 1.0).abs() < 1e-9,
+        "the Gibbs test opens at η = {eta}"
+    );
+}

@@ -315,6 +315,9 @@ fn free_energy_3_the_sphere_passes_ks_and_shows_a_longitude_pattern_at_small_eta
     );
     assert!(tv <= 2.0 * baseline);
     assert!(ks <= critical);
+    // The panel's verdict stands: the run is stationary and in the fits (no "run more
+    // steps" under it).
+    assert!(p.stationary && p.excluded.is_none(), "{:?}", p.excluded);
     // Measured when the story was written: TV 0.068 against 0.061, Z₃ = 23, p = 5·10⁻⁵.
     assert!(tv > p.gibbs_tv_critical.unwrap(), "TV {tv}");
     let longitude = p.longitude.as_ref().unwrap();

@@ -75,6 +75,9 @@ pub struct ThermoView {
     pub table: Option<Table>,
     /// The row of the Gibbs test.
     pub selected: usize,
+    /// The learning rate of a loaded lesson: the grid passes through it and the Gibbs test
+    /// opens on its row.
+    focus: Option<f64>,
     /// The entropy and slope window of the slopes, and the η* of the free-energy test.
     pub options: TableOptions,
     error: Option<String>,
@@ -99,6 +102,7 @@ impl ThermoView {
             run: None,
             table: None,
             selected: 0,
+            focus: None,
             options: TableOptions::default(),
             error: None,
             backend,
@@ -117,6 +121,7 @@ impl ThermoView {
         self.run = None;
         self.table = None;
         self.selected = 0;
+        self.focus = None;
         self.error = None;
         self.textures.clear();
         self.texture_key = None;
@@ -145,6 +150,10 @@ impl ThermoView {
     /// Starts the sweep in the background (resuming one with the same settings).
     pub fn start(&mut self) -> Result<(), String> {
         self.cancel();
+        // A lesson's learning rate stays a row of the grid, however many rows were chosen.
+        if let Some(eta) = self.focus {
+            self.lr = crate::sweep::thermodynamics::ladder_through(self.lr, self.points, eta).0;
+        }
         let folder = &self.folder;
         std::fs::create_dir_all(folder)
             .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
@@ -194,13 +203,25 @@ impl ThermoView {
     fn show(&mut self, merged: Merged) {
         match table_with(&merged, self.options) {
             Ok(t) => {
-                // The Gibbs test starts in the middle of the sweep (the ends have no slope).
+                // The Gibbs test starts at a loaded lesson's η, else in the middle of the
+                // sweep (the ends have no slope).
                 if self
                     .table
                     .as_ref()
                     .is_none_or(|old| old.rows.len() != t.rows.len())
                 {
-                    self.selected = t.rows.len() / 2;
+                    self.selected = match self.focus {
+                        Some(eta) => t
+                            .rows
+                            .iter()
+                            .enumerate()
+                            .min_by(|(_, a), (_, b)| {
+                                let off = |r: &Row| (r.point.eta / eta).ln().abs();
+                                off(a).total_cmp(&off(b))
+                            })
+                            .map_or(0, |(k, _)| k),
+                        None => t.rows.len() / 2,
+                    };
                 }
                 self.table = Some(t);
                 self.error = None;
@@ -1279,8 +1300,18 @@ impl View for ThermoView {
         match preset {
             AnyPreset::Sphere(_) | AnyPreset::Toy(_) | AnyPreset::Mlp(_) => {
                 self.forget_results();
-                self.lr = match preset {
-                    AnyPreset::Sphere(_) => (0.01, 1.0),
+                self.lr = match &preset {
+                    // A lesson's learning rate is a row of its sweep, and the Gibbs test
+                    // opens there (free-energy 3 cites η = 0.02).
+                    AnyPreset::Sphere(p) => {
+                        self.focus = Some(p.sampler.h);
+                        crate::sweep::thermodynamics::ladder_through(
+                            (0.01, 1.0),
+                            self.points,
+                            p.sampler.h,
+                        )
+                        .0
+                    }
                     AnyPreset::Mlp(_) => MLP_LR,
                     _ => self.lr,
                 };
