@@ -107,6 +107,9 @@ pub struct AtmcApp {
     pub classroom: Classroom,
     /// The control panel is shown (presentation mode may hide it).
     pub show_controls: bool,
+    /// A figure for print (a handout's picture): the view alone, without the menu bar, the
+    /// status bar, the lesson and control panels.
+    pub figure: bool,
     /// The verdict of a challenge's attempt running in the background, when one runs.
     attempt:
         Option<std::sync::mpsc::Receiver<Result<crate::diagnostics::challenge::Verdict, String>>>,
@@ -154,6 +157,7 @@ impl AtmcApp {
             frame_time: 0.0,
             frame_clock: None,
             reproducible: false,
+            figure: false,
             classroom: Classroom::default(),
             show_controls: true,
             attempt: None,
@@ -420,19 +424,21 @@ impl AtmcApp {
         // a software rasteriser spends most of a frame filling full-window rectangles.
         let style = ui.style().clone();
         let bar = egui::Frame::side_top_panel(&style).fill(Color32::TRANSPARENT);
-        egui::Panel::top("menu")
-            .frame(bar)
-            .show(ui, |ui| self.menu_bar(ui));
-        egui::Panel::bottom("status")
-            .frame(bar)
-            .show(ui, |ui| self.status_bar(ui));
+        if !self.figure {
+            egui::Panel::top("menu")
+                .frame(bar)
+                .show(ui, |ui| self.menu_bar(ui));
+            egui::Panel::bottom("status")
+                .frame(bar)
+                .show(ui, |ui| self.status_bar(ui));
+        }
         let tab = self.tab;
         let Some(view) = self.views[tab.index()].as_deref_mut() else {
             return;
         };
         let shell = &mut self.shell;
         let mut request = None;
-        if self.classroom.panel_shown() {
+        if self.classroom.panel_shown() && !self.figure {
             let classroom = &self.classroom;
             egui::Panel::right("lesson")
                 .frame(bar)
@@ -441,7 +447,7 @@ impl AtmcApp {
                     egui::ScrollArea::vertical().show(ui, |ui| request = classroom.panel(ui));
                 });
         }
-        if self.show_controls {
+        if self.show_controls && !self.figure {
             egui::Panel::left("controls")
                 .frame(bar)
                 .exact_size(controls_width(&style))

@@ -25,6 +25,30 @@ pub fn render_offscreen(
         .map_err(|e| anyhow!("offscreen rendering failed: {e}"))
 }
 
+/// Renders the view alone as a figure (no menu bar, status bar, lesson or control panel:
+/// [`AtmcApp::figure`]) after the preset has run `steps` steps, at `size` logical points and
+/// `pixels_per_point`: a handout's picture. Deterministic like [`render_offscreen`].
+pub fn render_figure(
+    opening: impl Into<Opening>,
+    steps: u32,
+    size: [u32; 2],
+    pixels_per_point: f32,
+    backend: BackendChoice,
+    appearance: Appearance,
+) -> anyhow::Result<image::RgbaImage> {
+    check_picture_size(size, pixels_per_point)?;
+    let mut harness = harness_with(opening, size, pixels_per_point, backend, appearance);
+    harness
+        .state_mut()
+        .as_mut()
+        .context("app not started")?
+        .figure = true;
+    run_to_step(&mut harness, steps)?;
+    harness
+        .render()
+        .map_err(|e| anyhow!("offscreen rendering failed: {e}"))
+}
+
 /// Records the UI offscreen: one frame every `every` steps up to `steps`, the whole window
 /// or the view's panel labelled `panel`. Deterministic like [`render_offscreen`]. `frame`
 /// is called after every frame with its number.

@@ -28,11 +28,12 @@ pub struct HandoutArgs {
     /// Picture size in points, WIDTHxHEIGHT.
     #[arg(long, default_value = "1280x720", value_name = "WIDTHxHEIGHT", value_parser = super::render::parse_size)]
     size: [u32; 2],
-    /// Pixels per point.
-    #[arg(long, default_value_t = 1.0, value_parser = in_range(super::render::SCALE))]
+    /// Pixels per point (2: print resolution, 2560×1440 pixels at the default size).
+    #[arg(long, default_value_t = 2.0, value_parser = in_range(super::render::SCALE))]
     scale: f64,
-    /// Backend of the engine.
-    #[arg(long, value_enum, default_value = "auto")]
+    /// Backend of the engine: the CPU by default, so that a handout's pictures are the same
+    /// on every machine (and carry no notice about the machine's GPU).
+    #[arg(long, value_enum, default_value = "cpu")]
     backend: BackendChoice,
     /// The light theme (prints better).
     #[arg(long)]
@@ -95,7 +96,7 @@ pub fn handout(args: &HandoutArgs) -> Result<(), Failure> {
     for (k, step) in lecture.steps.iter().enumerate() {
         let steps = lesson_steps(step, args.max_steps);
         let started = std::time::Instant::now();
-        let image = crate::app::screenshot::render_offscreen(
+        let image = crate::app::screenshot::render_figure(
             step.preset.clone(),
             steps,
             args.size,

@@ -38,7 +38,8 @@ fn a_handout_lists_every_lesson_and_its_pictures_decode() {
         let file = format!("lesson-{:02}.png", k + 1);
         assert!(page.contains(&format!("src=\"{file}\"")), "{file}");
         let image = image::open(out.join(&file)).unwrap_or_else(|e| panic!("{file}: {e}"));
-        assert_eq!((image.width(), image.height()), (800, 500), "{file}");
+        // At print resolution: two pixels per point by default.
+        assert_eq!((image.width(), image.height()), (1600, 1000), "{file}");
     }
     // Exactly as many pictures as lessons, nothing dangling.
     let pngs = std::fs::read_dir(&out)
@@ -85,4 +86,30 @@ fn a_bad_lecture_is_refused_with_its_place_and_nothing_is_written() {
         "{err}"
     );
     assert!(!out.exists(), "nothing written for a bad lecture");
+}
+
+/// Issue #44 item 10: a handout's picture is a figure, the view alone: no menu bar, no
+/// status line, no lesson or control panel (the lesson's text is on the page beside it).
+#[test]
+fn a_handout_picture_is_the_view_alone() {
+    use atmc_lab::app::classroom::Appearance;
+    use atmc_lab::app::screenshot::{harness_with, run_to_step};
+    use atmc_lab::engine::BackendChoice;
+    use egui_kittest::kittest::Queryable;
+    let lesson = atmc_lab::preset::AnyPreset::load("lesson-explosion").unwrap();
+    let mut h = harness_with(
+        lesson,
+        [1280, 720],
+        1.0,
+        BackendChoice::Cpu,
+        Appearance::default(),
+    );
+    h.state_mut().as_mut().unwrap().figure = true;
+    run_to_step(&mut h, 10).unwrap();
+    for chrome in ["Presets", "File", "close the lesson panel"] {
+        assert!(h.query_by_label(chrome).is_none(), "{chrome} in the figure");
+    }
+    assert!(h.query_by_label_contains("Paused at step").is_none());
+    // The view is there: its plot choice above the plots.
+    h.get_by_label("time series");
 }
