@@ -266,7 +266,7 @@ impl Classroom {
         };
         ui.add_space(8.0);
         let mut check = false;
-        egui::Frame::group(ui.style()).show(ui, |ui| {
+        let group = egui::Frame::group(ui.style()).show(ui, |ui| {
             ui.label(RichText::new("Challenge").strong());
             ui.label(formula_text(ui, self.presentation, &c.task));
             ui.label(
@@ -310,6 +310,21 @@ impl Classroom {
                 AttemptState::None | AttemptState::Checking => {}
             }
         });
+        // A new verdict (and the hint after a failed attempt) is scrolled into view once:
+        // below a long lesson on a small screen it landed under the fold, unseen.
+        let id = egui::Id::unique("atmc-lab verdict shown");
+        if self.attempt == AttemptState::Checking {
+            // The next verdict is new, even if it reads as the last one did.
+            ui.ctx().data_mut(|d| d.remove::<String>(id));
+        }
+        if let AttemptState::Done(v) = &self.attempt {
+            let line = v.line();
+            let seen = ui.ctx().data(|d| d.get_temp::<String>(id));
+            if seen.as_deref() != Some(line.as_str()) {
+                group.response.scroll_to_me(Some(egui::Align::Max));
+                ui.ctx().data_mut(|d| d.insert_temp(id, line));
+            }
+        }
         check
     }
 

@@ -415,3 +415,29 @@ fn a_pasted_preset_leaves_the_lecture() {
     assert_eq!(app(&h).tab, Tab::Posterior);
     h.get_by_label_contains("no lecture is running");
 }
+
+/// Issue #44 item 11: on a small laptop (1024×600) the verdict and the hint of a failed
+/// attempt land below the fold of a long lesson: the panel scrolls them into view.
+#[test]
+fn a_challenges_verdict_and_hint_are_scrolled_into_view() {
+    let AnyPreset::Comparison(mut c) = AnyPreset::load("lesson-thermostat").unwrap() else {
+        panic!("a comparison")
+    };
+    c.base.chains = 1000;
+    let mut h = harness(c, [1024, 600], 1.0, BackendChoice::Cpu);
+    h.run_steps(3);
+    h.get_by_label("Check").scroll_to_me();
+    h.run_steps(2);
+    h.get_by_label("Check").click();
+    h.run_steps(2);
+    wait(&mut h, 300, "the verdict", |a| !a.checking());
+    h.run_steps(4);
+    let screen = h.ctx.content_rect();
+    for label in ["Hint", "Which sign of φ"] {
+        let r = h.get_by_label_contains(label).rect();
+        assert!(
+            screen.contains_rect(r),
+            "{label} at {r:?}, below the window {screen:?}"
+        );
+    }
+}
