@@ -17,12 +17,15 @@ pub fn render_offscreen(
     backend: BackendChoice,
     appearance: Appearance,
 ) -> anyhow::Result<image::RgbaImage> {
-    check_picture_size(size, pixels_per_point)?;
-    let mut harness = harness_with(opening, size, pixels_per_point, backend, appearance);
-    run_to_step(&mut harness, steps)?;
-    harness
-        .render()
-        .map_err(|e| anyhow!("offscreen rendering failed: {e}"))
+    render(
+        opening.into(),
+        steps,
+        size,
+        pixels_per_point,
+        backend,
+        appearance,
+        false,
+    )
 }
 
 /// Renders the view alone as a figure (no menu bar, status bar, lesson or control panel:
@@ -36,13 +39,34 @@ pub fn render_figure(
     backend: BackendChoice,
     appearance: Appearance,
 ) -> anyhow::Result<image::RgbaImage> {
+    render(
+        opening.into(),
+        steps,
+        size,
+        pixels_per_point,
+        backend,
+        appearance,
+        true,
+    )
+}
+
+/// [`render_offscreen`], or [`render_figure`] when `figure` holds.
+fn render(
+    opening: Opening,
+    steps: u32,
+    size: [u32; 2],
+    pixels_per_point: f32,
+    backend: BackendChoice,
+    appearance: Appearance,
+    figure: bool,
+) -> anyhow::Result<image::RgbaImage> {
     check_picture_size(size, pixels_per_point)?;
     let mut harness = harness_with(opening, size, pixels_per_point, backend, appearance);
     harness
         .state_mut()
         .as_mut()
         .context("app not started")?
-        .figure = true;
+        .figure = figure;
     run_to_step(&mut harness, steps)?;
     harness
         .render()
