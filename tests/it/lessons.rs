@@ -130,7 +130,9 @@ fn the_thermostat_learns_the_noise() {
     assert!((atmc.kinetic_temperature.unwrap() - 1.0).abs() < 0.03);
     assert!((atmc.cov[0][0] - 1.0).abs() < 0.03, "{:?}", atmc.cov);
     let xi = atmc.mean_xi.unwrap();
-    assert!((xi / 0.225 - 1.0).abs() < 0.2, "mean ξ {xi}");
+    eprintln!("ATMC's mean ξ {xi}");
+    // The story cites the column's mean ξ as hσ²/2 = 0.225 (0.2256 measured).
+    assert!((xi / 0.225 - 1.0).abs() < 0.03, "mean ξ {xi}");
 }
 
 /// Lesson 4: as printed and with the sign alone every chain explodes; overwrite alone runs
@@ -146,7 +148,9 @@ fn each_printed_defect_shows_its_face() {
     assert!(s[3].diverged_fraction == 0.0);
     assert!((s[3].cov[0][0] - 1.0).abs() < 0.04, "{:?}", s[3].cov);
     let xi = s[3].mean_xi.unwrap();
-    assert!((-3.2..-2.4).contains(&xi), "mean ξ {xi}");
+    eprintln!("without m: mean ξ {xi}");
+    // The story cites −2.8 (−2.81 measured; the first-order estimate above says −2.94).
+    assert!((-2.9..-2.7).contains(&xi), "mean ξ {xi}");
 }
 
 /// Lesson 6: noise that grows with |θ| makes ATMC's samples too wide (Var θ ≈ 1.24) although
@@ -193,7 +197,7 @@ fn state_dependent_noise_makes_the_marginals_peaky_with_long_tails() {
 
 /// Lesson 7: from a uniform start on [−10, 10]², the average chain samples about 15 of the 25
 /// modes under the cyclical schedule (h₀ = 0.07, 30 cycles in 20,000 steps; sampling-stage
-/// states only, one mode per cycle: 15.0 measured, 17.6 if each cycle landed uniformly at
+/// states only, one mode per cycle: 15.0 measured, 17.7 if each cycle landed uniformly at
 /// random, docs/MATH.md §3.1) and ≤ 3 under
 /// SGLD at h = 0.01; all tracked chains together cover all 25 modes in both columns, so only
 /// the per-chain number separates them (the story says so).
@@ -205,7 +209,7 @@ fn cyclical_sgmcmc_visits_the_modes() {
     let cyclical = runs[0].summary.modes_visited.unwrap();
     let sgld = runs[1].summary.modes_visited.unwrap();
     assert!(
-        (13.0..=17.6).contains(&cyclical),
+        (13.0..=17.7).contains(&cyclical),
         "cyclical SGLD visited {cyclical}"
     );
     assert!(sgld <= 3.0, "SGLD visited {sgld}");

@@ -25,6 +25,7 @@ mod handout;
 mod icon;
 mod layering;
 mod layout;
+mod lesson_numbers;
 mod lessons;
 mod lessons_course;
 mod mlp_engines;

@@ -10,6 +10,17 @@ use crate::common;
 // Every call names the folder the binary runs in.
 use crate::common::atmc_lab_in as atmc_lab;
 
+/// `thermo` on the quadratic over the decade 0.18 … 1.8 that the Thermodynamics tab opens
+/// with (its other options follow).
+pub(crate) const QUADRATIC_DECADE: [&str; 6] = [
+    "thermo",
+    "thermo-quadratic",
+    "--lr-min",
+    "0.18",
+    "--lr-max",
+    "1.8",
+];
+
 fn scratch(name: &str) -> PathBuf {
     common::scratch("thermo", name)
 }
@@ -25,7 +36,8 @@ pub(crate) fn json(out: &Output) -> Value {
     serde_json::from_str(stdout.lines().last().expect("a JSON line")).expect("JSON")
 }
 
-fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+/// The rows of a CSV file, each a map from column name to cell (also for `lessons_course`).
+pub(crate) fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
     let mut reader = csv::Reader::from_path(path).unwrap();
     let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
     reader
@@ -47,21 +59,12 @@ fn sgd_on_a_quadratic_has_the_known_temperature_over_a_decade_of_learning_rates(
     let dir = scratch("quadratic");
     let out = atmc_lab(
         &[
-            "thermo",
-            "thermo-quadratic",
-            "--lr-min",
-            "0.18",
-            "--lr-max",
-            "1.8",
-            "--points",
-            "20",
-            "--chains",
-            "100000",
-            "--out",
-            "q",
-            "--csv",
-            "q.csv",
-        ],
+            &QUADRATIC_DECADE[..],
+            &[
+                "--points", "20", "--chains", "100000", "--out", "q", "--csv", "q.csv",
+            ],
+        ]
+        .concat(),
         &dir,
     );
     let summary = json(&out);

@@ -21,19 +21,10 @@ use crate::thermo::json;
 fn the_free_energy_at_the_gibbs_temperature_of_eta_star_is_smallest_there() {
     let dir = common::scratch("thermo_plane", "free_energy");
     let sweep = [
-        "thermo",
-        "thermo-quadratic",
-        "--lr-min",
-        "0.18",
-        "--lr-max",
-        "1.8",
-        "--points",
-        "12",
-        "--chains",
-        "10000",
-        "--out",
-        "q",
-    ];
+        &crate::thermo::QUADRATIC_DECADE[..],
+        &["--points", "12", "--chains", "10000", "--out", "q"],
+    ]
+    .concat();
     let first = json(&atmc_lab(&sweep, &dir));
     assert_eq!(first["included"], 12, "{first}");
     for eta_star in ["0.3", "0.6", "1.2"] {
