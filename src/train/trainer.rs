@@ -245,6 +245,11 @@ pub struct StepReport {
     pub images: usize,
     /// Whether this step finished an epoch.
     pub epoch_done: bool,
+    /// Test images this step put through the network (a posterior sample, a progress
+    /// evaluation, the evaluation at an epoch's end) and the seconds that took.
+    pub evaluated_images: u64,
+    /// See [`Self::evaluated_images`].
+    pub evaluation_s: f64,
 }
 
 /// Where the training steps' time went, in seconds summed over the steps of this process
@@ -311,6 +316,8 @@ pub struct Trainer {
     epoch_seconds: f64,
     predictive: Vec<f32>,
     samples: u32,
+    /// Test images evaluated in this process (see [`StepReport::evaluated_images`]).
+    evaluated: u64,
     /// One row per finished epoch.
     pub history: Vec<EpochRow>,
     /// Progress evaluations within epochs.
@@ -448,6 +455,7 @@ impl Trainer {
             loss_batches: 0,
             epoch_seconds: 0.0,
             samples: 0,
+            evaluated: 0,
             history: Vec::new(),
             progress: Vec::new(),
             diverged_at: None,
@@ -582,6 +590,7 @@ impl Trainer {
         self.epoch_seconds += start.elapsed().as_secs_f64();
         // Samples and evaluations see θ at the end of the step, before the next step's half
         // step (which, at a cycle's start, moves at the largest h).
+        let (evaluation_start, evaluated_before) = (std::time::Instant::now(), self.evaluated);
         if self.cycle_ends() && self.diverged_at.is_none() {
             self.collect_sample()?;
         }
@@ -598,6 +607,8 @@ impl Trainer {
         } else if self.diverged_at.is_some() {
             self.end_epoch()?;
         }
+        let evaluation_s = evaluation_start.elapsed().as_secs_f64();
+        let evaluated_images = self.evaluated - evaluated_before;
         if let Opt::Atmc(atmc) = &mut self.opt {
             let begun = std::time::Instant::now();
             atmc.begin_next(&mut self.theta);
@@ -609,7 +620,39 @@ impl Trainer {
             loss: loss_value,
             images,
             epoch_done,
+            evaluated_images,
+            evaluation_s,
         })
+    }
+
+    /// Test images the rest of the run will put through the network, step by step as
+    /// [`Self::step`] does (a short last cycle's sample aside): a posterior sample at each
+    /// cycle's end (at each epoch's end after burn-in with a constant step), a progress
+    /// evaluation every [`PROGRESS_EVERY`] steps within an epoch, the whole test set at each
+    /// epoch's end. The ETA weighs them with the run's measured evaluation pace.
+    pub fn images_to_evaluate(&self) -> u64 {
+        let per_epoch = self.steps_per_epoch().max(1);
+        let total = per_epoch * self.config.epochs;
+        let test = self.test.len() as u64;
+        let progress = self.test.len().min(PROGRESS_IMAGES) as u64;
+        let (atmc, cycle_len) = match &self.opt {
+            Opt::Atmc(a) => (true, a.schedule.cycle_len),
+            Opt::Sgd(_) => (false, 0),
+        };
+        let mut images = 0;
+        for step in self.step_count() + 1..=total {
+            if cycle_len > 0 && step.is_multiple_of(cycle_len) {
+                images += test;
+            }
+            if step.is_multiple_of(per_epoch) {
+                let sampled =
+                    atmc && cycle_len == 0 && step / per_epoch > self.config.burn_in_epochs;
+                images += if sampled { 2 * test } else { test };
+            } else if step.is_multiple_of(PROGRESS_EVERY) {
+                images += progress;
+            }
+        }
+        images
     }
 
     /// Whether the step just done ended a cycle of ATMC's cyclical step size.
@@ -639,6 +682,7 @@ impl Trainer {
             self.collect_sample()?;
         }
         let single = self.evaluate_current()?;
+        self.evaluated += self.test.len() as u64;
         let (single_metrics, bins) = single;
         let ensemble = self.ensemble_metrics();
         self.reliability = match &ensemble {
@@ -717,6 +761,7 @@ impl Trainer {
     fn progress_evaluation(&mut self) -> anyhow::Result<()> {
         let n = self.test.len().min(PROGRESS_IMAGES);
         let probs = self.test_probabilities_of(n)?;
+        self.evaluated += n as u64;
         let acc = ClassificationAccumulator::from_batch(
             &probs,
             &labels_u32(&self.test.labels[..n]),
@@ -749,6 +794,7 @@ impl Trainer {
             return Ok(());
         }
         let probs = self.test_probabilities()?;
+        self.evaluated += self.test.len() as u64;
         for (s, p) in self.predictive.iter_mut().zip(&probs) {
             *s += p;
         }

@@ -8,7 +8,7 @@ use crate::train::background::background_pool;
 use crate::train::checkpoint::{Checkpoint, ensure_fresh};
 use crate::train::checkpoint::{FolderLock, lock_checkpoint_folder};
 use crate::train::data::load;
-use crate::train::trainer::{EpochRow, TrainConfig, Trainer};
+use crate::train::trainer::{EpochRow, StepReport, TrainConfig, Trainer};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -55,9 +55,10 @@ pub struct TrainSnapshot {
     /// definition. Paused time and the first step (the warm-up that compiles kernels) are
     /// left out.
     pub images_per_s: f64,
-    /// Seconds left at the pace of the whole run so far, the evaluations at epoch ends
-    /// included (a rate over the last seconds of minibatches alone promised a third of the
-    /// time a run took).
+    /// Seconds left: the steps to go at the run's training pace so far, plus the test images
+    /// still to evaluate (samples, progress and epoch-end evaluations) at its evaluation pace
+    /// (a rate over the last seconds of minibatches alone promised a third of the time a run
+    /// took; one pace for both ran 15% short, the final evaluation unpriced).
     pub eta_s: Option<f64>,
     /// One row per finished epoch.
     pub history: Vec<EpochRow>,
@@ -158,6 +159,11 @@ struct Pace {
     seconds: f64,
     steps: u32,
     images: u64,
+    /// Seconds of those steps spent evaluating test images, and how many they evaluated:
+    /// evaluations come in lumps (the whole test set at an epoch's end), so the ETA prices
+    /// the ones still to come at their own pace rather than folding them into a step's.
+    evaluation_s: f64,
+    evaluated: u64,
     /// Whether the first step, the warm-up, is behind it.
     warmed: bool,
 }
@@ -169,6 +175,8 @@ impl Pace {
             seconds: 0.0,
             steps: 0,
             images: 0,
+            evaluation_s: 0.0,
+            evaluated: 0,
             warmed: false,
         }
     }
@@ -176,7 +184,7 @@ impl Pace {
     /// Counts one finished step of `images`. The first step after a start is left out with
     /// its time: it compiles kernels and moves the data, several times a later step's work,
     /// and an ETA extrapolated from it promised many times the time a short run took.
-    fn record(&mut self, images: u64) {
+    fn record(&mut self, report: &StepReport) {
         if !self.warmed {
             self.warmed = true;
             self.seconds = 0.0;
@@ -186,7 +194,9 @@ impl Pace {
             return;
         }
         self.steps += 1;
-        self.images += images;
+        self.images += report.images as u64;
+        self.evaluation_s += report.evaluation_s;
+        self.evaluated += report.evaluated_images;
     }
 
     fn stop(&mut self) {
@@ -212,9 +222,20 @@ impl Pace {
         if s > 0.0 { self.images as f64 / s } else { 0.0 }
     }
 
-    /// Seconds for `remaining` more steps at the run's pace so far.
-    fn eta(&self, remaining: u32) -> Option<f64> {
-        (self.steps > 0).then(|| self.seconds() / f64::from(self.steps) * f64::from(remaining))
+    /// Seconds for `remaining` more steps and `to_evaluate` more test images, each at the
+    /// run's pace so far. Until an evaluation has been timed, a test image is taken to cost a
+    /// third of a training image (one forward pass against a forward and a backward pass).
+    fn eta(&self, remaining: u32, to_evaluate: u64) -> Option<f64> {
+        (self.steps > 0).then(|| {
+            let training = (self.seconds() - self.evaluation_s).max(0.0);
+            let per_step = training / f64::from(self.steps);
+            let per_test_image = if self.evaluated > 0 {
+                self.evaluation_s / self.evaluated as f64
+            } else {
+                training / self.images.max(1) as f64 / 3.0
+            };
+            per_step * f64::from(remaining) + per_test_image * to_evaluate as f64
+        })
     }
 }
 
@@ -350,7 +371,7 @@ impl<R: Fn()> Worker<R> {
         match t.step() {
             Ok(report) => {
                 self.losses.push([f64::from(t.step_count()), report.loss]);
-                self.pace.record(report.images as u64);
+                self.pace.record(&report);
                 if (report.epoch_done || t.finished())
                     && let Some(path) = &self.checkpoint
                     && let Err(e) = t.checkpoint().write(path)
@@ -384,7 +405,10 @@ impl<R: Fn()> Worker<R> {
                 s.step = t.step_count();
                 s.steps_per_epoch = t.steps_per_epoch();
                 s.eta_s = (self.status == TrainStatus::Running)
-                    .then(|| self.pace.eta(total.saturating_sub(t.step_count())))
+                    .then(|| {
+                        self.pace
+                            .eta(total.saturating_sub(t.step_count()), t.images_to_evaluate())
+                    })
                     .flatten();
                 if s.progress.len() != t.progress.len() {
                     s.progress.clone_from(&t.progress);
@@ -415,8 +439,19 @@ impl<R: Fn()> Worker<R> {
 
 #[cfg(test)]
 mod tests {
-    use super::Pace;
+    use super::{Pace, StepReport};
     use std::time::{Duration, Instant};
+
+    /// A step of 128 images that evaluated `evaluated` test images in `evaluation_s` seconds.
+    fn step(evaluated: u64, evaluation_s: f64) -> StepReport {
+        StepReport {
+            loss: 1.0,
+            images: 128,
+            epoch_done: false,
+            evaluated_images: evaluated,
+            evaluation_s,
+        }
+    }
 
     /// The ETA extrapolates the whole run's pace, paused time left out.
     #[test]
@@ -427,17 +462,18 @@ mod tests {
             steps: 10,
             images: 1280,
             warmed: true,
+            ..Pace::start()
         };
-        assert_eq!(pace.eta(20), Some(60.0));
+        assert_eq!(pace.eta(20, 0), Some(60.0));
         assert!((pace.images_per_s() - 1280.0 / 30.0).abs() < 1e-9);
         pace.running_since = Some(Instant::now() - Duration::from_secs(10));
-        let eta = pace.eta(20).unwrap();
+        let eta = pace.eta(20, 0).unwrap();
         assert!((80.0..81.0).contains(&eta), "{eta}");
         pace.stop();
         let frozen = pace.seconds();
         assert!((40.0..41.0).contains(&frozen), "{frozen}");
         assert_eq!(pace.seconds(), frozen);
-        assert_eq!(Pace::start().eta(5), None);
+        assert_eq!(Pace::start().eta(5, 0), None);
     }
 
     /// The warm-up step is left out of the pace, its time with it: no ETA from it alone.
@@ -447,19 +483,48 @@ mod tests {
             running_since: Some(Instant::now() - Duration::from_secs(50)),
             ..Pace::start()
         };
-        pace.record(128);
-        assert_eq!(pace.eta(10), None, "no pace from the warm-up step");
+        pace.record(&step(0, 0.0));
+        assert_eq!(pace.eta(10, 0), None, "no pace from the warm-up step");
         assert!(pace.seconds() < 1.0, "{}", pace.seconds());
         assert_eq!(pace.images_per_s(), 0.0);
         pace.running_since = Some(Instant::now() - Duration::from_secs(2));
-        pace.record(128);
-        pace.record(128);
-        let eta = pace.eta(10).unwrap();
+        pace.record(&step(0, 0.0));
+        pace.record(&step(0, 0.0));
+        let eta = pace.eta(10, 0).unwrap();
         assert!((9.9..10.5).contains(&eta), "{eta}: 1 s a step, not 26");
         assert!(
             (pace.images_per_s() - 128.0).abs() < 2.0,
             "{}",
             pace.images_per_s()
         );
+    }
+
+    /// The evaluations still to come are priced at the evaluations' own pace, not at a
+    /// step's: 10 s of training for 10 steps and 5 s for 1,000 test images make 20 steps and
+    /// 4,000 test images 20 + 20 s; before any evaluation, a test image costs a third of a
+    /// training image.
+    #[test]
+    fn evaluations_to_come_are_priced_at_their_own_pace() {
+        let mut pace = Pace {
+            running_since: None,
+            seconds: 15.0,
+            steps: 10,
+            images: 1280,
+            warmed: true,
+            ..Pace::start()
+        };
+        let before = pace.eta(20, 4000).unwrap();
+        let per_image = 15.0 / 1280.0 / 3.0;
+        assert!(
+            (before - (30.0 + 4000.0 * per_image)).abs() < 1e-9,
+            "{before}"
+        );
+        pace.evaluation_s = 5.0;
+        pace.evaluated = 1000;
+        let eta = pace.eta(20, 4000).unwrap();
+        assert!((eta - 40.0).abs() < 1e-9, "{eta}");
+        pace.running_since = Some(Instant::now());
+        pace.record(&step(500, 1.0));
+        assert_eq!((pace.evaluated, pace.evaluation_s), (1500, 6.0));
     }
 }
