@@ -49,7 +49,7 @@ use std::path::Path;
 pub use tabs::Tab;
 pub(crate) use view::explosion_banner;
 use view::{Action, Shell, Status, View};
-pub use window::run_native;
+pub use window::{RendererChoice, run_native};
 
 /// Where the S key puts its screenshots, in the working directory by default.
 pub const SCREENSHOT_FOLDER: &str = "atmc-lab-screenshots";

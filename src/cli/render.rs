@@ -20,6 +20,10 @@ pub struct AppArgs {
     /// Backend of the engine.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
+    /// Renderer of the window: `auto` takes wgpu on a hardware GPU and OpenGL where the only
+    /// GPU is a software one (it draws this UI about twice as fast there).
+    #[arg(long, value_enum, default_value = "auto")]
+    renderer: crate::app::RendererChoice,
     /// Measure the window's frame rate for SECONDS after 3 s of warm-up, print it as one
     /// JSON line and close (a benchmark of the real window, e.g. under Xvfb).
     #[arg(long, value_name = "SECONDS", value_parser = in_range(FRAME_STATS_SECONDS))]
@@ -115,16 +119,22 @@ pub struct RecordArgs {
 
 /// `atmc-lab app` (and `atmc-lab` without a command: `args` is `None`).
 pub fn open_app(args: Option<&AppArgs>) -> Result<(), Failure> {
-    let (preset, backend, frame_stats) = args.map_or(("default", BackendChoice::Auto, None), |a| {
-        (a.preset.as_str(), a.backend, a.frame_stats)
-    });
+    let (preset, backend, renderer, frame_stats) = args.map_or(
+        (
+            "default",
+            BackendChoice::Auto,
+            crate::app::RendererChoice::Auto,
+            None,
+        ),
+        |a| (a.preset.as_str(), a.backend, a.renderer, a.frame_stats),
+    );
     let opening = match args.and_then(|a| a.lecture.as_deref()) {
         Some(lecture) => crate::app::Opening::Lecture(Box::new(
             crate::preset::Lecture::load(lecture).map_err(|e| Failure::usage(e.to_string()))?,
         )),
         None => load_opening(preset)?,
     };
-    crate::app::run_native(opening, backend, frame_stats).map_err(|e| {
+    crate::app::run_native(opening, backend, renderer, frame_stats).map_err(|e| {
         Failure::runtime(format!(
             "{e:#}\n(no display? run under `xvfb-run -a atmc-lab`, or use `atmc-lab run` headless)"
         ))
