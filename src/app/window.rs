@@ -28,7 +28,7 @@ impl eframe::App for AtmcApp {
 }
 
 /// Which renderer draws the window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RendererChoice {
     /// wgpu on a hardware GPU; OpenGL where wgpu's adapter is a software rasteriser.
     Auto,
@@ -47,18 +47,10 @@ impl RendererChoice {
         match self {
             Self::Glow => eframe::Renderer::Glow,
             Self::Wgpu => eframe::Renderer::Wgpu,
-            Self::Auto if software_adapter() => eframe::Renderer::Glow,
+            Self::Auto if crate::engine::only_software_gpu() => eframe::Renderer::Glow,
             Self::Auto => eframe::Renderer::Wgpu,
         }
     }
-}
-
-/// Whether the adapter wgpu would draw with is a software rasteriser (or there is none).
-fn software_adapter() -> bool {
-    let instance =
-        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-    pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
-        .map_or(true, |a| a.get_info().device_type == wgpu::DeviceType::Cpu)
 }
 
 /// Opens the desktop app on `preset` with `renderer` (the other one when it cannot start).

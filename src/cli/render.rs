@@ -23,11 +23,32 @@ pub struct AppArgs {
     /// Renderer of the window: `auto` takes wgpu on a hardware GPU and OpenGL where the only
     /// GPU is a software one (it draws this UI about twice as fast there).
     #[arg(long, value_enum, default_value = "auto")]
-    renderer: crate::app::RendererChoice,
+    renderer: Renderer,
     /// Measure the window's frame rate for SECONDS after 3 s of warm-up, print it as one
     /// JSON line and close (a benchmark of the real window, e.g. under Xvfb).
     #[arg(long, value_name = "SECONDS", value_parser = in_range(FRAME_STATS_SECONDS))]
     frame_stats: Option<f64>,
+}
+
+/// `app --renderer`: see [`crate::app::RendererChoice`].
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Renderer {
+    /// wgpu on a hardware GPU, OpenGL where the only GPU is a software one.
+    Auto,
+    /// OpenGL (glow).
+    Glow,
+    /// wgpu.
+    Wgpu,
+}
+
+impl From<Renderer> for crate::app::RendererChoice {
+    fn from(r: Renderer) -> Self {
+        match r {
+            Renderer::Auto => Self::Auto,
+            Renderer::Glow => Self::Glow,
+            Renderer::Wgpu => Self::Wgpu,
+        }
+    }
 }
 
 /// Steps between two frames of `record`: as many as a run may take.
@@ -126,7 +147,14 @@ pub fn open_app(args: Option<&AppArgs>) -> Result<(), Failure> {
             crate::app::RendererChoice::Auto,
             None,
         ),
-        |a| (a.preset.as_str(), a.backend, a.renderer, a.frame_stats),
+        |a| {
+            (
+                a.preset.as_str(),
+                a.backend,
+                a.renderer.into(),
+                a.frame_stats,
+            )
+        },
     );
     let opening = match args.and_then(|a| a.lecture.as_deref()) {
         Some(lecture) => crate::app::Opening::Lecture(Box::new(

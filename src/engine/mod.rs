@@ -297,6 +297,15 @@ pub(crate) fn hardware_gpu(
     }
 }
 
+/// Whether the adapter wgpu picks by default is a software rasteriser, or there is none: the
+/// window then draws with OpenGL (`app::RendererChoice`).
+pub fn only_software_gpu() -> bool {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
+        .map_or(true, |a| a.get_info().device_type == wgpu::DeviceType::Cpu)
+}
+
 /// The one-line notice of an `auto` fallback.
 pub(crate) fn fallback_notice(reason: &str) -> String {
     format!("{reason}: running on the CPU engine")
