@@ -101,6 +101,8 @@ pub struct AtmcApp {
     frame_time: f32,
     /// `atmc-lab app --frame-stats`: the window's frame rate, measured.
     pub frame_clock: Option<frame_clock::FrameClock>,
+    /// The latest frame's time in the view's refresh and central area, for the frame clock.
+    pub phases: frame_clock::FramePhases,
     /// Offscreen pictures: leave out what depends on timing.
     reproducible: bool,
     /// The lesson panel, the keys overlay and presentation mode.
@@ -156,6 +158,7 @@ impl AtmcApp {
             capture: Default::default(),
             frame_time: 0.0,
             frame_clock: None,
+            phases: Default::default(),
             reproducible: false,
             figure: false,
             classroom: Classroom::default(),
@@ -400,7 +403,9 @@ impl AtmcApp {
             0.9 * self.frame_time + 0.1 * dt
         };
         self.handle_screenshot_events(ui.ctx());
+        let refresh = std::time::Instant::now();
         self.active_mut().refresh();
+        self.phases.refresh_ms = 1e3 * refresh.elapsed().as_secs_f64();
         self.record_frame(ui.ctx());
         self.poll_writer();
         self.poll_attempt();
@@ -438,6 +443,7 @@ impl AtmcApp {
         };
         let shell = &mut self.shell;
         let mut request = None;
+        let mut central_ms = 0.0;
         if self.classroom.panel_shown() && !self.figure {
             let classroom = &self.classroom;
             egui::Panel::right("lesson")
@@ -461,11 +467,14 @@ impl AtmcApp {
             .show(ui, |ui| {
                 // A view taller than the window (a small laptop, presentation mode's larger
                 // type, plots kept at a readable height) scrolls instead of being cut.
+                let central = std::time::Instant::now();
                 egui::ScrollArea::vertical()
                     .id_salt("central view")
                     .auto_shrink(false)
                     .show(ui, |ui| view.central(ui, shell));
+                central_ms = 1e3 * central.elapsed().as_secs_f64();
             });
+        self.phases.central_ms = central_ms;
         // A view asked for a preset to be opened live (a sweep's point).
         if let Some(preset) = self.shell.open.take() {
             self.load_any(ui.ctx(), preset);

@@ -5,13 +5,22 @@ use super::{AtmcApp, Folders, Opening, frame_clock};
 use crate::engine::BackendChoice;
 
 impl eframe::App for AtmcApp {
-    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+    fn ui(&mut self, ui: &mut egui::Ui, frame: &mut eframe::Frame) {
+        let start = std::time::Instant::now();
         AtmcApp::ui(self, ui);
-        if let Some(report) = self
-            .frame_clock
-            .as_mut()
-            .and_then(frame_clock::FrameClock::tick)
-        {
+        let Some(clock) = self.frame_clock.as_mut() else {
+            return;
+        };
+        clock.set_renderer(if frame.gl().is_some() { "glow" } else { "wgpu" });
+        let phases = frame_clock::FramePhases {
+            ui_ms: 1e3 * start.elapsed().as_secs_f64(),
+            cpu_ms: frame.info().cpu_usage.map(|s| 1e3 * f64::from(s)),
+            ..self.phases
+        };
+        let step = self.views[self.tab.index()]
+            .as_deref()
+            .map_or(0, |view| view.step());
+        if let Some(report) = clock.tick(phases, step) {
             println!("{report}");
             self.frame_clock = None;
             ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);

@@ -25,7 +25,9 @@ pub struct AppArgs {
     #[arg(long, value_enum, default_value = "auto")]
     renderer: Renderer,
     /// Measure the window's frame rate for SECONDS after 3 s of warm-up, print it as one
-    /// JSON line and close (a benchmark of the real window, e.g. under Xvfb).
+    /// JSON line with the time of each frame's phases (the app's UI, tessellation and
+    /// paint, present), the renderer and the engine's steps per second, and close (a
+    /// benchmark of the real window, e.g. under Xvfb).
     #[arg(long, value_name = "SECONDS", value_parser = in_range(FRAME_STATS_SECONDS))]
     frame_stats: Option<f64>,
 }

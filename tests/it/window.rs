@@ -110,3 +110,47 @@ fn the_s_key_writes_a_screenshot_of_the_real_window_and_says_where() {
         "the app did not say where it wrote:\n{report}"
     );
 }
+
+#[test]
+fn frame_stats_measure_the_real_window_and_split_its_frames_into_phases() {
+    require("xvfb-run", "xvfb");
+    let dir = scratch("window", "frame_stats");
+    let out = Command::new("xvfb-run")
+        .args(["-a", "-s", "-screen 0 1280x720x24"])
+        .arg(env!("CARGO_BIN_EXE_atmc-lab"))
+        .args(["app", "two-moons", "--backend", "cpu", "--frame-stats", "1"])
+        .current_dir(&dir)
+        .env("XDG_RUNTIME_DIR", &dir)
+        .output()
+        .expect("xvfb-run starts");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{report}");
+    let line = stdout
+        .lines()
+        .rfind(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON line:\n{report}"));
+    let r: serde_json::Value = serde_json::from_str(line).expect("JSON");
+    assert!(r["frames"].as_u64().unwrap() > 2, "{report}");
+    // No GPU here: `auto` draws with OpenGL, the faster renderer on a software rasteriser.
+    assert_eq!(r["renderer"], "glow", "{report}");
+    let p = &r["phases_ms"];
+    let median = |phase: &str| {
+        p[phase]["p50"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no {phase}:\n{report}"))
+    };
+    // The phases are parts of the frame: the UI holds the view's central area, and the UI,
+    // painting and presenting together make up the interval.
+    assert!(median("central") <= median("ui"), "{report}");
+    assert!(median("tessellate_and_paint") > 0.0, "{report}");
+    let sum = p["ui"]["mean"].as_f64().unwrap()
+        + p["tessellate_and_paint"]["mean"].as_f64().unwrap()
+        + p["present"]["mean"].as_f64().unwrap();
+    let frame = 1e3 / r["frames_per_s"].as_f64().unwrap();
+    assert!(
+        (sum - frame).abs() < 0.25 * frame,
+        "phases {sum} ms against frames of {frame} ms:\n{report}"
+    );
+    assert!(r["engine_steps_per_s"].as_f64().unwrap() > 0.0, "{report}");
+}
