@@ -68,6 +68,10 @@ fn model_step(chain: ptr<function, Chain>, rng: RngCounter) -> bool {
             a.xi = sgnht_thermostat(a.xi, heat.x, phase);
             b.xi = sgnht_thermostat(b.xi, heat.y, phase);
         }
+        case SAMPLER_HMC: {
+            *chain = hmc_iteration(*chain, rng);
+            return false;
+        }
         default: {
             let g = stochastic_gradient((*chain).theta, rng);
             // μ = 0 leaves p alone, as `Model::advance` does.
@@ -82,4 +86,32 @@ fn model_step(chain: ptr<function, Chain>, rng: RngCounter) -> bool {
     }
     *chain = chain_of(a, b);
     return coordinate_diverged(a.theta, a.p, a.xi) || coordinate_diverged(b.theta, b.p, b.xi);
+}
+
+// One HMC iteration: mirrors `Model::hmc_iteration` (a fresh momentum, L leapfrog steps, the
+// Metropolis test on H = U + |p|²/(2m) at temperature T; ξ = 1 when accepted, 0 when not).
+// An accepted state is finite and a rejected one is the old state: no chain diverges.
+fn hmc_iteration(start: Chain, rng: RngCounter) -> Chain {
+    let h = step_phase(rng.step).h;
+    let t = sampler_params.temperature;
+    let p0 = rng_normal2(rng, STREAM_INJECTED, 0u) * sqrt(sampler_params.mass * t);
+    var theta = start.theta;
+    var p = p0;
+    var g = stochastic_gradient(theta, rng);
+    for (var l = 0u; l < chain2_params.leapfrog_steps; l++) {
+        p -= g * (0.5 * h);
+        theta += p * (h * sampler_params.inv_mass);
+        g = stochastic_gradient(theta, rng);
+        p -= g * (0.5 * h);
+    }
+    let kinetic_change = (dot(p, p) - dot(p0, p0)) * (0.5 * sampler_params.inv_mass);
+    let delta_h = (target_energy(theta) - target_energy(start.theta) + kinetic_change) * (1.0 / t);
+    let ln_u = log(uniform_open_closed_from_bits(rng_bits4(rng, STREAM_METROPOLIS, 0u).x));
+    // A NaN ΔH compares false: rejected.
+    let accept = ln_u < -delta_h;
+    return Chain(
+        select(start.theta, theta, accept),
+        select(p0, p, accept),
+        vec2<f32>(select(0.0, 1.0, accept)),
+    );
 }

@@ -414,12 +414,18 @@ pub(crate) const fn field_range(path: &str) -> ranges::Range {
     crate::preset::fields::range(crate::preset::fields::Kind::Toy, path)
 }
 
-/// Every parameter of the sampler, ATMC's printed switches included.
+/// Every parameter of the sampler, ATMC's printed switches included, offering every
+/// sampler.
 pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
+    sampler_controls_of(ui, s, &SamplerKind::ALL);
+}
+
+/// [`sampler_controls`] offering only `kinds` (networks have no HMC yet).
+pub fn sampler_controls_of(ui: &mut Ui, s: &mut SamplerSpec, kinds: &[(SamplerKind, &str)]) {
     egui::ComboBox::from_label("sampler")
         .selected_text(s.kind.name().to_uppercase())
         .show_ui(ui, |ui| {
-            for (kind, name) in SamplerKind::ALL {
+            for &(kind, name) in kinds {
                 ui.selectable_value(&mut s.kind, kind, name.to_uppercase());
             }
         });
@@ -575,6 +581,16 @@ pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
                 0.99,
                 false,
                 "momentum μ",
+            );
+        }
+        SamplerKind::Hmc => {
+            let steps = const { field_range("sampler.leapfrog_steps") };
+            let mut l = f64::from(s.leapfrog_steps);
+            slider(ui, &mut l, steps, 1.0, 100.0, true, "leapfrog steps L");
+            s.leapfrog_steps = l.round() as u32;
+            ui.label(
+                "Each step: a fresh momentum, L leapfrog steps of size h, then the Metropolis \
+                 test keeps the proposal or the old position (exact at any h).",
             );
         }
         SamplerKind::Sgld => {}

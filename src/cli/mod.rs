@@ -160,7 +160,7 @@ impl From<NoiseMassArg> for NoiseMass {
 struct RunArgs {
     /// Preset file (RON), or the name of a shipped preset (see `atmc-lab presets`).
     preset: String,
-    /// Sampler: atmc, sgld, sghmc, sgnht, sgd.
+    /// Sampler: atmc, sgld, sghmc, sgnht, sgd, hmc (HMC: 2-D targets only).
     #[arg(long)]
     sampler: Option<String>,
     /// Target: gaussian, correlated, aniso, banana, donut, gmm25, funnel, double-well, logistic.
@@ -213,6 +213,9 @@ struct RunArgs {
     /// SGD's heavy-ball momentum μ in [0, 0.999] (0: plain SGD; `sampler.sgd_momentum`).
     #[arg(long, value_parser = flag_number("--sgd-momentum"))]
     sgd_momentum: Option<f64>,
+    /// HMC's leapfrog steps L per proposal, 1 to 200 (`sampler.leapfrog_steps`; default 10).
+    #[arg(long, value_parser = whole::<u32>)]
+    leapfrog_steps: Option<u32>,
     /// Backend.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
@@ -598,6 +601,7 @@ impl RunArgs {
             ("--temperature", real(self.temperature)),
             ("--friction-sign", real(self.friction_sign)),
             ("--sgd-momentum", real(self.sgd_momentum)),
+            ("--leapfrog-steps", self.leapfrog_steps.map(Number::from)),
             ("--noise", real(self.noise)),
         ] {
             overrides.flag(flag, value);

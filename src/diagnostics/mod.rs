@@ -615,6 +615,9 @@ pub struct Summary {
     pub kinetic_temperature: Option<f64>,
     /// Mean ξ over the window; null without thermostat.
     pub mean_xi: Option<f64>,
+    /// HMC: the fraction of proposals accepted over the window (each chain's last proposal
+    /// of every recorded block); null for the samplers that accept every move.
+    pub acceptance_rate: Option<f64>,
     /// Mean of θ pooled over the window.
     pub mean: [f64; 2],
     /// Covariance of θ pooled over the window.
@@ -962,6 +965,8 @@ impl RunRecorder {
             first_divergence_step: self.first_divergence,
             kinetic_temperature: run.has_momentum.then(|| self.heat_sum / windows),
             mean_xi: run.has_thermostat.then(|| self.xi_sum / windows),
+            // HMC keeps its accept indicator in ξ (`Model::hmc_iteration`).
+            acceptance_rate: run.has_acceptance.then(|| self.xi_sum / windows),
             mean,
             cov: [[c11, c12], [c12, c22]],
             true_mean: t.mean,
@@ -1045,6 +1050,8 @@ pub struct RunInfo {
     pub has_momentum: bool,
     /// Whether the sampler has a thermostat.
     pub has_thermostat: bool,
+    /// Whether the sampler accepts or rejects (HMC: ξ holds the accept indicator).
+    pub has_acceptance: bool,
     /// Seconds spent in the engine.
     pub elapsed_s: f64,
     /// Chain-steps per second.

@@ -20,7 +20,7 @@ use super::{
     Moments, Report, SuperchainMoments,
 };
 use crate::math::init::MAX_SUPERCHAINS;
-use crate::math::{Chain2, Model, SamplerParams, Schedule, Target};
+use crate::math::{Chain2, Model, SamplerKind, SamplerParams, Schedule, Target};
 use anyhow::{Context, anyhow, bail};
 use bytemuck::Zeroable;
 use std::sync::LazyLock;
@@ -63,13 +63,21 @@ const MAX_STEPS_PER_DISPATCH: u32 = 1024;
 /// is straight-line code (no loops: logsumexp, min and max are unrolled when compiled), so
 /// it adds none.
 fn loop_iterations_per_step(model: &Model) -> u32 {
-    let batch = match &model.target {
+    let (batch, data) = match &model.target {
         // Each example: the likelihood term and its own Philox call of 10 rounds.
-        Target::Logistic(l) => 11 * l.batch_size,
-        _ => 0,
+        Target::Logistic(l) => (11 * l.batch_size, l.inputs.len() as u32),
+        _ => (0, 0),
     };
-    // Three Philox calls of 10 rounds, two loops over 25 components, slack.
-    30 + 50 + 10 + batch
+    // Two loops over 25 components and the minibatch.
+    let gradient = 50 + batch;
+    match model.sampler.kind {
+        // L + 1 gradients, two energies (25 components or all N examples), four Philox calls.
+        SamplerKind::Hmc => {
+            40 + (model.sampler.leapfrog_steps + 1) * (gradient + 10) + 2 * (25 + data)
+        }
+        // Three Philox calls of 10 rounds, slack.
+        _ => 30 + gradient + 10,
+    }
 }
 
 impl GpuSamplerParams {
@@ -811,6 +819,7 @@ impl GpuEngine {
             noise_sigma1: self.model.noise.sigma[1],
             target_params: bytemuck::cast(target_params),
             superchains: self.superchains,
+            leapfrog_steps: self.model.sampler.leapfrog_steps,
             hist_f,
             hist_u,
             ..Zeroable::zeroed()
@@ -855,6 +864,16 @@ impl GpuEngine {
             };
             let pipeline = program.pipeline(&self.ctx, "advance", &key.constants())?;
             self.pipelines.insert(key, pipeline);
+        }
+        let per_step = loop_iterations_per_step(&self.model);
+        if per_step > LOOP_BUDGET {
+            bail!(
+                "one step of {} on this target needs about {per_step} loop iterations in one GPU \
+                 invocation, more than the GPU's budget of {LOOP_BUDGET}: use fewer leapfrog \
+                 steps (L = {}), a smaller minibatch, or the CPU engine",
+                self.model.sampler.kind.name().to_uppercase(),
+                self.model.sampler.leapfrog_steps
+            );
         }
         if self.superchains > 0 {
             // Each lane loops twice over its share of a superchain's chains.

@@ -345,8 +345,9 @@ shader_structs! {
         pub noise_sigma1: f32,
         /// Superchains K to reduce in `reduce_superchains` (chain i in superchain i mod K).
         pub superchains: u32,
-        /// Padding.
-        pub pad2: u32,
+        /// HMC's leapfrog steps L (`SamplerParams::leapfrog_steps`; 2-D chains only, so it
+        /// lives in this block and took its padding word).
+        pub leapfrog_steps: u32,
         /// Padding.
         pub pad3: u32,
         /// The target's f32 constants (`Target::gpu_constants`) at their positions in its
@@ -656,6 +657,7 @@ fn sampler_name(kind: SamplerKind) -> &'static str {
         SamplerKind::Sghmc => "SGHMC",
         SamplerKind::Sgnht => "SGNHT",
         SamplerKind::Sgd => "SGD",
+        SamplerKind::Hmc => "HMC",
     }
 }
 
@@ -671,6 +673,7 @@ fn stream_name(stream: Stream) -> &'static str {
         Stream::Minibatch => "MINIBATCH",
         Stream::Init => "INIT",
         Stream::Exact => "EXACT",
+        Stream::Metropolis => "METROPOLIS",
     }
 }
 

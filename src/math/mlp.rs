@@ -1097,6 +1097,17 @@ pub struct ChainSlices<'a> {
     pub xi: &'a mut [f32],
 }
 
+/// The samplers the network engines run, with their command-line names: every sampler but
+/// HMC, whose Metropolis test needs a network's energy on both engines (not built yet; a
+/// network preset with HMC is refused when it is read).
+pub const NETWORK_SAMPLERS: [(SamplerKind, &str); 5] = [
+    (SamplerKind::Atmc, "atmc"),
+    (SamplerKind::Sgld, "sgld"),
+    (SamplerKind::Sghmc, "sghmc"),
+    (SamplerKind::Sgnht, "sgnht"),
+    (SamplerKind::Sgd, "sgd"),
+];
+
 /// The runtime model of an MLP posterior run: sampler, schedule and posterior.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MlpModel {
@@ -1156,6 +1167,8 @@ impl MlpModel {
         let n = c.theta.len();
         let post = &self.posterior;
         match sp.kind {
+            // `MlpPreset::validate` refuses HMC on networks: nothing builds this model.
+            SamplerKind::Hmc => unreachable!("HMC on networks is refused when a preset is read"),
             SamplerKind::Atmc => {
                 // Sixteen parameters at a time, as lanes (the last group padded with zeros
                 // that are never written back).

@@ -269,6 +269,9 @@ pub const PREDICTIVE_CHAINS: Range = Range::closed("predictive networks", 1.0, 6
 
 /// Learning rate of projected SGD on the sphere (a step of 10 crosses the sphere many times).
 pub const SPHERE_STEP_SIZE: Range = Range::positive("learning rate η", 10.0);
+/// HMC's leapfrog steps L per proposal: one is the Metropolis-adjusted Langevin algorithm,
+/// a few hundred a long trajectory; the GPU runs a whole proposal in one invocation.
+pub const LEAPFROG_STEPS: Range = Range::closed("leapfrog steps L", 1.0, 200.0);
 /// Heavy-ball momentum μ.
 pub const MOMENTUM: Range = Range {
     name: "momentum μ",
@@ -375,6 +378,8 @@ ranged! {
     de_sphere_h: f64 => SPHERE_STEP_SIZE;
     /// Deserialises a heavy-ball momentum.
     de_momentum: f64 => MOMENTUM;
+    /// Deserialises HMC's leapfrog steps.
+    de_leapfrog_steps: u32 => LEAPFROG_STEPS;
     /// Deserialises the sphere's batch size.
     de_sphere_batch: u32 => SPHERE_BATCH;
 }

@@ -352,6 +352,9 @@ pub trait StepRng<R: Real> {
     fn normal2(&self, stream: Stream, block: u32) -> [R; 2];
     /// The counter of lane `l` (scalar fallbacks such as minibatch gathers).
     fn lane(&self, l: usize) -> RngCounter;
+    /// A uniform in (0, 1] per lane from the first word of a coordinate block of a stream
+    /// (safe inside a logarithm).
+    fn uniform(&self, stream: Stream, block: u32) -> R;
 }
 
 impl StepRng<f32> for RngCounter {
@@ -366,6 +369,10 @@ impl StepRng<f32> for RngCounter {
     #[inline(always)]
     fn lane(&self, _: usize) -> RngCounter {
         *self
+    }
+    #[inline(always)]
+    fn uniform(&self, stream: Stream, block: u32) -> f32 {
+        uniform_open_closed_from_bits(self.bits4(stream, block)[0])
     }
 }
 
@@ -405,6 +412,13 @@ impl<const N: usize> StepRng<Lanes<N>> for RngLanes<N> {
             chain: self.chains[l],
             step: self.step,
         }
+    }
+    #[inline(always)]
+    fn uniform(&self, stream: Stream, block: u32) -> Lanes<N> {
+        Lanes::from_fn(|l| {
+            let b = philox4x32_10([self.chains[l], self.step, block, stream as u32], self.key);
+            uniform_open_closed_from_bits(b[0])
+        })
     }
 }
 

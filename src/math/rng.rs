@@ -35,16 +35,19 @@ pub enum Stream {
     Init = 3,
     /// Exact samples of targets (reference draws for distances).
     Exact = 4,
+    /// HMC's Metropolis test: one uniform per chain and step.
+    Metropolis = 5,
 }
 
 impl Stream {
     /// Every stream, in number order (the generated WGSL has a `STREAM_*` for each).
-    pub const ALL: [Stream; 5] = [
+    pub const ALL: [Stream; 6] = [
         Stream::Injected,
         Stream::GradientNoise,
         Stream::Minibatch,
         Stream::Init,
         Stream::Exact,
+        Stream::Metropolis,
     ];
 
     /// The stream's number in the Philox counter, here and (as `STREAM_*`) in WGSL.

@@ -27,16 +27,20 @@ pub enum SamplerKind {
     Sgnht,
     /// Plain SGD with a fixed learning rate.
     Sgd,
+    /// Hamiltonian Monte Carlo with a Metropolis correction (Duane et al. 1987; Neal 2011):
+    /// exact, the reference the stochastic-gradient samplers are compared with (MATH.md §10).
+    Hmc,
 }
 
 impl SamplerKind {
     /// Every sampler with its command-line name.
-    pub const ALL: [(SamplerKind, &'static str); 5] = [
+    pub const ALL: [(SamplerKind, &'static str); 6] = [
         (SamplerKind::Atmc, "atmc"),
         (SamplerKind::Sgld, "sgld"),
         (SamplerKind::Sghmc, "sghmc"),
         (SamplerKind::Sgnht, "sgnht"),
         (SamplerKind::Sgd, "sgd"),
+        (SamplerKind::Hmc, "hmc"),
     ];
 
     /// The command-line name.
@@ -59,8 +63,15 @@ impl SamplerKind {
     pub fn has_momentum(self) -> bool {
         matches!(
             self,
-            SamplerKind::Atmc | SamplerKind::Sghmc | SamplerKind::Sgnht
+            SamplerKind::Atmc | SamplerKind::Sghmc | SamplerKind::Sgnht | SamplerKind::Hmc
         )
+    }
+
+    /// Whether the sampler accepts or rejects its proposals (HMC): each chain's ξ then holds
+    /// whether its last proposal was accepted (1) or not (0), so the engines' mean ξ is the
+    /// acceptance rate.
+    pub fn has_acceptance(self) -> bool {
+        self == SamplerKind::Hmc
     }
 
     /// Whether the sampler has a thermostat ξ.
@@ -171,6 +182,14 @@ pub struct SamplerSpec {
         skip_serializing_if = "is_zero"
     )]
     pub sgd_momentum: f64,
+    /// HMC's leapfrog steps L per proposal (MATH.md §10). Left out of the serialised preset
+    /// at its default, as `sgd_momentum` is, so that sweeps hashed before HMC resume.
+    #[serde(
+        default = "d_leapfrog_steps",
+        deserialize_with = "crate::math::ranges::de_leapfrog_steps",
+        skip_serializing_if = "is_default_leapfrog_steps"
+    )]
+    pub leapfrog_steps: u32,
     /// A chain diverges when |p| exceeds this (or anything is non-finite).
     #[serde(
         default = "d_bound",
@@ -186,6 +205,17 @@ fn d_h() -> f64 {
 /// Whether a serialised number is 0 (serde's `skip_serializing_if`).
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
+}
+
+/// HMC's default number of leapfrog steps.
+pub const DEFAULT_LEAPFROG_STEPS: u32 = 10;
+
+fn d_leapfrog_steps() -> u32 {
+    DEFAULT_LEAPFROG_STEPS
+}
+
+fn is_default_leapfrog_steps(v: &u32) -> bool {
+    *v == DEFAULT_LEAPFROG_STEPS
 }
 
 fn d_one() -> f64 {
@@ -228,6 +258,7 @@ impl SamplerSpec {
             sgnht_diffusion: 1.0,
             sgnht_shared_xi: false,
             sgd_momentum: 0.0,
+            leapfrog_steps: DEFAULT_LEAPFROG_STEPS,
             divergence_bound: d_bound(),
         }
     }
@@ -238,6 +269,13 @@ impl SamplerSpec {
             return Err(format!(
                 "sghmc_noise_estimate B̂ = {} exceeds sghmc_friction C = {}: SGHMC needs 0 ≤ B̂ ≤ C",
                 self.sghmc_noise_estimate, self.sghmc_friction
+            ));
+        }
+        if self.kind == SamplerKind::Hmc && self.temperature <= 0.0 {
+            return Err(format!(
+                "temperature T = {} with HMC: its Metropolis test divides by T, which must be > 0 \
+                 (T = 0 is optimisation, not sampling: choose SGD)",
+                self.temperature
             ));
         }
         Ok(())
@@ -288,6 +326,7 @@ impl SamplerSpec {
             } else {
                 0.0
             },
+            leapfrog_steps: self.leapfrog_steps,
             divergence_bound: self.divergence_bound as f32,
             theta_bound: f32::MAX,
         }
@@ -346,6 +385,8 @@ pub struct SamplerParams {
     pub sgnht_shared_xi: bool,
     /// SGD's heavy-ball momentum μ (0 for the other samplers).
     pub sgd_momentum: f32,
+    /// HMC's leapfrog steps L per proposal.
+    pub leapfrog_steps: u32,
     /// Divergence bound on |p|.
     pub divergence_bound: f32,
     /// Divergence bound on |θ|: a thousand times the target's own scale, set with the target
@@ -680,6 +721,7 @@ impl Model {
                     c.xi[k] = sp.sgnht_thermostat(c.xi[k], heat[k], phase);
                 }
             }
+            SamplerKind::Hmc => self.hmc_iteration(c, rng, |_| {}),
             SamplerKind::Sgd => {
                 let g = self.stochastic_gradient(c.theta, rng);
                 for k in 0..2 {
@@ -691,6 +733,77 @@ impl Model {
                 }
             }
         }
+    }
+
+    /// One HMC iteration (MATH.md §10): a fresh momentum p ~ N(0, mT), L leapfrog steps of
+    /// size h, and the Metropolis test on H = U + |p|²/(2m) at temperature T. `visit` sees
+    /// the position after each leapfrog step (the app draws the trajectory). A rejected or
+    /// non-finite proposal leaves θ where it was with the fresh momentum; ξ records the
+    /// outcome (1 accepted, 0 rejected) in both coordinates.
+    ///
+    /// Every leapfrog step of an iteration draws the same gradient noise and minibatch (the
+    /// counter has no leapfrog index), so the force is a fixed function of position: the
+    /// leapfrog map stays reversible and volume-preserving, and the test on the exact H keeps
+    /// the chain exact under noisy gradients too, only less often accepting.
+    #[inline(always)]
+    pub fn hmc_iteration<R: Real, G: StepRng<R>>(
+        &self,
+        c: &mut ChainOf<R>,
+        rng: &G,
+        mut visit: impl FnMut(&[R; 2]),
+    ) {
+        let sp = &self.sampler;
+        let h = sp.phase(&self.schedule, rng.step()).h;
+        let z = rng.normal2(Stream::Injected, 0);
+        let sd = (sp.mass * sp.temperature).sqrt();
+        let p0 = [z[0] * sd, z[1] * sd];
+        let (mut theta, mut p) = (c.theta, p0);
+        let mut g = self.stochastic_gradient(theta, rng);
+        for _ in 0..sp.leapfrog_steps {
+            for k in 0..2 {
+                p[k] -= g[k] * (0.5 * h);
+                theta[k] += p[k] * (h * sp.inv_mass);
+            }
+            g = self.stochastic_gradient(theta, rng);
+            for k in 0..2 {
+                p[k] -= g[k] * (0.5 * h);
+            }
+            visit(&theta);
+        }
+        let kinetic = |p: &[R; 2]| (p[0] * p[0] + p[1] * p[1]) * (0.5 * sp.inv_mass);
+        let delta_h = (self.energy_change(c.theta, theta) + kinetic(&p) - kinetic(&p0))
+            * (1.0 / sp.temperature);
+        // Accept when ln u < −ΔH/T: a NaN ΔH compares false and is rejected.
+        let ln_u = rng.uniform(Stream::Metropolis, 0).ln();
+        let (one, zero) = (R::splat(1.0), R::splat(0.0));
+        for k in 0..2 {
+            c.theta[k] = ln_u.select_lt(-delta_h, theta[k], c.theta[k]);
+            c.p[k] = ln_u.select_lt(-delta_h, p[k], p0[k]);
+            c.xi[k] = ln_u.select_lt(-delta_h, one, zero);
+        }
+    }
+
+    /// U(to) − U(from) per lane, from the target's f64 energy (the GPU's `target_energy`
+    /// computes it in f32: a rare test near its threshold may go the other way there).
+    #[inline(always)]
+    fn energy_change<R: Real>(&self, from: [R; 2], to: [R; 2]) -> R {
+        R::from_fn(|l| {
+            let u = |t: [R; 2]| {
+                self.target
+                    .neg_log_density([f64::from(t[0].lane(l)), f64::from(t[1].lane(l))])
+            };
+            (u(to) - u(from)) as f32
+        })
+    }
+
+    /// The positions of one HMC iteration's leapfrog trajectory for a chain at its state
+    /// before step `rng.step` (the start first), and whether the engines accepted it: the
+    /// picture of HMC the app draws for highlighted chains.
+    pub fn leapfrog_path(&self, chain: &Chain2, rng: &RngCounter) -> (Vec<[f32; 2]>, bool) {
+        let mut path = vec![chain.theta];
+        let mut c = *chain;
+        self.hmc_iteration(&mut c, rng, |t| path.push(*t));
+        (path, c.xi[0] == 1.0)
     }
 
     /// Replays `steps` steps of chain `index` from `chain` at global step `step0` (the same

@@ -174,6 +174,12 @@ pub const FIELDS: &[Field] = &[
         ranges::MOMENTUM,
         SAMPLED,
     ),
+    whole(
+        "sampler.leapfrog_steps",
+        Some("--leapfrog-steps"),
+        ranges::LEAPFROG_STEPS,
+        SAMPLED,
+    ),
     real("sampler.sghmc_friction", None, ranges::FRICTION, SAMPLED),
     real(
         "sampler.sghmc_noise_estimate",
@@ -349,7 +355,7 @@ pub fn set(
         if let Some(field) = known {
             field.check(value)?;
         }
-        set_field(fields, path, value, known.is_some())?;
+        set_field(fields, path, value, known)?;
     }
     if let Some(offset) = seed_offset {
         let seed = fields["seed"].as_u64().unwrap_or(0).wrapping_add(offset);
@@ -398,7 +404,8 @@ fn from_json(like: &AnyPreset, json: Value) -> Result<AnyPreset, String> {
 }
 
 /// Whether a sweep may name `path` on `preset`: a numeric field it has, or one of the
-/// table's that its file leaves out (`sampler.sgd_momentum` at 0 is not written).
+/// table's that its file leaves out (`sampler.sgd_momentum` at 0 and
+/// `sampler.leapfrog_steps` at its default are not written).
 pub fn check_path(preset: &AnyPreset, path: &str) -> Result<(), String> {
     let json = preset_json(preset);
     match field_value(&json, path) {
@@ -649,17 +656,30 @@ pub fn field_value(json: &Value, path: &str) -> Result<f64, String> {
     })
 }
 
-/// Writes `value` at `path`; a field of the table that the serialised preset leaves out
-/// (`known`) is written where its parent is.
-fn set_field(json: &mut Value, path: &str, value: Number, known: bool) -> Result<(), String> {
-    if known && field_value(json, path).is_err() && insertable(json, path) {
+/// Writes `value` at `path`; a field of the table (`known`) that the serialised preset leaves
+/// out is written where its parent is, as a whole number where the field is one.
+fn set_field(
+    json: &mut Value,
+    path: &str,
+    value: Number,
+    known: Option<&Field>,
+) -> Result<(), String> {
+    if let Some(field) = known
+        && field_value(json, path).is_err()
+        && insertable(json, path)
+    {
         let (parent, leaf) = path.rsplit_once('.').unwrap_or(("", path));
         let mut node = &mut *json;
         for part in parent.split('.').filter(|p| !p.is_empty()) {
             node = step_into_mut(node, part).expect("an insertable path's parent exists");
         }
         if let Some(map) = node.as_object_mut() {
-            map.entry(leaf).or_insert(Value::from(0.0));
+            let placeholder = if field.whole {
+                Value::from(0u64)
+            } else {
+                Value::from(0.0)
+            };
+            map.entry(leaf).or_insert(placeholder);
         }
     }
     let snapshot = json.clone();
@@ -858,7 +878,7 @@ mod tests {
             let preset = example_with(kind, field);
             let unchecked = |v: f64| {
                 let mut json = preset_json(&preset);
-                set_field(&mut json, field.path, Number::Real(v), true)
+                set_field(&mut json, field.path, Number::Real(v), Some(field))
                     .and_then(|()| from_json(&preset, json))
             };
             for v in just_outside(field) {
@@ -892,8 +912,14 @@ mod tests {
             for v in ends(field) {
                 let set = set(&preset, &[(field.path, Number::Real(v))], None)
                     .unwrap_or_else(|e| panic!("{} = {v}: {e}", field.path));
-                // `sgd_momentum` at 0 is left out of the serialised preset.
-                let written = field_value(&preset_json(&set), field.path).unwrap_or(0.0);
+                // `sgd_momentum` at 0 and `leapfrog_steps` at 10 are left out of the
+                // serialised preset.
+                let skipped = if field.path == "sampler.leapfrog_steps" {
+                    f64::from(crate::math::samplers::DEFAULT_LEAPFROG_STEPS)
+                } else {
+                    0.0
+                };
+                let written = field_value(&preset_json(&set), field.path).unwrap_or(skipped);
                 assert_eq!(written, v.min(u64::MAX as f64), "{}", field.path);
             }
         }

@@ -170,6 +170,17 @@ impl MlpPreset {
         self.sampler
             .validate()
             .map_err(|m| ("sghmc_noise_estimate", m))?;
+        if !crate::math::mlp::NETWORK_SAMPLERS
+            .iter()
+            .any(|(k, _)| *k == self.sampler.kind)
+        {
+            return Err((
+                "kind",
+                "sampler kind Hmc is not available for networks yet (2-D targets only): \
+                 choose Atmc, Sgld, Sghmc, Sgnht or Sgd"
+                    .into(),
+            ));
+        }
         self.schedule.validate()?;
         if let DataSource::Drawn { classes, points } = &self.network.data.source {
             // Each point and the class count were checked as they were read; here the labels

@@ -354,6 +354,7 @@ fn run_keeping(
             diverged_fraction: last as f64 / f64::from(preset.chains),
             has_momentum: preset.sampler.kind.has_momentum(),
             has_thermostat: preset.sampler.kind.has_thermostat(),
+            has_acceptance: preset.sampler.kind.has_acceptance(),
             elapsed_s: elapsed,
             chain_steps_per_s: if elapsed > 0.0 {
                 chain_steps / elapsed

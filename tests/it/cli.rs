@@ -118,14 +118,44 @@ fn bad_input_exits_2_with_one_message() {
             "is not a number",
         ),
         (
-            &["run", "default", "--sampler", "hmc"],
-            "unknown sampler 'hmc'",
+            &["run", "default", "--sampler", "nuts"],
+            "unknown sampler 'nuts'",
         ),
         (
             &["run", "default", "--target", "moon"],
             "unknown target 'moon'",
         ),
         (&["run", "default", "--chains", "0"], "chains = 0"),
+        (
+            &[
+                "run",
+                "default",
+                "--sampler",
+                "hmc",
+                "--leapfrog-steps",
+                "0",
+            ],
+            "leapfrog steps L = 0 is out of range: allowed [1, 200]",
+        ),
+        (
+            &[
+                "run",
+                "default",
+                "--sampler",
+                "hmc",
+                "--leapfrog-steps",
+                "201",
+            ],
+            "leapfrog steps L = 201 is out of range",
+        ),
+        (
+            &["run", "default", "--sampler", "hmc", "--temperature", "0"],
+            "temperature T = 0 with HMC",
+        ),
+        (
+            &["run", "two-moons", "--sampler", "hmc"],
+            "Hmc is not available for networks yet",
+        ),
     ];
     for (args, needle) in cases {
         let out = atmc_lab(args);

@@ -229,6 +229,7 @@ const FLAGS: &[(&str, &[&str])] = &[
     ("--temperature", &["1", "0", "-1", "1e4"]),
     ("--noise", &["0", "2", "-2", "1e5", "NaN"]),
     ("--friction-sign", &["1", "-1", "0.5", "2", "minus"]),
+    ("--leapfrog-steps", &["10", "0", "1", "200", "201", "2.5"]),
     (
         "--sampler",
         &["atmc", "sgld", "sghmc", "sgnht", "sgd", "hmc", ""],

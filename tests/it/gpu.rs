@@ -4,21 +4,11 @@
 
 use crate::common;
 
-use atmc_lab::engine::{Axis, Engine, HistogramSpec, cpu::CpuEngine, gpu::GpuEngine};
+use atmc_lab::engine::{Axis, Engine, HistogramSpec, cpu::CpuEngine};
 use atmc_lab::math::{Grid2, SamplerKind, TargetSpec};
 use common::preset;
 
-/// An engine on the binary's shared device (which panics when there is no adapter).
-fn gpu_engine(p: &atmc_lab::preset::Preset) -> GpuEngine {
-    GpuEngine::with_context(
-        common::gpu().clone(),
-        common::model(p),
-        p.chains,
-        &p.init,
-        p.seed,
-    )
-    .expect("engine")
-}
+use common::gpu_engine;
 
 /// The largest deviation, relative to 1 + |CPU value|, of θ and of a second field (p or ξ)
 /// between the CPU's chains `a` and the GPU's `b`, over both coordinates of every chain.

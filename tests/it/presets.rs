@@ -62,9 +62,9 @@ const MALFORMED: &[(&str, &str, usize, &str)] = &[
     ("missing sampler", "(target: Donut())", 1, "sampler"),
     (
         "unknown sampler",
-        "(sampler: (kind: Hmc), target: Donut())",
+        "(sampler: (kind: Nuts), target: Donut())",
         1,
-        "Hmc",
+        "Nuts",
     ),
     (
         "unknown target",

@@ -117,21 +117,13 @@ fn sgd_with_momentum_has_the_known_variance_on_a_quadratic() {
 /// p) for 50 steps, and plain SGD still leaves p alone on both.
 #[test]
 fn gpu_matches_cpu_for_sgd_with_momentum() {
-    use atmc_lab::engine::gpu::GpuEngine;
     for mu in [0.0, 0.9] {
         let mut p = common::preset(SamplerKind::Sgd, "banana", 1.0);
         p.chains = 2000;
         p.sampler.h = 0.01;
         p.sampler.sgd_momentum = mu;
-        let mut cpu = CpuEngine::new(common::model(&p), p.chains, &p.init, p.seed);
-        let mut gpu = GpuEngine::with_context(
-            common::gpu().clone(),
-            common::model(&p),
-            p.chains,
-            &p.init,
-            p.seed,
-        )
-        .expect("engine");
+        let mut cpu = common::cpu_engine(&p);
+        let mut gpu = common::gpu_engine(&p);
         cpu.advance(50, &[]).unwrap();
         gpu.advance(50, &[]).unwrap();
         let a = cpu.read_chains(0, p.chains).unwrap();

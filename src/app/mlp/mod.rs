@@ -156,7 +156,13 @@ impl MlpView {
         ui.separator();
         egui::CollapsingHeader::new(RichText::new("Sampler").strong())
             .default_open(true)
-            .show(ui, |ui| controls::sampler_controls(ui, &mut p.sampler));
+            .show(ui, |ui| {
+                controls::sampler_controls_of(
+                    ui,
+                    &mut p.sampler,
+                    &crate::math::mlp::NETWORK_SAMPLERS,
+                )
+            });
         egui::CollapsingHeader::new(RichText::new("Data set").strong())
             .default_open(true)
             .show(ui, |ui| data_controls(ui, p, shell));

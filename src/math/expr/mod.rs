@@ -193,7 +193,7 @@ impl Formula {
         let flat = gradient.flatten();
         let full_flat = full.flatten();
         let energy_flat = energy.flatten();
-        let wgsl = wgsl::write(&gradient);
+        let wgsl = wgsl::write(&gradient, &energy);
         Ok(Formula {
             wgsl,
             full_flat,

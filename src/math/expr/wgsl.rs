@@ -23,12 +23,21 @@ fn literal(v: f64) -> String {
     }
 }
 
-/// `fn expression_gradient(t: vec2<f32>) -> vec2<f32>` computing the two outputs of `ssa`.
-pub fn write(ssa: &Ssa) -> String {
+/// `fn expression_gradient(t: vec2<f32>) -> vec2<f32>` computing the two outputs of
+/// `gradient`, and `fn expression_energy(t: vec2<f32>) -> f32` computing the one of `energy`
+/// (HMC's Metropolis test).
+pub fn write(gradient: &Ssa, energy: &Ssa) -> String {
     let mut out = String::from(
-        "// Generated from the formula by src/math/expr/wgsl.rs (one line per SSA node).\n\
-         fn expression_gradient(t: vec2<f32>) -> vec2<f32> {\n",
+        "// Generated from the formula by src/math/expr/wgsl.rs (one line per SSA node).\n",
     );
+    write_function(&mut out, gradient, "expression_gradient", "vec2<f32>");
+    write_function(&mut out, energy, "expression_energy", "f32");
+    out
+}
+
+/// One function of `t` returning the outputs of `ssa` as `ty`.
+fn write_function(out: &mut String, ssa: &Ssa, name: &str, ty: &str) {
+    let _ = writeln!(out, "fn {name}(t: vec2<f32>) -> {ty} {{");
     let v = |i: u32| format!("v{i}");
     for (i, n) in ssa.nodes.iter().enumerate() {
         let [a, b, c, d] = n.args.map(v);
@@ -57,11 +66,10 @@ pub fn write(ssa: &Ssa) -> String {
         };
         let _ = writeln!(out, "    let v{i}: f32 = {e};");
     }
-    let o = &ssa.outputs;
-    let _ = writeln!(out, "    return vec2<f32>(v{}, v{});\n}}", o[0], o[1]);
-    out
+    let outputs: Vec<String> = ssa.outputs.iter().map(|o| format!("v{o}")).collect();
+    let _ = writeln!(out, "    return {ty}({});\n}}", outputs.join(", "));
 }
 
 /// The stub the built-in targets' shader carries in place of a formula.
-pub const STUB: &str =
-    "fn expression_gradient(t: vec2<f32>) -> vec2<f32> {\n    return vec2<f32>(0.0);\n}\n";
+pub const STUB: &str = "fn expression_gradient(t: vec2<f32>) -> vec2<f32> {\n    return vec2<f32>(0.0);\n}\n\
+                        fn expression_energy(t: vec2<f32>) -> f32 {\n    return 0.0;\n}\n";

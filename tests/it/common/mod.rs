@@ -143,6 +143,24 @@ pub fn gpu() -> &'static GpuContext {
     })
 }
 
+/// A GPU engine on the binary's shared device (which panics when there is no adapter), for
+/// `p` as the runner would build it.
+pub fn gpu_engine(p: &atmc_lab::preset::Preset) -> atmc_lab::engine::gpu::GpuEngine {
+    atmc_lab::engine::gpu::GpuEngine::with_context(
+        gpu().clone(),
+        model(p),
+        p.chains,
+        &p.init,
+        p.seed,
+    )
+    .expect("engine")
+}
+
+/// The CPU engine for `p`, beside [`gpu_engine`]'s.
+pub fn cpu_engine(p: &atmc_lab::preset::Preset) -> atmc_lab::engine::cpu::CpuEngine {
+    atmc_lab::engine::cpu::CpuEngine::new(model(p), p.chains, &p.init, p.seed)
+}
+
 /// Runs the `atmc-lab` binary with `args` in the crate's root, where `presets/` is.
 pub fn atmc_lab(args: &[&str]) -> Output {
     atmc_lab_in(args, Path::new(env!("CARGO_MANIFEST_DIR")))
