@@ -88,30 +88,39 @@ fn model_step(chain: ptr<function, Chain>, rng: RngCounter) -> bool {
     return coordinate_diverged(a.theta, a.p, a.xi) || coordinate_diverged(b.theta, b.p, b.xi);
 }
 
-// One HMC iteration: mirrors `Model::hmc_iteration` (a fresh momentum, L leapfrog steps, the
-// Metropolis test on H = U + |p|²/(2m) at temperature T; ξ = 1 when accepted, 0 when not).
+// One HMC iteration: mirrors `Model::hmc_iteration` (a fresh momentum, L leapfrog steps on
+// H = U/T + |p|²/(2m), the Metropolis test; ξ₀ = 1 when accepted, ξ₁ = 1 when divergent).
 // An accepted state is finite and a rejected one is the old state: no chain diverges.
 fn hmc_iteration(start: Chain, rng: RngCounter) -> Chain {
-    let h = step_phase(rng.step).h;
+    let bits = rng_bits4(rng, STREAM_METROPOLIS, 0u);
+    // The step size drawn in h (1 ± HMC_STEP_JITTER), as the Rust twin draws it.
+    let jitter = (uniform_open_closed_from_bits(bits.y) * 2.0 - 1.0) * HMC_STEP_JITTER + 1.0;
+    let h = jitter * step_phase(rng.step).h;
     let t = sampler_params.temperature;
-    let p0 = rng_normal2(rng, STREAM_INJECTED, 0u) * sqrt(sampler_params.mass * t);
+    let p0 = rng_normal2(rng, STREAM_INJECTED, 0u) * sqrt(sampler_params.mass);
     var theta = start.theta;
     var p = p0;
+    // The force of U/T: the half kick carries the 1/T.
+    let half = h * (0.5 / t);
+    let drift = h * sampler_params.inv_mass;
     var g = stochastic_gradient(theta, rng);
     for (var l = 0u; l < chain2_params.leapfrog_steps; l++) {
-        p -= g * (0.5 * h);
-        theta += p * (h * sampler_params.inv_mass);
+        p -= g * half;
+        theta += p * drift;
         g = stochastic_gradient(theta, rng);
-        p -= g * (0.5 * h);
+        p -= g * half;
     }
-    let kinetic_change = (dot(p, p) - dot(p0, p0)) * (0.5 * sampler_params.inv_mass);
-    let delta_h = (target_energy(theta) - target_energy(start.theta) + kinetic_change) * (1.0 / t);
-    let ln_u = log(uniform_open_closed_from_bits(rng_bits4(rng, STREAM_METROPOLIS, 0u).x));
+    let kinetic = 0.5 * sampler_params.inv_mass;
+    let delta_h = (target_energy(theta) - target_energy(start.theta)) * (1.0 / t)
+        + (p.x * p.x + p.y * p.y) * kinetic - (p0.x * p0.x + p0.y * p0.y) * kinetic;
+    let ln_u = log(uniform_open_closed_from_bits(bits.x));
     // A NaN ΔH compares false: rejected.
     let accept = ln_u < -delta_h;
+    // Divergent unless ΔH is finite and at most the bound.
+    let divergent = !(delta_h < HMC_DIVERGENCE);
     return Chain(
         select(start.theta, theta, accept),
         select(p0, p, accept),
-        vec2<f32>(select(0.0, 1.0, accept)),
+        vec2<f32>(select(0.0, 1.0, accept), select(0.0, 1.0, divergent)),
     );
 }

@@ -585,9 +585,13 @@ pub fn sampler_controls_of(ui: &mut Ui, s: &mut SamplerSpec, kinds: &[(SamplerKi
         }
         SamplerKind::Hmc => {
             let steps = const { field_range("sampler.leapfrog_steps") };
-            let mut l = f64::from(s.leapfrog_steps);
-            slider(ui, &mut l, steps, 1.0, 100.0, true, "leapfrog steps L");
-            s.leapfrog_steps = l.round() as u32;
+            bounded(
+                ui,
+                &mut s.leapfrog_steps,
+                steps.min as u32..=steps.max as u32,
+                |s| s.logarithmic(true).text("leapfrog steps L"),
+            )
+            .on_hover_text(format!("allowed {}", steps.describe()));
             ui.label(
                 "Each step: a fresh momentum, L leapfrog steps of size h, then the Metropolis \
                  test keeps the proposal or the old position (exact at any h).",

@@ -9,6 +9,7 @@ use crate::diagnostics::growth::Extents;
 use crate::diagnostics::views::{PortraitRanges, Segment, hpd_contours, portrait_ranges};
 use crate::engine::Axis;
 use crate::engine::Moments;
+use crate::math::samplers::LeapfrogPath;
 use crate::math::{Chain2, Grid2, SamplerSpec, TargetSpec};
 use egui::{Color32, Pos2, Rect, Sense, Shape, Stroke, Vec2, pos2};
 use glam::DVec2;
@@ -203,6 +204,8 @@ pub struct PortraitData<'a> {
     pub log_scale: bool,
     /// A note drawn in the middle of an empty panel (e.g. SGLD has no momentum).
     pub note: Option<&'a str>,
+    /// HMC's last proposals of a few highlighted chains, drawn on the θ₁–θ₂ portrait.
+    pub leapfrog: &'a [LeapfrogPath],
 }
 
 /// The texture a portrait keeps between frames: its density, contours and trails composed.
@@ -409,6 +412,9 @@ pub fn show(
         Color32::WHITE,
     );
     draw_marks(&painter, rect, &scene);
+    if data.axes == [Axis::Theta(0), Axis::Theta(1)] {
+        draw_leapfrog(&painter, &style, rect, &transform, data.leapfrog);
+    }
     if let Some(note) = data.note {
         painter.text(
             rect.center(),
@@ -423,6 +429,69 @@ pub fn show(
     draw_titles(&painter, &style, rect, view, data, diverged);
     interact(ui, &response, rect, view, &transform);
     response
+}
+
+/// Colours of an accepted and a rejected HMC proposal.
+const ACCEPTED: Color32 = Color32::from_rgb(110, 215, 255);
+const REJECTED: Color32 = Color32::from_rgb(255, 110, 90);
+
+/// HMC's proposals: each leapfrog trajectory as a polyline with a dot per leapfrog step from
+/// a ring at its start, ending in a disc where the test accepted it and a cross where it did
+/// not (the chain stayed at the ring), with a one-line key.
+fn draw_leapfrog(
+    painter: &egui::Painter,
+    style: &egui::Style,
+    rect: Rect,
+    transform: &ViewTransform,
+    paths: &[LeapfrogPath],
+) {
+    if paths.is_empty() {
+        return;
+    }
+    let screen = |p: &[f32; 2]| transform.to_screen(DVec2::new(f64::from(p[0]), f64::from(p[1])));
+    for path in paths {
+        let colour = if path.accepted { ACCEPTED } else { REJECTED };
+        let points: Vec<Pos2> = path
+            .points
+            .iter()
+            .map(screen)
+            .filter(|p| p.x.is_finite() && p.y.is_finite())
+            .collect();
+        let (Some(&start), Some(&end)) = (points.first(), points.last()) else {
+            continue;
+        };
+        painter.add(Shape::line(points.clone(), Stroke::new(1.5, colour)));
+        for &p in &points[1..points.len() - 1] {
+            painter.circle_filled(p, 1.8, colour);
+        }
+        painter.circle_stroke(start, 4.5, Stroke::new(1.5, Color32::WHITE));
+        if path.accepted {
+            painter.circle_filled(end, 4.0, colour);
+        } else {
+            let d = 4.0;
+            let stroke = Stroke::new(2.0, colour);
+            painter.line_segment([end + Vec2::new(-d, -d), end + Vec2::new(d, d)], stroke);
+            painter.line_segment([end + Vec2::new(-d, d), end + Vec2::new(d, -d)], stroke);
+        }
+    }
+    // The key, on a dark plate: rejected trajectories fly across the panel's top.
+    let font = super::fonts::painter_font(style, 12.0);
+    let kept = painter.layout_no_wrap("● kept".into(), font.clone(), ACCEPTED);
+    let rejected = painter.layout_no_wrap("✕ rejected (last proposal)".into(), font, REJECTED);
+    let at = pos2(rect.left() + 8.0, strip_y(rect) + 10.0);
+    let gap = 10.0;
+    let size = Vec2::new(
+        kept.size().x + gap + rejected.size().x,
+        kept.size().y.max(rejected.size().y),
+    );
+    painter.rect_filled(
+        Rect::from_min_size(at, size).expand(3.0),
+        3.0,
+        Color32::from_black_alpha(190),
+    );
+    let right = at.x + kept.size().x + gap;
+    painter.galley(at, kept, ACCEPTED);
+    painter.galley(pos2(right, at.y), rejected, REJECTED);
 }
 
 /// The diverged chains' marks in their strip, and an arrow at the edge for each highlighted

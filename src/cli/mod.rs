@@ -216,6 +216,11 @@ struct RunArgs {
     /// HMC's leapfrog steps L per proposal, 1 to 200 (`sampler.leapfrog_steps`; default 10).
     #[arg(long, value_parser = whole::<u32>)]
     leapfrog_steps: Option<u32>,
+    /// HMC: adapt h during the first half of the steps by dual averaging toward this
+    /// acceptance rate in [0.05, 0.99] (0.8 is usual), then freeze it
+    /// (`sampler.target_acceptance`).
+    #[arg(long, value_parser = flag_number("--target-acceptance"))]
+    target_acceptance: Option<f64>,
     /// Backend.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendChoice,
@@ -602,6 +607,7 @@ impl RunArgs {
             ("--friction-sign", real(self.friction_sign)),
             ("--sgd-momentum", real(self.sgd_momentum)),
             ("--leapfrog-steps", self.leapfrog_steps.map(Number::from)),
+            ("--target-acceptance", real(self.target_acceptance)),
             ("--noise", real(self.noise)),
         ] {
             overrides.flag(flag, value);

@@ -618,6 +618,13 @@ pub struct Summary {
     /// HMC: the fraction of proposals accepted over the window (each chain's last proposal
     /// of every recorded block); null for the samplers that accept every move.
     pub acceptance_rate: Option<f64>,
+    /// HMC: the fraction of proposals over the window whose trajectory diverged (H not
+    /// finite or grown by more than 1000: rejected and counted, MATH.md §10); null for the
+    /// other samplers, whose divergence is `diverged_fraction`.
+    pub divergent_transitions: Option<f64>,
+    /// HMC with `target_acceptance`: the step size the warm-up's dual averaging settled on
+    /// and the statistics window ran with; null otherwise.
+    pub adapted_step_size: Option<f64>,
     /// Mean of θ pooled over the window.
     pub mean: [f64; 2],
     /// Covariance of θ pooled over the window.
@@ -711,6 +718,8 @@ pub struct RunRecorder {
     pooled_sq: [f64; 3],
     heat_sum: f64,
     xi_sum: f64,
+    /// HMC: Σ over pooled snapshots of the mean of ξ₀ (accepted) and of ξ₁ (divergent).
+    hmc_sums: [f64; 2],
     histogram: Vec<u64>,
     outside: u64,
     traces: Vec<BoundedSeries<[f64; 2]>>,
@@ -748,6 +757,7 @@ impl RunRecorder {
             pooled_sq: [0.0; 3],
             heat_sum: 0.0,
             xi_sum: 0.0,
+            hmc_sums: [0.0; 2],
             histogram: vec![0; cells],
             outside: 0,
             traces: Vec::new(),
@@ -874,6 +884,9 @@ impl RunRecorder {
             }
             self.heat_sum += m.kinetic_temperature();
             self.xi_sum += m.mean_xi();
+            for (sum, rate) in self.hmc_sums.iter_mut().zip(m.hmc_rates()) {
+                *sum += rate;
+            }
         }
         if let Some((counts, outside)) = report.histograms.first() {
             for (acc, &c) in self.histogram.iter_mut().zip(counts) {
@@ -966,7 +979,9 @@ impl RunRecorder {
             kinetic_temperature: run.has_momentum.then(|| self.heat_sum / windows),
             mean_xi: run.has_thermostat.then(|| self.xi_sum / windows),
             // HMC keeps its accept indicator in ξ (`Model::hmc_iteration`).
-            acceptance_rate: run.has_acceptance.then(|| self.xi_sum / windows),
+            acceptance_rate: run.has_acceptance.then(|| self.hmc_sums[0] / windows),
+            divergent_transitions: run.has_acceptance.then(|| self.hmc_sums[1] / windows),
+            adapted_step_size: None,
             mean,
             cov: [[c11, c12], [c12, c22]],
             true_mean: t.mean,

@@ -102,6 +102,12 @@ impl Moments {
     pub fn mean_xi(&self) -> f64 {
         (self.sum_xi[0] + self.sum_xi[1]) / (2.0 * self.alive as f64)
     }
+
+    /// HMC's acceptance and divergence rates of the last step: its chains keep whether their
+    /// proposal was accepted in ξ₀ and whether it diverged in ξ₁ (`Model::hmc_iteration`).
+    pub fn hmc_rates(&self) -> [f64; 2] {
+        self.sum_xi.map(|s| s / self.alive as f64)
+    }
 }
 
 /// One superchain's alive chains at one instant, per coordinate of θ: what nested R̂ over

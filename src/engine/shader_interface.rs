@@ -1204,6 +1204,13 @@ pub fn generated_wgsl(program: Program) -> String {
     for c in constants() {
         let _ = writeln!(out, "const {}: u32 = {}u;", c.name, c.value);
     }
+    // HMC's step-size jitter (`samplers::HMC_STEP_JITTER`), with the bits of the f32.
+    let _ = writeln!(
+        out,
+        "const HMC_STEP_JITTER: f32 = {:?};\nconst HMC_DIVERGENCE: f32 = {:?};",
+        crate::math::samplers::HMC_STEP_JITTER,
+        crate::math::samplers::HMC_DIVERGENCE
+    );
     out.push('\n');
     for o in program.overrides() {
         let _ = writeln!(out, "{}", o.wgsl());

@@ -2,6 +2,7 @@
 //! the counter-based RNG. No GPU, no UI: the CPU engine runs this code and the WGSL shaders
 //! mirror it function by function.
 
+pub mod adapt;
 pub mod challenge;
 pub mod datasets;
 pub mod expr;

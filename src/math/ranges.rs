@@ -272,6 +272,8 @@ pub const SPHERE_STEP_SIZE: Range = Range::positive("learning rate η", 10.0);
 /// HMC's leapfrog steps L per proposal: one is the Metropolis-adjusted Langevin algorithm,
 /// a few hundred a long trajectory; the GPU runs a whole proposal in one invocation.
 pub const LEAPFROG_STEPS: Range = Range::closed("leapfrog steps L", 1.0, 200.0);
+/// HMC's target acceptance rate for step-size adaptation (0.8 is the usual aim).
+pub const TARGET_ACCEPTANCE: Range = Range::closed("target acceptance", 0.05, 0.99);
 /// Heavy-ball momentum μ.
 pub const MOMENTUM: Range = Range {
     name: "momentum μ",
@@ -295,6 +297,15 @@ macro_rules! ranged {
             Ok(v)
         }
     )*};
+}
+
+/// Deserialises HMC's optional target acceptance rate (absent: no adaptation).
+pub fn de_target_acceptance<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = Option::<f64>::deserialize(d)?;
+    if let Some(v) = v {
+        TARGET_ACCEPTANCE.check(v).map_err(D::Error::custom)?;
+    }
+    Ok(v)
 }
 
 ranged! {

@@ -352,9 +352,9 @@ pub trait StepRng<R: Real> {
     fn normal2(&self, stream: Stream, block: u32) -> [R; 2];
     /// The counter of lane `l` (scalar fallbacks such as minibatch gathers).
     fn lane(&self, l: usize) -> RngCounter;
-    /// A uniform in (0, 1] per lane from the first word of a coordinate block of a stream
-    /// (safe inside a logarithm).
-    fn uniform(&self, stream: Stream, block: u32) -> R;
+    /// Two uniforms in (0, 1] per lane from the first two words of a coordinate block of a
+    /// stream (safe inside a logarithm).
+    fn uniform2(&self, stream: Stream, block: u32) -> [R; 2];
 }
 
 impl StepRng<f32> for RngCounter {
@@ -371,8 +371,12 @@ impl StepRng<f32> for RngCounter {
         *self
     }
     #[inline(always)]
-    fn uniform(&self, stream: Stream, block: u32) -> f32 {
-        uniform_open_closed_from_bits(self.bits4(stream, block)[0])
+    fn uniform2(&self, stream: Stream, block: u32) -> [f32; 2] {
+        let b = self.bits4(stream, block);
+        [
+            uniform_open_closed_from_bits(b[0]),
+            uniform_open_closed_from_bits(b[1]),
+        ]
     }
 }
 
@@ -414,11 +418,14 @@ impl<const N: usize> StepRng<Lanes<N>> for RngLanes<N> {
         }
     }
     #[inline(always)]
-    fn uniform(&self, stream: Stream, block: u32) -> Lanes<N> {
-        Lanes::from_fn(|l| {
+    fn uniform2(&self, stream: Stream, block: u32) -> [Lanes<N>; 2] {
+        let mut u = [[0.0f32; N]; 2];
+        for l in 0..N {
             let b = philox4x32_10([self.chains[l], self.step, block, stream as u32], self.key);
-            uniform_open_closed_from_bits(b[0])
-        })
+            u[0][l] = uniform_open_closed_from_bits(b[0]);
+            u[1][l] = uniform_open_closed_from_bits(b[1]);
+        }
+        u.map(Lanes)
     }
 }
 

@@ -190,6 +190,15 @@ pub struct SamplerSpec {
         skip_serializing_if = "is_default_leapfrog_steps"
     )]
     pub leapfrog_steps: u32,
+    /// HMC: adapt h during the warm-up (the first half of the steps, whose draws are not
+    /// used) by dual averaging toward this acceptance rate, then freeze it (MATH.md §10).
+    /// Absent: h as given.
+    #[serde(
+        default,
+        deserialize_with = "crate::math::ranges::de_target_acceptance",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub target_acceptance: Option<f64>,
     /// A chain diverges when |p| exceeds this (or anything is non-finite).
     #[serde(
         default = "d_bound",
@@ -206,6 +215,13 @@ fn d_h() -> f64 {
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
 }
+
+/// HMC draws each proposal's step size uniformly in h (1 ± this) (Neal 2011, §5.4.2.2).
+pub const HMC_STEP_JITTER: f32 = 0.2;
+
+/// An HMC trajectory whose H grew by more than this (or is not finite) counts as divergent
+/// (MATH.md §10); the test rejects it in any case.
+pub const HMC_DIVERGENCE: f32 = 1000.0;
 
 /// HMC's default number of leapfrog steps.
 pub const DEFAULT_LEAPFROG_STEPS: u32 = 10;
@@ -259,6 +275,7 @@ impl SamplerSpec {
             sgnht_shared_xi: false,
             sgd_momentum: 0.0,
             leapfrog_steps: DEFAULT_LEAPFROG_STEPS,
+            target_acceptance: None,
             divergence_bound: d_bound(),
         }
     }
@@ -635,6 +652,15 @@ pub fn kinetic_derivatives<R: Real>(p: R, mass: f32, inv_mass: f32, speed: f32) 
     }
 }
 
+/// The positions one HMC proposal passed through, its start first, and the test's verdict.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LeapfrogPath {
+    /// θ at the start and after each leapfrog step.
+    pub points: Vec<[f32; 2]>,
+    /// Whether the Metropolis test kept the end point.
+    pub accepted: bool,
+}
+
 /// The runtime model: sampler, target, gradient noise and schedule.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Model {
@@ -735,16 +761,18 @@ impl Model {
         }
     }
 
-    /// One HMC iteration (MATH.md §10): a fresh momentum p ~ N(0, mT), L leapfrog steps of
-    /// size h, and the Metropolis test on H = U + |p|²/(2m) at temperature T. `visit` sees
-    /// the position after each leapfrog step (the app draws the trajectory). A rejected or
-    /// non-finite proposal leaves θ where it was with the fresh momentum; ξ records the
-    /// outcome (1 accepted, 0 rejected) in both coordinates.
+    /// One HMC iteration (MATH.md §10): a fresh momentum p ~ N(0, m), L leapfrog steps of a
+    /// size drawn uniformly in h (1 ± [`HMC_STEP_JITTER`]) on H = U/T + |p|²/(2m), and the
+    /// Metropolis test on H. `visit` sees the position after each leapfrog step (the app
+    /// draws the trajectory). A rejected proposal leaves θ where it was with the fresh
+    /// momentum. ξ₀ records the outcome (1 accepted, 0 rejected) and ξ₁ whether the
+    /// trajectory diverged (H not finite or grown by more than [`HMC_DIVERGENCE`]): the
+    /// engines' mean ξ per coordinate are the acceptance and divergence rates.
     ///
-    /// Every leapfrog step of an iteration draws the same gradient noise and minibatch (the
-    /// counter has no leapfrog index), so the force is a fixed function of position: the
-    /// leapfrog map stays reversible and volume-preserving, and the test on the exact H keeps
-    /// the chain exact under noisy gradients too, only less often accepting.
+    /// The preset gives HMC the full-batch gradient without synthetic noise
+    /// ([`crate::preset::Preset::model_on`]); were the force noisy, the same noise would
+    /// enter every leapfrog step of an iteration (the counter has no leapfrog index), so the
+    /// map would stay reversible and the test exact.
     #[inline(always)]
     pub fn hmc_iteration<R: Real, G: StepRng<R>>(
         &self,
@@ -753,34 +781,43 @@ impl Model {
         mut visit: impl FnMut(&[R; 2]),
     ) {
         let sp = &self.sampler;
-        let h = sp.phase(&self.schedule, rng.step()).h;
+        let [u_accept, u_jitter] = rng.uniform2(Stream::Metropolis, 0);
+        // The step size is drawn before the trajectory and independently of the state: the
+        // proposal stays reversible, and no fixed trajectory length hL can resonate with the
+        // target's own period (which mixes a Gaussian direction not at all at ωhL = 2π).
+        let jitter = (u_jitter * 2.0 - 1.0) * HMC_STEP_JITTER + 1.0;
+        let h = jitter * sp.phase(&self.schedule, rng.step()).h;
         let z = rng.normal2(Stream::Injected, 0);
-        let sd = (sp.mass * sp.temperature).sqrt();
+        let sd = sp.mass.sqrt();
         let p0 = [z[0] * sd, z[1] * sd];
         let (mut theta, mut p) = (c.theta, p0);
+        // The force of U/T: the half kick carries the 1/T.
+        let (half, drift) = (h * (0.5 / sp.temperature), h * sp.inv_mass);
         let mut g = self.stochastic_gradient(theta, rng);
         for _ in 0..sp.leapfrog_steps {
             for k in 0..2 {
-                p[k] -= g[k] * (0.5 * h);
-                theta[k] += p[k] * (h * sp.inv_mass);
+                p[k] -= g[k] * half;
+                theta[k] += p[k] * drift;
             }
             g = self.stochastic_gradient(theta, rng);
             for k in 0..2 {
-                p[k] -= g[k] * (0.5 * h);
+                p[k] -= g[k] * half;
             }
             visit(&theta);
         }
         let kinetic = |p: &[R; 2]| (p[0] * p[0] + p[1] * p[1]) * (0.5 * sp.inv_mass);
-        let delta_h = (self.energy_change(c.theta, theta) + kinetic(&p) - kinetic(&p0))
-            * (1.0 / sp.temperature);
-        // Accept when ln u < −ΔH/T: a NaN ΔH compares false and is rejected.
-        let ln_u = rng.uniform(Stream::Metropolis, 0).ln();
+        let delta_h = self.energy_change(c.theta, theta) * (1.0 / sp.temperature) + kinetic(&p)
+            - kinetic(&p0);
+        // Accept when ln u < −ΔH: a NaN ΔH compares false and is rejected.
+        let ln_u = u_accept.ln();
         let (one, zero) = (R::splat(1.0), R::splat(0.0));
         for k in 0..2 {
             c.theta[k] = ln_u.select_lt(-delta_h, theta[k], c.theta[k]);
             c.p[k] = ln_u.select_lt(-delta_h, p[k], p0[k]);
-            c.xi[k] = ln_u.select_lt(-delta_h, one, zero);
         }
+        c.xi[0] = ln_u.select_lt(-delta_h, one, zero);
+        // Divergent unless ΔH is finite and at most the bound (NaN and ∞ fail the test).
+        c.xi[1] = delta_h.select_lt(R::splat(HMC_DIVERGENCE), zero, one);
     }
 
     /// U(to) − U(from) per lane, from the target's f64 energy (the GPU's `target_energy`
@@ -796,14 +833,17 @@ impl Model {
         })
     }
 
-    /// The positions of one HMC iteration's leapfrog trajectory for a chain at its state
-    /// before step `rng.step` (the start first), and whether the engines accepted it: the
-    /// picture of HMC the app draws for highlighted chains.
-    pub fn leapfrog_path(&self, chain: &Chain2, rng: &RngCounter) -> (Vec<[f32; 2]>, bool) {
-        let mut path = vec![chain.theta];
+    /// One HMC iteration's leapfrog trajectory for a chain at its state before step
+    /// `rng.step`, and whether the test accepted it: the picture of HMC the app draws for
+    /// highlighted chains.
+    pub fn leapfrog_path(&self, chain: &Chain2, rng: &RngCounter) -> LeapfrogPath {
+        let mut points = vec![chain.theta];
         let mut c = *chain;
-        self.hmc_iteration(&mut c, rng, |t| path.push(*t));
-        (path, c.xi[0] == 1.0)
+        self.hmc_iteration(&mut c, rng, |t| points.push(*t));
+        LeapfrogPath {
+            points,
+            accepted: c.xi[0] == 1.0,
+        }
     }
 
     /// Replays `steps` steps of chain `index` from `chain` at global step `step0` (the same

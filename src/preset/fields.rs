@@ -180,6 +180,12 @@ pub const FIELDS: &[Field] = &[
         ranges::LEAPFROG_STEPS,
         SAMPLED,
     ),
+    real(
+        "sampler.target_acceptance",
+        Some("--target-acceptance"),
+        ranges::TARGET_ACCEPTANCE,
+        TOY,
+    ),
     real("sampler.sghmc_friction", None, ranges::FRICTION, SAMPLED),
     real(
         "sampler.sghmc_noise_estimate",

@@ -290,6 +290,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../../presets/missing-mass.ron"),
     ),
     ("funnel", include_str!("../../presets/funnel.ron")),
+    ("hmc-banana", include_str!("../../presets/hmc-banana.ron")),
     (
         "convergence-gmm25",
         include_str!("../../presets/convergence-gmm25.ron"),
@@ -554,13 +555,22 @@ impl Validated<Preset> {
     /// [`Self::model`] on a target already built from `self.target`: building one can be
     /// costly (a logistic posterior's quadrature passes over all its data), so a run builds it
     /// once.
-    pub fn model_on(&self, target: crate::math::Target) -> Model {
+    ///
+    /// HMC is the exact reference: it runs on the full-batch gradient (a logistic target's
+    /// whole data set) without the preset's synthetic gradient noise (MATH.md §10).
+    pub fn model_on(&self, mut target: crate::math::Target) -> Model {
         let mut sampler = self.sampler.params();
         sampler.theta_bound = target.theta_bound();
+        let exact = self.sampler.kind == crate::math::SamplerKind::Hmc;
+        let mut noise = self.noise.model();
+        if exact {
+            target.use_full_batch();
+            noise = crate::math::noise::NoiseSpec::None.model();
+        }
         Model {
             sampler,
             target,
-            noise: self.noise.model(),
+            noise,
             schedule: self.schedule.schedule(),
         }
     }

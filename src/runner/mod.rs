@@ -9,6 +9,7 @@ use crate::diagnostics::{
 use crate::diagnostics::{SERIES_DISTANCE_CHAINS, Truth};
 use crate::engine::ChainStates;
 use crate::engine::{BackendChoice, HistogramSpec, create_engine};
+use crate::math::adapt::DualAveraging;
 use crate::math::challenge::ChallengeSpec;
 use crate::math::{NoiseMass, SamplerSpec, XiUpdate};
 use crate::preset::{AnyPreset, Preset, Validated};
@@ -365,6 +366,7 @@ fn run_keeping(
         &final_states,
     );
     summary.first_divergence_step = all.diverged_at.iter().copied().filter(|&d| d > 0).min();
+    summary.adapted_step_size = first.adapted_step_size;
     summary.modes_visited = first.modes.as_ref().map(ModeVisits::mean);
     summary.modes_per_chain = first
         .modes
@@ -429,6 +431,8 @@ struct Pass<'a> {
     final_states: Option<ChainStates>,
     /// The draws kept for export (none unless asked for).
     draws: DrawRecorder,
+    /// HMC with a target acceptance: the step size its warm-up adapted and froze.
+    adapted_step_size: Option<f64>,
 }
 
 impl<'a> Pass<'a> {
@@ -459,6 +463,7 @@ impl<'a> Pass<'a> {
             modes,
             final_states: None,
             draws: DrawRecorder::default(),
+            adapted_step_size: None,
         }
     }
 
@@ -488,7 +493,37 @@ impl<'a> Pass<'a> {
         };
         let mut done = 0u32;
         let mut engine_seconds = 0.0;
+        // HMC's warm-up adapts h one step at a time (the ensemble's acceptance of each step
+        // is a precise statistic) until the statistics window opens, then freezes h̄.
+        let mut live = model.clone();
+        let warm_up = preset.steps / 2;
+        let mut adapting = preset
+            .sampler
+            .target_acceptance
+            .filter(|_| model.sampler.kind == crate::math::SamplerKind::Hmc && warm_up > 0)
+            .map(|target| DualAveraging::new(f64::from(model.sampler.h), target));
         for end in ends {
+            let started = Instant::now();
+            if let Some(adapt) = adapting.as_mut() {
+                let until = end.min(warm_up);
+                while done < until {
+                    if let Some(modes) = &mut self.modes {
+                        replay_modes(&live, preset.seed, done, 1, &mut tracked, modes);
+                    }
+                    let report = engine.advance(1, &[])?;
+                    done += 1;
+                    live.sampler.h = adapt.update(report.moments.hmc_rates()[0]) as f32;
+                    engine.set_model(live.clone());
+                }
+                if done == warm_up {
+                    let h = adapt.final_step_size();
+                    live.sampler.h = h as f32;
+                    engine.set_model(live.clone());
+                    self.adapted_step_size = Some(h);
+                    adapting = None;
+                }
+            }
+            let model = &live;
             let (h, exploring) = model.schedule.at(model.sampler.h, end - 1);
             let histograms: Vec<HistogramSpec> = if self.recorder.pools(end, exploring) {
                 vec![HistogramSpec::theta(self.recorder.truth().grid)]
@@ -498,7 +533,6 @@ impl<'a> Pass<'a> {
             if let Some(modes) = &mut self.modes {
                 replay_modes(model, preset.seed, done, end - done, &mut tracked, modes);
             }
-            let started = Instant::now();
             let report = engine.advance(end - done, &histograms)?;
             engine_seconds += started.elapsed().as_secs_f64();
             self.recorder.set_engine_seconds(engine_seconds);

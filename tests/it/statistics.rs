@@ -231,30 +231,40 @@ pub fn every_sampler_runs_on_every_target(backend: BackendChoice) {
 }
 
 /// HMC with a Metropolis test is exact at a step size where the unadjusted dynamics are
-/// not, with and without noisy gradients (a noisy force is a fixed function of position
-/// within one proposal, so the test still corrects it: it only accepts less).
+/// not, and at a temperature T it samples exp(−U/T): the covariance scales by T. It runs on
+/// the exact gradient: a preset's synthetic gradient noise is not applied to it.
 pub fn hmc_is_exact_where_the_discretisation_is_not(backend: BackendChoice) {
-    for sigma in [0.0, 2.0] {
+    let mut plain = None;
+    for (sigma, t) in [(0.0, 1.0), (2.0, 1.0), (0.0, 0.25)] {
         let mut p = preset(SamplerKind::Hmc, "correlated", sigma);
         p.sampler.h = 0.35;
         p.sampler.leapfrog_steps = 6;
+        p.sampler.temperature = t;
         p.steps = 400;
         let s = run(&p, backend).summary;
-        let what = format!("HMC σ = {sigma}");
+        let what = format!("HMC σ = {sigma}, T = {t}");
         assert_eq!(s.diverged_fraction, 0.0, "{what}");
         for c in 0..2 {
             assert!(s.mean[c].abs() < 0.03, "{what}: mean {:?}", s.mean);
-            assert_rel(&format!("{what}: Var θ{c}"), s.cov[c][c], 1.0, 0.03);
+            assert_rel(&format!("{what}: Var θ{c}"), s.cov[c][c], t, 0.03);
         }
-        assert_rel(&format!("{what}: Cov"), s.cov[0][1], 0.8, 0.03);
-        assert!(s.tv_histogram < 0.05, "{what}: TV {}", s.tv_histogram);
+        assert_rel(&format!("{what}: Cov"), s.cov[0][1], 0.8 * t, 0.03);
         // The stored momentum is the accepted end point or the fresh draw: either way a
-        // draw of N(0, mT).
+        // draw of N(0, m) (the temperature divides U, not the kinetic energy).
         let kt = s.kinetic_temperature.unwrap();
-        assert_rel(&format!("{what}: kinetic temperature"), kt, 1.0, 0.03);
+        assert_rel(&format!("{what}: ⟨p K'(p)⟩"), kt, 1.0, 0.03);
         let a = s.acceptance_rate.expect("HMC reports its acceptance rate");
         assert!(a > 0.2 && a < 0.99, "{what}: acceptance {a}");
+        assert_eq!(s.divergent_transitions, Some(0.0), "{what}");
         assert!(s.mean_xi.is_none(), "HMC has no thermostat");
+        if t == 1.0 {
+            assert!(s.tv_histogram < 0.05, "{what}: TV {}", s.tv_histogram);
+            // The noise is left out: the same draws as without it.
+            match plain {
+                None => plain = Some(s.cov),
+                Some(cov) => assert_eq!(s.cov, cov, "{what}: the noise changed the run"),
+            }
+        }
     }
     // The same step size without the test: SGHMC's discretisation error shows (it is exact
     // only as h → 0) where HMC met the 3 % tolerance (measured 4.6 % off).
@@ -281,13 +291,44 @@ pub fn hmc_acceptance_follows_the_step_size(backend: BackendChoice) {
         let s = run(&p, backend).summary;
         assert_eq!(s.diverged_fraction, 0.0, "h = {h}");
         assert!(s.mean.iter().all(|m| m.is_finite()), "h = {h}");
-        s.acceptance_rate.unwrap()
+        (s.acceptance_rate.unwrap(), s.divergent_transitions.unwrap())
     };
-    let tiny = rate(1e-3);
+    let (tiny, calm) = rate(1e-3);
     assert!(tiny > 0.99, "h = 0.001: acceptance {tiny}");
-    // Stable only for h < 2/√λ_max = 2/√5 ≈ 0.89 on this target.
-    let huge = rate(3.0);
+    assert_eq!(calm, 0.0, "h = 0.001: no divergent trajectory");
+    // Stable only for h < 2/√λ_max = 2/√5 ≈ 0.89 on this target: at h = 3 the energy of
+    // nearly every trajectory grows past the divergence bound.
+    let (huge, divergent) = rate(3.0);
     assert!(huge < 0.02, "h = 3: acceptance {huge}");
+    assert!(divergent > 0.9, "h = 3: divergent {divergent}");
+}
+
+/// HMC's warm-up adapts h by dual averaging from a step far too small: the statistics
+/// window runs at the adapted, frozen h with about the target acceptance, and is exact.
+pub fn hmc_adapts_its_step_size_to_the_target_acceptance(backend: BackendChoice) {
+    let mut p = preset(SamplerKind::Hmc, "banana", 0.0);
+    p.chains = 4_000;
+    p.steps = 600;
+    p.sampler.h = 0.005;
+    p.sampler.leapfrog_steps = 10;
+    p.sampler.target_acceptance = Some(0.8);
+    let s = run(&p, backend).summary;
+    let h = s
+        .adapted_step_size
+        .expect("the adapted step size is reported");
+    let a = s.acceptance_rate.unwrap();
+    assert!(h > 0.05, "adapted h = {h} from 0.005");
+    assert!(
+        (a - 0.8).abs() < 0.07,
+        "acceptance {a} at h = {h}, aiming at 0.8"
+    );
+    for c in 0..2 {
+        assert_rel("Var at the adapted h", s.cov[c][c], s.true_cov[c][c], 0.04);
+    }
+    // Without a target the step size is left as given.
+    p.sampler.target_acceptance = None;
+    p.steps = 20;
+    assert_eq!(run(&p, backend).summary.adapted_step_size, None);
 }
 
 /// HMC on every built-in target with an exact truth: the pooled mean and variances and the
@@ -372,4 +413,5 @@ on_both_backends!(
     hmc_is_exact_where_the_discretisation_is_not,
     hmc_acceptance_follows_the_step_size,
     hmc_matches_every_target_with_an_exact_truth,
+    hmc_adapts_its_step_size_to_the_target_acceptance,
 );

@@ -358,6 +358,7 @@ impl CompareView {
                         contours: if p == 0 { contours } else { &[] },
                         log_scale,
                         note: (p == 1 && !has_momentum).then_some("no momentum p"),
+                        leapfrog: &[],
                     };
                     let response = portrait::show(
                         ui,

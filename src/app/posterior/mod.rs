@@ -268,6 +268,7 @@ impl PosteriorView {
                     contours: if k == 0 { contours } else { &[] },
                     log_scale: self.preset.view.log_scale,
                     note: portrait_note(k, self.preset.sampler.kind),
+                    leapfrog: &s.history.leapfrog,
                 };
                 let view = match k {
                     0 => &mut self.views.theta,
@@ -355,6 +356,26 @@ impl PosteriorView {
             if let Some(coverage) = self.sim.snapshot().modes_visited {
                 ui.label(coverage.to_string())
                     .on_hover_text("Highlighted chains: modes visited per chain (on average), and by all of them together");
+            }
+            let s = self.sim.snapshot();
+            if self.preset.sampler.kind.has_acceptance() && s.moments.alive > 0 {
+                let [accepted, divergent] = s.moments.hmc_rates();
+                let text = if divergent > 0.0 {
+                    format!(
+                        "acceptance {:.0} % · divergent {:.1} %",
+                        100.0 * accepted,
+                        100.0 * divergent
+                    )
+                } else {
+                    format!("acceptance {:.0} %", 100.0 * accepted)
+                };
+                ui.label(text)
+                    .on_hover_text(
+                        "HMC: the share of chains whose last proposal the Metropolis test \
+                         kept, and of those whose trajectory diverged (its energy grew by more \
+                         than 1000: rejected). Near 1 the step size is timid; near 0 the chains \
+                         barely move (0.65 to 0.8 is the usual aim).",
+                    );
             }
             if let Some(variances) = self.sim.snapshot().moments.variances_text() {
                 ui.label(variances).on_hover_text(

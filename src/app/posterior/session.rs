@@ -12,7 +12,9 @@ use crate::engine::{
     BackendChoice, BackendInfo, ChainStates, Engine, HistogramSpec, Moments, create_engine,
     create_engine_reusing, gpu::GpuContext, read_alive_head,
 };
-use crate::math::{Chain2, Grid2, SamplerParams, Target};
+use crate::math::rng::RngCounter;
+use crate::math::samplers::LeapfrogPath;
+use crate::math::{Chain2, Grid2, SamplerKind, SamplerParams, Target};
 use crate::preset::{Change, Preset, Validated};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -47,7 +49,13 @@ pub struct History {
     pub paths: Vec<VecDeque<(u32, Chain2)>>,
     /// Per tracked chain, the step at which it diverged (0 while alive).
     pub diverged_at: Vec<u32>,
+    /// HMC: the last proposal of each of the first [`LEAPFROG_PATHS`] tracked chains.
+    pub leapfrog: Vec<LeapfrogPath>,
 }
+
+/// How many highlighted chains show their last HMC proposal: a few trajectories read as
+/// the picture of HMC; dozens would be a tangle.
+pub const LEAPFROG_PATHS: usize = 4;
 
 /// What the views draw, replaced after every tick.
 #[derive(Clone, Debug, Default)]
@@ -571,6 +579,8 @@ impl<R: Fn()> Worker<R> {
         let n = self.tracked.chains.len();
         self.history.paths.resize_with(n, VecDeque::new);
         self.history.diverged_at.resize(n, 0);
+        let hmc = model.sampler.kind == SamplerKind::Hmc;
+        self.history.leapfrog.clear();
         for i in 0..n {
             if self.tracked.diverged_at[i] != 0 || self.history.diverged_at[i] != 0 {
                 continue;
@@ -578,7 +588,11 @@ impl<R: Fn()> Worker<R> {
             let mut chain = self.tracked.chains[i];
             let path = &mut self.history.paths[i];
             let modes = &mut self.modes;
+            // The state before the tick's last step: where its HMC proposal started.
+            let (mut before, mut before_last) = (chain, chain);
             let diverged = model.replay(&mut chain, seed, i as u32, step0, steps, |step, c| {
+                before_last = before;
+                before = *c;
                 if path.len() == HISTORY_STEPS {
                     path.pop_front();
                 }
@@ -592,6 +606,12 @@ impl<R: Fn()> Worker<R> {
             });
             if let Some(d) = diverged {
                 self.history.diverged_at[i] = d;
+            }
+            if hmc && i < LEAPFROG_PATHS {
+                let last = RngCounter::new(seed, i as u32, step0 + steps - 1);
+                self.history
+                    .leapfrog
+                    .push(model.leapfrog_path(&before_last, &last));
             }
         }
     }

@@ -266,6 +266,14 @@ impl Target {
         2
     }
 
+    /// Makes a data target's gradient full batch (HMC's exact gradient); other targets have
+    /// no minibatch.
+    pub fn use_full_batch(&mut self) {
+        if let Target::Logistic(l) = self {
+            l.batch_size = l.inputs.len() as u32;
+        }
+    }
+
     /// −log density up to an additive constant (the constant of [`Self::log_normaliser`]).
     pub fn neg_log_density(&self, t: [f64; 2]) -> f64 {
         self.density().neg_log_density(t)
