@@ -1071,6 +1071,12 @@ pub struct MlpInit {
     /// Initial thermostat ξ of every parameter.
     #[serde(default, deserialize_with = "crate::math::ranges::de_init_xi")]
     pub xi: f64,
+    /// Start every weight and bias from the prior N(0, σ_p²) instead of the scaled
+    /// initialisation (N(0, scale²/fan-in) weights, zero biases): step 0 is then a draw of
+    /// the prior, and the map morphs from the prior predictive into the posterior predictive.
+    /// Left out of a file when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_prior: bool,
 }
 
 fn one() -> f64 {
@@ -1082,6 +1088,7 @@ impl Default for MlpInit {
         Self {
             scale: 1.0,
             xi: 0.0,
+            from_prior: false,
         }
     }
 }
@@ -1126,7 +1133,13 @@ impl MlpModel {
         let sp = &self.sampler;
         let arch = &self.posterior.arch;
         RngCounter::new(seed, chain, 0).fill_normals(Stream::Init, c.theta);
-        for l in 0..arch.layers() {
+        if init.from_prior {
+            let sigma = 1.0 / self.posterior.prior_precision.sqrt();
+            for t in c.theta.iter_mut() {
+                *t *= sigma;
+            }
+        }
+        for l in (0..arch.layers()).filter(|_| !init.from_prior) {
             let layout = arch.layer(l);
             let scale = init.scale as f32 / (layout.inputs as f32).sqrt();
             for t in &mut c.theta[layout.weights..layout.biases] {

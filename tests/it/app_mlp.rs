@@ -49,10 +49,11 @@ fn the_tab_opens_the_mlp_view_with_its_maps() {
     assert_eq!(app(&h).tab, Tab::Mlp);
     run_until(&mut h, 120, "the first maps", |s| s.map.is_some());
     h.run_steps(2);
-    // At step 0 the map is the prior predictive; later the posterior predictive.
+    // At step 0 the map is the starting networks' predictive (the prior predictive with
+    // `from_prior`); later the posterior predictive.
     assert!(
         h.query_all_by_label_contains("predictive (").count()
-            + h.query_all_by_label_contains("predictive: step 0").count()
+            + h.query_all_by_label_contains("networks: step 0").count()
             >= 1
     );
     // Back to the 2-D view: the MLP networks pause.

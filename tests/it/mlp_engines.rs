@@ -315,3 +315,44 @@ fn printed_friction_sign_explodes_networks() {
         }
     }
 }
+
+/// `from_prior` starts every weight and bias from N(0, σ_p²): the starting networks are prior
+/// draws (variance σ_p², biases too); the usual initialisation has zero biases and weights of
+/// variance 1/fan-in, which is not the prior.
+#[test]
+fn a_start_from_the_prior_draws_every_parameter_from_it() {
+    let mut m = model(SamplerKind::Atmc, Activation::Tanh, 16);
+    m.posterior.prior_precision = 1.0 / (2.5f32 * 2.5);
+    let p = m.posterior.arch.params();
+    let draw = |init: &MlpInit| {
+        let mut all = Vec::new();
+        for chain in 0..200 {
+            let (mut theta, mut mom, mut xi) = (vec![0.0; p], vec![0.0; p], vec![0.0; p]);
+            m.initial_state(
+                init,
+                7,
+                chain,
+                atmc_lab::math::mlp::ChainSlices {
+                    theta: &mut theta,
+                    p: &mut mom,
+                    xi: &mut xi,
+                },
+            );
+            all.extend(theta);
+        }
+        all
+    };
+    let prior = draw(&MlpInit {
+        from_prior: true,
+        ..MlpInit::default()
+    });
+    let var = prior.iter().map(|t| f64::from(*t).powi(2)).sum::<f64>() / prior.len() as f64;
+    assert!(
+        (var - 6.25).abs() < 0.1 * 6.25,
+        "variance {var}, prior 6.25"
+    );
+    let usual = draw(&MlpInit::default());
+    let zeros = usual.iter().filter(|t| **t == 0.0).count();
+    assert!(zeros > 0, "the usual initialisation has zero biases");
+    assert_eq!(prior.iter().filter(|t| **t == 0.0).count(), 0);
+}

@@ -279,7 +279,12 @@ impl MlpView {
                 self.maps(ui, s, &data, side);
                 ui.vertical(|ui| {
                     ui.set_width(table_width);
-                    metrics_table(ui, s, self.preset.view.focus_chain);
+                    metrics_table(
+                        ui,
+                        s,
+                        self.preset.view.focus_chain,
+                        step0_name(&self.preset),
+                    );
                     if let Some(e) = &s.evaluation {
                         reliability_diagram(
                             ui,
@@ -297,7 +302,12 @@ impl MlpView {
             ui.horizontal(|ui| {
                 ui.vertical(|ui| {
                     ui.set_width(table_width);
-                    metrics_table(ui, s, self.preset.view.focus_chain);
+                    metrics_table(
+                        ui,
+                        s,
+                        self.preset.view.focus_chain,
+                        step0_name(&self.preset),
+                    );
                 });
                 if let Some(e) = &s.evaluation {
                     let width = (available.x - table_width - 2.0 * spacing).max(120.0);
@@ -372,9 +382,12 @@ impl MlpView {
         let used = map.prediction.chains_used;
         let total = s.chains;
         // The map averages a subset of the networks (the view's "predictive networks"); at
-        // step 0 they are the prior's draws, not yet posterior samples.
+        // step 0 they are the starting networks: the prior's draws only with `from_prior`.
         let predictive = if map.step == 0 {
-            format!("prior predictive: step 0 ({used} of {total} networks)")
+            format!(
+                "{}: step 0 ({used} of {total} networks)",
+                step0_name(&self.preset)
+            )
         } else if used < total {
             format!("posterior predictive ({used} of {total} networks)")
         } else {
@@ -687,7 +700,18 @@ fn metrics_table_width(ui: &Ui) -> f32 {
     (names + numbers + 4.0 * ui.spacing().item_spacing.x + 8.0).max(300.0)
 }
 
-fn metrics_table(ui: &mut Ui, s: &MlpSnapshot, focus: u32) {
+/// What the networks are at step 0: draws of the prior, or the scaled initialisation, which
+/// is not the prior (N(0, scale²/fan-in) weights and zero biases; "start from the prior" in
+/// the network controls says so).
+fn step0_name(p: &MlpPreset) -> &'static str {
+    if p.init.from_prior {
+        "prior predictive"
+    } else {
+        "initial networks"
+    }
+}
+
+fn metrics_table(ui: &mut Ui, s: &MlpSnapshot, focus: u32, step0: &str) {
     let focus_diverged = s
         .parameter
         .as_ref()
@@ -739,11 +763,11 @@ fn metrics_table(ui: &mut Ui, s: &MlpSnapshot, focus: u32) {
                 if e.chains_used > 0 {
                     row(
                         ui,
-                        // Before the first step the networks are the prior's draws.
-                        if s.step == 0 {
-                            "prior predictive (step 0)"
+                        // Before the first step the networks are the starting ones.
+                        &if s.step == 0 {
+                            format!("{step0} (step 0)")
                         } else {
-                            "posterior predictive"
+                            "posterior predictive".into()
                         },
                         ACCENT,
                         &e.ensemble.test,
@@ -980,6 +1004,13 @@ fn network_controls(ui: &mut Ui, p: &mut MlpPreset) {
         true,
         "prior σ",
     );
+    ui.checkbox(&mut p.init.from_prior, "start from the prior")
+        .on_hover_text(
+            "Draw every weight and bias from N(0, σ_p²) at step 0, so the map starts as the prior \
+             predictive and morphs into the posterior predictive. Off: the usual initialisation \
+             (N(0, scale²/fan-in) weights, zero biases), which is not the prior. Restarts the \
+             networks.",
+        );
     crate::app::controls::bounded(ui, &mut n.batch_size, 0..=512, |s| {
         s.text("minibatch (0 = all)").logarithmic(true)
     })
