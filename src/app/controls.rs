@@ -417,11 +417,27 @@ pub(crate) const fn field_range(path: &str) -> ranges::Range {
 /// Every parameter of the sampler, ATMC's printed switches included, offering every
 /// sampler.
 pub fn sampler_controls(ui: &mut Ui, s: &mut SamplerSpec) {
-    sampler_controls_of(ui, s, &SamplerKind::ALL);
+    sampler_controls_of(ui, s, &SamplerKind::ALL, Temperature::Linear);
 }
 
-/// [`sampler_controls`] offering only `kinds` (networks have no HMC yet).
-pub fn sampler_controls_of(ui: &mut Ui, s: &mut SamplerSpec, kinds: &[(SamplerKind, &str)]) {
+/// How the temperature slider reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Temperature {
+    /// 0 … 5 on a linear scale (the 2-D targets' lessons).
+    Linear,
+    /// 10⁻⁴ … 10 on a log scale, with T = 0 as a button and the meaning written beside it
+    /// (the networks' cold-posterior experiments).
+    Tempering,
+}
+
+/// [`sampler_controls`] offering only `kinds` (networks have no HMC yet), with the
+/// temperature read as `temperature` says.
+pub fn sampler_controls_of(
+    ui: &mut Ui,
+    s: &mut SamplerSpec,
+    kinds: &[(SamplerKind, &str)],
+    temperature: Temperature,
+) {
     egui::ComboBox::from_label("sampler")
         .selected_text(s.kind.name().to_uppercase())
         .show_ui(ui, |ui| {
@@ -436,16 +452,21 @@ pub fn sampler_controls_of(ui: &mut Ui, s: &mut SamplerSpec, kinds: &[(SamplerKi
     };
     let h_range = const { field_range("sampler.h") };
     slider(ui, &mut s.h, h_range, 1e-4, 1.0, true, h_label);
-    if s.kind != SamplerKind::Sgd {
-        slider(
-            ui,
-            &mut s.temperature,
-            const { field_range("sampler.temperature") },
-            0.0,
-            5.0,
-            false,
-            "temperature T",
-        );
+    let t_range = const { field_range("sampler.temperature") };
+    match temperature {
+        _ if s.kind == SamplerKind::Sgd => {}
+        Temperature::Linear => {
+            slider(
+                ui,
+                &mut s.temperature,
+                t_range,
+                0.0,
+                5.0,
+                false,
+                "temperature T",
+            );
+        }
+        Temperature::Tempering => tempering_controls(ui, s, t_range),
     }
     if s.kind.has_momentum() {
         let mass_range = const { field_range("sampler.mass") };
@@ -599,6 +620,56 @@ pub fn sampler_controls_of(ui: &mut Ui, s: &mut SamplerSpec, kinds: &[(SamplerKi
         }
         SamplerKind::Sgld => {}
     }
+}
+
+/// The temperature of a posterior tempered as p(θ|D)^{1/T}: a log slider over 10⁻⁴ … 10, a
+/// button for T = 0 (no injected noise) and a line saying what the value means.
+fn tempering_controls(ui: &mut Ui, s: &mut SamplerSpec, range: ranges::Range) {
+    // The log slider cannot reach 0: a button sets it, and the slider brings it back.
+    if s.temperature == 0.0 {
+        let mut t = 1e-4;
+        if slider(ui, &mut t, range, 1e-4, 10.0, true, "temperature T") {
+            s.temperature = t;
+        }
+    } else {
+        slider(
+            ui,
+            &mut s.temperature,
+            range,
+            1e-4,
+            10.0,
+            true,
+            "temperature T",
+        );
+    }
+    let t = s.temperature;
+    let meaning = if t == 0.0 {
+        "no noise: each network descends to a mode (optimisation, not sampling)".into()
+    } else if (t - 1.0).abs() < 1e-9 {
+        "T = 1: the Bayes posterior p(θ|D)".into()
+    } else if t < 1.0 {
+        format!(
+            "a cold posterior p(θ|D)^{{1/T}}: sharper than Bayes, raised to {}",
+            ranges::short_number(1.0 / t)
+        )
+    } else {
+        format!(
+            "a warm posterior p(θ|D)^{{1/T}}: flatter than Bayes, raised to {}",
+            ranges::short_number(1.0 / t)
+        )
+    };
+    ui.horizontal_wrapped(|ui| {
+        if ui
+            .selectable_label(t == 0.0, "T = 0")
+            .on_hover_text(
+                "No injected noise: the chains optimise instead of sampling (again: T = 1)",
+            )
+            .clicked()
+        {
+            s.temperature = if t == 0.0 { 1.0 } else { 0.0 };
+        }
+        ui.small(meaning);
+    });
 }
 
 /// The target's family and its parameters; a typed formula gets the formula panel. True

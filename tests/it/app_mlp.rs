@@ -354,3 +354,21 @@ fn a_generated_set_is_taken_over_and_cleared() {
     h.run_steps(2);
     h.get_by_label_contains("draw 8 more points, at least one of a second class");
 }
+
+/// The networks' temperature reads as tempering (#42 item 5): a log slider, a T = 0 button
+/// for "no noise", and a line saying what the value means, all live.
+#[test]
+fn the_temperature_says_what_it_means_and_reaches_zero() {
+    let mut h = harness(two_moons(64), [1280, 720], 1.0, BackendChoice::Cpu);
+    run_to_step(&mut h, 2).unwrap();
+    h.run_steps(2);
+    h.get_by_label_contains("T = 1: the Bayes posterior");
+    h.get_by_label("T = 0").click();
+    h.run_steps(3);
+    h.get_by_label_contains("no noise");
+    let t = |h: &AppHarness| app(h).get::<MlpView>().unwrap().preset.sampler.temperature;
+    assert_eq!(t(&h), 0.0);
+    h.get_by_label("T = 0").click();
+    h.run_steps(3);
+    assert_eq!(t(&h), 1.0);
+}

@@ -161,6 +161,7 @@ impl MlpView {
                     ui,
                     &mut p.sampler,
                     &crate::math::mlp::NETWORK_SAMPLERS,
+                    controls::Temperature::Tempering,
                 )
             });
         egui::CollapsingHeader::new(RichText::new("Data set").strong())
