@@ -548,6 +548,7 @@ fn bench_mlp_model(shape: &MlpShape) -> anyhow::Result<MlpModel> {
         activation: Activation::Tanh,
         prior_scale: shape.prior_scale,
         batch_size: shape.batch_size,
+        data_used: None,
     };
     let (posterior, _) = crate::preset::data::build_network(&spec).map_err(anyhow::Error::msg)?;
     let mut sampler = SamplerSpec::new(SamplerKind::Atmc);

@@ -241,6 +241,16 @@ pub struct MlpSpec {
         deserialize_with = "crate::math::ranges::de_batch"
     )]
     pub batch_size: u32,
+    /// How many training points the likelihood uses: the first n of the same set (drawn
+    /// points included), the gradient scaled by n; absent: all of them. The others stay in
+    /// the data set and on the map, marked as unused, so the predictive can be watched
+    /// contracting where data arrive.
+    #[serde(
+        default,
+        deserialize_with = "crate::math::ranges::de_data_used",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub data_used: Option<u32>,
 }
 
 fn d_hidden() -> Vec<u32> {
@@ -258,6 +268,7 @@ impl Default for MlpSpec {
             activation: Activation::Tanh,
             prior_scale: 1.0,
             batch_size: d_batch(),
+            data_used: None,
         }
     }
 }
@@ -271,7 +282,22 @@ impl MlpSpec {
     ) -> Result<(MlpPosterior, Dataset), String> {
         let data = self.data.build(read_csv)?;
         let arch = Architecture::new(&self.hidden, data.classes, self.activation)?;
-        let posterior = MlpPosterior::new(arch, &data, self.prior_scale as f32, self.batch_size);
+        let available = data.train_x.len();
+        let used = match self.data_used {
+            Some(n) if n as usize > available => {
+                return Err(format!(
+                    "data_used = {n} is out of range: the data set has {available} training \
+                     points (allowed 1 to {available})"
+                ));
+            }
+            Some(n) => n as usize,
+            None => available,
+        };
+        let mut likelihood = data.clone();
+        likelihood.train_x.truncate(used);
+        likelihood.train_y.truncate(used);
+        let posterior =
+            MlpPosterior::new(arch, &likelihood, self.prior_scale as f32, self.batch_size);
         Ok((posterior, data))
     }
 }

@@ -274,6 +274,9 @@ pub const SPHERE_STEP_SIZE: Range = Range::positive("learning rate η", 10.0);
 pub const LEAPFROG_STEPS: Range = Range::closed("leapfrog steps L", 1.0, 200.0);
 /// HMC's target acceptance rate for step-size adaptation (0.8 is the usual aim).
 pub const TARGET_ACCEPTANCE: Range = Range::closed("target acceptance", 0.05, 0.99);
+/// How many training points a network's likelihood uses (at most the data set's own count,
+/// checked when it is built).
+pub const DATA_USED: Range = Range::closed("data used n", 1.0, 100_000.0);
 /// Heavy-ball momentum μ.
 pub const MOMENTUM: Range = Range {
     name: "momentum μ",
@@ -297,6 +300,15 @@ macro_rules! ranged {
             Ok(v)
         }
     )*};
+}
+
+/// Deserialises how many training points a network's likelihood uses (absent: all).
+pub fn de_data_used<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let v = Option::<u32>::deserialize(d)?;
+    if let Some(v) = v {
+        DATA_USED.check(f64::from(v)).map_err(D::Error::custom)?;
+    }
+    Ok(v)
 }
 
 /// Deserialises HMC's optional target acceptance rate (absent: no adaptation).

@@ -32,6 +32,7 @@ fn model_of(
         activation,
         prior_scale: 1.0,
         batch_size: batch,
+        data_used: None,
     };
     let (posterior, _) = atmc_lab::preset::data::build_network(&spec).expect("two moons");
     let mut sampler = SamplerSpec::new(kind);
@@ -355,4 +356,28 @@ fn a_start_from_the_prior_draws_every_parameter_from_it() {
     let zeros = usual.iter().filter(|t| **t == 0.0).count();
     assert!(zeros > 0, "the usual initialisation has zero biases");
     assert_eq!(prior.iter().filter(|t| **t == 0.0).count(), 0);
+}
+
+/// `data_used` keeps the first n training points of the same set in the likelihood (the
+/// gradient then scales by n) and the whole set in the data; more than the set has is refused
+/// with the count.
+#[test]
+fn the_likelihood_uses_the_first_points_of_the_same_set() {
+    let mut spec = atmc_lab::math::mlp::MlpSpec::default();
+    let (all, data) = atmc_lab::preset::data::build_network(&spec).unwrap();
+    spec.data_used = Some(10);
+    let (few, same) = atmc_lab::preset::data::build_network(&spec).unwrap();
+    assert_eq!(few.inputs.len(), 10);
+    assert_eq!(few.inputs[..], all.inputs[..10]);
+    assert_eq!(
+        same.train_x, data.train_x,
+        "the data set itself is the same"
+    );
+    assert!(few.batch_size <= 10);
+    spec.data_used = Some(data.train_x.len() as u32 + 1);
+    let e = atmc_lab::preset::data::build_network(&spec).unwrap_err();
+    assert!(
+        e.contains("data_used") && e.contains("training points"),
+        "{e}"
+    );
 }

@@ -120,6 +120,12 @@ impl MlpView {
     /// The control panel.
     fn control_panel(&mut self, ui: &mut Ui, shell: &mut Shell) {
         let playing = self.sim.snapshot().playing;
+        let train_points = self
+            .sim
+            .snapshot()
+            .data
+            .as_ref()
+            .map(|d| d.train_x.len() as u32);
         let actions: Actions = controls::transport(ui, playing, "↺ Reset networks");
         if actions.toggle_play {
             self.act(Action::TogglePlay);
@@ -166,7 +172,12 @@ impl MlpView {
             });
         egui::CollapsingHeader::new(RichText::new("Data set").strong())
             .default_open(true)
-            .show(ui, |ui| data_controls(ui, p, shell));
+            .show(ui, |ui| {
+                data_controls(ui, p, shell);
+                if let Some(available) = train_points {
+                    data_used_control(ui, &mut p.network.data_used, available);
+                }
+            });
         egui::CollapsingHeader::new(RichText::new("Network and prior").strong())
             .default_open(true)
             .show(ui, |ui| network_controls(ui, p));
@@ -464,6 +475,7 @@ impl MlpView {
             g.x.map(f64::to_bits),
             g.y.map(f64::to_bits),
             data_key(data),
+            self.preset.network.data_used,
         ));
         if self.dots.as_ref().is_none_or(|(k, _)| *k != key) {
             let n = pixels as f32;
@@ -482,10 +494,22 @@ impl MlpView {
                     CLASS_COLORS[y as usize % CLASS_COLORS.len()],
                 );
             }
-            for (x, &y) in data.train_x.iter().zip(&data.train_y) {
+            // Training points the likelihood leaves out (`data_used`) are faint, without the
+            // black edge of the points in use.
+            let used = self
+                .preset
+                .network
+                .data_used
+                .map_or(data.train_x.len(), |n| n as usize);
+            for (i, (x, &y)) in data.train_x.iter().zip(&data.train_y).enumerate() {
                 let p = to_pixel(*x);
-                dots.disc(p, radius + 0.8 * ppp, Color32::BLACK);
-                dots.disc(p, radius, CLASS_COLORS[y as usize % CLASS_COLORS.len()]);
+                let colour = CLASS_COLORS[y as usize % CLASS_COLORS.len()];
+                if i < used {
+                    dots.disc(p, radius + 0.8 * ppp, Color32::BLACK);
+                    dots.disc(p, radius, colour);
+                } else {
+                    dots.disc(p, 0.6 * radius, colour.gamma_multiply(0.45));
+                }
             }
             self.dots = Some((key, dots));
         }
@@ -970,6 +994,24 @@ fn data_controls(ui: &mut Ui, p: &mut MlpPreset, shell: &mut Shell) {
             .labelled_by(label.id)
             .on_hover_text("The data set's own seed: a new one draws new points");
     });
+}
+
+/// How many of the training points the likelihood uses (the first n of the same set), live:
+/// a class watches the predictive contract where the data arrive.
+fn data_used_control(ui: &mut Ui, used: &mut Option<u32>, available: u32) {
+    if available == 0 {
+        return;
+    }
+    let mut n = used.unwrap_or(available).min(available);
+    crate::app::controls::bounded(ui, &mut n, 1..=available, |s| {
+        s.logarithmic(true).text("points used")
+    })
+    .on_hover_text(
+        "The likelihood uses the first n training points of this same set (the gradient scaled \
+         to n); the others stay on the maps as faint dots. A new set comes from the points \
+         slider or the data seed.",
+    );
+    *used = (n < available).then_some(n);
 }
 
 fn network_controls(ui: &mut Ui, p: &mut MlpPreset) {
