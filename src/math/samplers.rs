@@ -304,6 +304,17 @@ impl SamplerSpec {
         self.friction_sign = if self.friction_sign > 0.0 { -1.0 } else { 1.0 };
     }
 
+    /// What the kinetic temperature ⟨p K'(p)⟩ settles at: T for the samplers that inject noise
+    /// at temperature T, but 1 for HMC, whose temperature divides U and leaves the momentum
+    /// N(0, m) (MATH.md §10).
+    pub fn kinetic_target(&self) -> f64 {
+        if self.kind == SamplerKind::Hmc {
+            1.0
+        } else {
+            self.temperature
+        }
+    }
+
     /// Whether any of ATMC's printed defects is switched on.
     pub fn has_printed_defect(&self) -> bool {
         self.kind == SamplerKind::Atmc
@@ -889,6 +900,17 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// HMC's temperature divides U: its momentum stays N(0, m), so its kinetic temperature
+    /// settles at 1 where the noise-injecting samplers' settles at T.
+    #[test]
+    fn the_kinetic_temperature_target_is_one_for_hmc_and_t_otherwise() {
+        for (kind, want) in [(SamplerKind::Hmc, 1.0), (SamplerKind::Atmc, 0.25)] {
+            let mut s = SamplerSpec::new(kind);
+            s.temperature = 0.25;
+            assert_eq!(s.kinetic_target(), want, "{kind:?}");
+        }
+    }
 
     /// MATH.md §3: while a cyclical schedule explores, every thermostat keeps its value and
     /// no sampler injects noise (the update does not depend on z); while it samples, both act.

@@ -148,7 +148,7 @@ pub fn run_point(
         // compares like with like (null, as in the JSON, when it is not finite).
         if let (Some(kt), Some(t)) = (
             kinetic_temperature.filter(|kt| kt.is_finite()),
-            record::sampler_temperature(&point.preset).filter(|t| *t > 0.0),
+            record::kinetic_target(&point.preset).filter(|t| *t > 0.0),
         ) {
             map.insert(
                 "kinetic_temperature_error".into(),

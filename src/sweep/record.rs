@@ -490,8 +490,17 @@ pub fn seed_of(preset: &AnyPreset) -> u64 {
     }
 }
 
-/// The temperature a preset's sampler targets, where it has one (the sphere's projected SGD
-/// has none).
+/// Where a preset's sampler's kinetic temperature should settle (`SamplerSpec::kinetic_target`:
+/// T, or 1 for HMC), where it has one (a comparison and the sphere's projected SGD have none).
+pub fn kinetic_target(preset: &AnyPreset) -> Option<f64> {
+    match preset {
+        AnyPreset::Toy(p) => Some(p.sampler.kinetic_target()),
+        AnyPreset::Mlp(p) => Some(p.sampler.kinetic_target()),
+        AnyPreset::Comparison(_) | AnyPreset::Sphere(_) => None,
+    }
+}
+
+/// The temperature T of a preset's sampler (none for a comparison or the sphere).
 pub fn sampler_temperature(preset: &AnyPreset) -> Option<f64> {
     match preset {
         AnyPreset::Toy(p) => Some(p.sampler.temperature),

@@ -544,7 +544,7 @@ impl View for PosteriorView {
             plots::time_series(
                 ui,
                 &snapshot.series,
-                self.preset.sampler.temperature,
+                self.preset.sampler.kinetic_target(),
                 snapshot.chains,
                 (kind.has_momentum(), kind.has_thermostat()),
                 width,
