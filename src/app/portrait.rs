@@ -460,10 +460,10 @@ fn draw_leapfrog(
         let (Some(&start), Some(&end)) = (points.first(), points.last()) else {
             continue;
         };
-        painter.add(Shape::line(points.clone(), Stroke::new(1.5, colour)));
         for &p in &points[1..points.len() - 1] {
             painter.circle_filled(p, 1.8, colour);
         }
+        painter.add(Shape::line(points, Stroke::new(1.5, colour)));
         painter.circle_stroke(start, 4.5, Stroke::new(1.5, Color32::WHITE));
         if path.accepted {
             painter.circle_filled(end, 4.0, colour);

@@ -680,12 +680,13 @@ fn set_field(
             node = step_into_mut(node, part).expect("an insertable path's parent exists");
         }
         if let Some(map) = node.as_object_mut() {
-            let placeholder = if field.whole {
+            // A zero of the field's kind, overwritten by `value` below.
+            let zero = if field.whole {
                 Value::from(0u64)
             } else {
                 Value::from(0.0)
             };
-            map.entry(leaf).or_insert(placeholder);
+            map.entry(leaf).or_insert(zero);
         }
     }
     let snapshot = json.clone();
